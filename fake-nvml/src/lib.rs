@@ -1,0 +1,1 @@
+//! Placeholder: the fake NVML library (issue 3).

@@ -1,0 +1,95 @@
+//! The interactive terminal: sets up and always restores the terminal, runs the one event
+//! loop (samples, keys, resizes, signals), passes every message through `state::update`,
+//! carries out the returned effects and redraws after each handled message — never on a timer.
+
+use color_eyre::eyre::{Result, WrapErr};
+use futures_util::StreamExt;
+use ratatui::crossterm::event::{Event, EventStream};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::keymap;
+use crate::sampler::{self, SamplerEvent};
+use crate::source::GpuSource;
+use crate::state::{Effect, LayoutPref, Msg, State, ViewConfig, update};
+use crate::ui::{self, Theme};
+
+/// How the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The user quit (q, Ctrl-C).
+    Quit,
+    /// A signal asked us to stop; the value is the signal number (for exit code 128+n).
+    Signal(i32),
+}
+
+pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, compact: bool) -> Result<Exit> {
+    let theme = Theme::new(config.color);
+    let mut terminal = ratatui::try_init().wrap_err("cannot set up the terminal")?;
+    let result = event_loop(&mut terminal, source, config, compact, &theme).await;
+    ratatui::restore();
+    result
+}
+
+async fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    compact: bool,
+    theme: &Theme,
+) -> Result<Exit> {
+    let (tx, mut samples) = sampler::channel();
+    let sampler_task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let mut keys = EventStream::new();
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+
+    let mut state = State::new(config);
+    if compact {
+        state.layout = LayoutPref::Compact;
+    }
+    let size = terminal.size()?;
+    update(
+        &mut state,
+        Msg::Resize {
+            width: size.width,
+            height: size.height,
+        },
+    );
+    terminal.draw(|f| ui::draw(f, &state, theme))?;
+
+    let exit = loop {
+        let msg = tokio::select! {
+            event = samples.recv() => match event {
+                Some(SamplerEvent::Sample(s)) => Msg::Sample(s),
+                Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
+                None => Msg::SourceFailed("the sampler stopped".into()),
+            },
+            event = keys.next() => match event {
+                Some(Ok(Event::Key(key))) => match keymap::action_for(key) {
+                    Some(action) => Msg::Action(action),
+                    None => continue,
+                },
+                Some(Ok(Event::Resize(width, height))) => Msg::Resize { width, height },
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e).wrap_err("reading terminal input"),
+                None => break Exit::Quit,
+            },
+            _ = sigterm.recv() => break Exit::Signal(15),
+            _ = sighup.recv() => break Exit::Signal(1),
+            _ = sigint.recv() => break Exit::Signal(2),
+        };
+        let stopped = matches!(msg, Msg::SourceFailed(ref w) if w == "the sampler stopped");
+        let effects = update(&mut state, msg);
+        if effects.contains(&Effect::Quit) {
+            break Exit::Quit;
+        }
+        terminal.draw(|f| ui::draw(f, &state, theme))?;
+        if stopped {
+            // Nothing more will come from the sampler; keep the last frame and the keys alive.
+            samples = sampler::channel().1;
+        }
+    };
+    sampler_task.abort();
+    Ok(exit)
+}

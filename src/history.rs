@@ -1,0 +1,181 @@
+//! Fixed-capacity ring buffers of recent readings per GPU, for sparklines and trends.
+//! Owns only storage: points are `Option` so a missing reading shows as a gap, and
+//! capacity is fixed at creation so memory never grows with uptime.
+
+use std::collections::VecDeque;
+use std::time::SystemTime;
+
+/// A ring buffer holding at most `capacity` points; the oldest is dropped on overflow.
+#[derive(Debug, Clone)]
+pub struct Ring<T> {
+    points: VecDeque<T>,
+    capacity: usize,
+}
+
+impl<T: Clone> Ring<T> {
+    pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        Ring {
+            points: VecDeque::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    pub fn push(&mut self, value: T) {
+        if self.points.len() == self.capacity {
+            self.points.pop_front();
+        }
+        self.points.push_back(value);
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+        self.points.iter()
+    }
+
+    /// The newest `n` points (fewer if not yet filled), oldest first.
+    pub fn last_n(&self, n: usize) -> impl Iterator<Item = &T> {
+        self.points.iter().skip(self.points.len().saturating_sub(n))
+    }
+
+    pub fn latest(&self) -> Option<&T> {
+        self.points.back()
+    }
+}
+
+/// One GPU's recent readings, in the units the panel draws (°C, W, %, bytes).
+#[derive(Debug, Clone)]
+pub struct GpuHistory {
+    pub times: Ring<SystemTime>,
+    pub temperature: Ring<Option<u32>>,
+    pub power: Ring<Option<f64>>,
+    pub util: Ring<Option<u32>>,
+    pub memory_used: Ring<Option<u64>>,
+}
+
+impl GpuHistory {
+    pub fn new(capacity: usize) -> Self {
+        GpuHistory {
+            times: Ring::new(capacity),
+            temperature: Ring::new(capacity),
+            power: Ring::new(capacity),
+            util: Ring::new(capacity),
+            memory_used: Ring::new(capacity),
+        }
+    }
+
+    pub fn push(&mut self, time: SystemTime, reading: &crate::source::GpuReading) {
+        self.times.push(time);
+        self.temperature.push(reading.temperature.map(|c| c.0));
+        self.power.push(reading.power.map(|w| w.0));
+        self.util.push(reading.util.map(|p| p.0));
+        self.memory_used.push(reading.memory_used.map(|b| b.0));
+    }
+
+    /// Growth rate of used VRAM in bytes per second over the samples taken at or after
+    /// `since`, by a least-squares fit. `None` with fewer than three known points.
+    pub fn memory_growth_per_sec(&self, since: SystemTime) -> Option<f64> {
+        let points: Vec<(f64, f64)> = self
+            .times
+            .iter()
+            .zip(self.memory_used.iter())
+            .filter(|(t, _)| **t >= since)
+            .filter_map(|(t, m)| {
+                let secs = t.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs_f64();
+                Some((secs, (*m)? as f64))
+            })
+            .collect();
+        least_squares_slope(&points)
+    }
+}
+
+fn least_squares_slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for (x, y) in points {
+        num += (x - mean_x) * (y - mean_y);
+        den += (x - mean_x) * (x - mean_x);
+    }
+    (den > 0.0).then(|| num / den)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn ring_drops_oldest_when_full() {
+        let mut r = Ring::new(3);
+        for v in 1..=5 {
+            r.push(v);
+        }
+        assert_eq!(r.iter().copied().collect::<Vec<_>>(), vec![3, 4, 5]);
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.capacity(), 3);
+        assert_eq!(r.latest(), Some(&5));
+    }
+
+    #[test]
+    fn ring_last_n_handles_short_buffers() {
+        let mut r = Ring::new(10);
+        r.push(1);
+        r.push(2);
+        assert_eq!(r.last_n(5).copied().collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(r.last_n(1).copied().collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn zero_capacity_is_one() {
+        let mut r = Ring::new(0);
+        r.push(1);
+        r.push(2);
+        assert_eq!(r.iter().copied().collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn slope_of_a_line() {
+        let pts: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 7.0)).collect();
+        assert!((least_squares_slope(&pts).unwrap() - 3.0).abs() < 1e-9);
+        assert_eq!(least_squares_slope(&pts[..2]), None);
+        assert_eq!(
+            least_squares_slope(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]),
+            None
+        );
+    }
+
+    #[test]
+    fn memory_growth_skips_gaps() {
+        use crate::source::{GpuId, GpuReading};
+        use crate::units::Bytes;
+        let mut h = GpuHistory::new(30);
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        for i in 0..6u64 {
+            let mut g = GpuReading::absent(GpuId("x".into()), 0, "g");
+            // A missing reading in the middle must not count as zero.
+            g.memory_used = (i != 3).then(|| Bytes(1000 + 500 * i));
+            h.push(t0 + Duration::from_secs(i), &g);
+        }
+        let slope = h.memory_growth_per_sec(t0).unwrap();
+        assert!((slope - 500.0).abs() < 1e-6, "{slope}");
+        // Only the window asked for counts: the last three points (one of them a gap) are too few.
+        assert_eq!(h.memory_growth_per_sec(t0 + Duration::from_secs(3)), None);
+    }
+}

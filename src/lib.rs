@@ -1,0 +1,24 @@
+//! gpuwatch: a terminal GPU monitor for shared multi-GPU servers.
+//!
+//! Data flows one way, with one owner of state:
+//!
+//! 1. `main` parses the CLI ([`cli`]), resolves [`config::Settings`], builds a
+//!    [`source::GpuSource`] and starts the TUI ([`app`]) or a headless mode ([`headless`]).
+//! 2. [`sampler`] polls the source on tokio's blocking pool every interval and sends plain
+//!    [`source::Sample`]s over a bounded channel. It knows nothing of the UI.
+//! 3. [`app`] waits on samples, keys and signals, maps keys through [`keymap`] to
+//!    [`state::Action`]s, and hands every message to [`state::update`], the only code that
+//!    changes [`state::State`] (ring buffers in [`history`], the process table, warnings).
+//! 4. [`ui::draw`] renders from `&State` only, after each handled message.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod headless;
+pub mod history;
+pub mod keymap;
+pub mod sampler;
+pub mod source;
+pub mod state;
+pub mod ui;
+pub mod units;

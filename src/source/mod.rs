@@ -1,0 +1,216 @@
+//! The GPU source abstraction: what one poll of the hardware returns, and the trait every
+//! source (NVML, the simulated fleet, later remote hosts) implements.
+//! Owns the data model of a sample; knows nothing of history, warnings or drawing.
+
+pub mod nvml;
+pub mod sim;
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
+
+/// A GPU's stable identity: its UUID. Indices can change across reboots or with
+/// `CUDA_VISIBLE_DEVICES`; the UUID does not, so history is keyed by it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GpuId(pub String);
+
+/// One poll of every GPU on a host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// When the sample was taken (wall clock; the simulated source uses a virtual clock).
+    #[serde(with = "epoch_seconds")]
+    pub time: SystemTime,
+    pub host: HostInfo,
+    pub gpus: Vec<GpuReading>,
+    pub processes: Vec<ProcReading>,
+}
+
+/// Facts about the host that change rarely.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+}
+
+/// Whether a GPU answered this poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuStatus {
+    Ok,
+    /// The GPU fell off the bus or stopped answering: its slot stays, its readings are absent.
+    Lost,
+}
+
+/// One GPU's readings. Every reading is an `Option`: `None` means the source could not
+/// tell (shown as `N/A`), which is different from a real zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuReading {
+    pub id: GpuId,
+    pub index: u32,
+    pub name: String,
+    pub status: GpuStatus,
+    pub util: Option<Percent>,
+    pub memory_util: Option<Percent>,
+    pub memory_total: Option<Bytes>,
+    pub memory_used: Option<Bytes>,
+    pub temperature: Option<Celsius>,
+    /// The temperature at which the device starts slowing itself down, when reported.
+    pub temperature_slowdown: Option<Celsius>,
+    pub power: Option<Watts>,
+    pub power_limit: Option<Watts>,
+    pub fan: Option<Percent>,
+    pub sm_clock: Option<MegaHertz>,
+    pub memory_clock: Option<MegaHertz>,
+    /// Performance state, 0 (fastest) to 15.
+    pub pstate: Option<u32>,
+}
+
+impl GpuReading {
+    /// A reading with only identity filled in: every measurement absent.
+    pub fn absent(id: GpuId, index: u32, name: impl Into<String>) -> Self {
+        GpuReading {
+            id,
+            index,
+            name: name.into(),
+            status: GpuStatus::Ok,
+            util: None,
+            memory_util: None,
+            memory_total: None,
+            memory_used: None,
+            temperature: None,
+            temperature_slowdown: None,
+            power: None,
+            power_limit: None,
+            fan: None,
+            sm_clock: None,
+            memory_clock: None,
+            pstate: None,
+        }
+    }
+
+    /// Used VRAM as a fraction of total, when both are known and total is non-zero.
+    pub fn memory_ratio(&self) -> Option<f64> {
+        match (self.memory_used, self.memory_total) {
+            (Some(used), Some(total)) if total.0 > 0 => Some(used.0 as f64 / total.0 as f64),
+            _ => None,
+        }
+    }
+}
+
+/// Compute (CUDA) or graphics context; a process may hold both on one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ProcKind {
+    #[serde(rename = "C")]
+    Compute,
+    #[serde(rename = "G")]
+    Graphics,
+    #[serde(rename = "C+G")]
+    Both,
+}
+
+impl ProcKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            ProcKind::Compute => "C",
+            ProcKind::Graphics => "G",
+            ProcKind::Both => "C+G",
+        }
+    }
+}
+
+/// One process on one GPU (a process on two GPUs is two readings).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcReading {
+    pub pid: u32,
+    pub gpu: GpuId,
+    pub kind: ProcKind,
+    pub gpu_memory: Option<Bytes>,
+    /// Share of the GPU's SM time this process used over the last interval.
+    pub sm_util: Option<Percent>,
+    /// What the host knows about the process; `None` when it is not visible from here.
+    pub host: HostProc,
+}
+
+/// Host-side facts about a GPU process, from /proc (or the simulation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "visibility", rename_all = "snake_case")]
+pub enum HostProc {
+    Visible(ProcDetails),
+    /// NVML reports host PIDs; inside a container they may not exist in our /proc.
+    OtherNamespace,
+    /// The PID exists but /proc hides it from us (hidepid).
+    Hidden,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcDetails {
+    /// User name, or the numeric UID when the name cannot be resolved.
+    pub user: String,
+    pub uid: u32,
+    pub command: String,
+    /// CPU use over the last interval; can exceed 100 with several cores. `None` on the
+    /// first sighting, before there is a previous reading to take a delta from.
+    pub cpu_percent: Option<f32>,
+    pub host_memory: Option<Bytes>,
+    #[serde(with = "epoch_seconds")]
+    pub started: SystemTime,
+}
+
+impl ProcReading {
+    pub fn details(&self) -> Option<&ProcDetails> {
+        match &self.host {
+            HostProc::Visible(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// Why a poll failed as a whole (individual fields failing are `None`, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A source of GPU samples. `sample` may block (NVML is blocking FFI): the sampler calls
+/// it on tokio's blocking pool, never on the UI thread.
+pub trait GpuSource: Send + 'static {
+    fn sample(&mut self) -> Result<Sample, SourceError>;
+}
+
+/// Seconds since the Unix epoch as a float, so JSON carries a plain number.
+pub(crate) mod epoch_seconds {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        let secs = t
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        s.serialize_f64(secs)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+        let secs = f64::deserialize(d)?;
+        if !secs.is_finite() || secs < 0.0 {
+            return Err(serde::de::Error::custom(
+                "time must be a non-negative number of seconds",
+            ));
+        }
+        Ok(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs))
+    }
+}
+
+/// This machine's host name (for the header), or "localhost" when it cannot be read.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}

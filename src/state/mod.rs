@@ -1,0 +1,254 @@
+//! The application state and the one function that changes it: `update(&mut State, Msg)`.
+//! Pure: no I/O, no clock (time comes in with each sample), no terminal. Everything the
+//! UI and the headless modes show is derived here.
+
+pub mod procs;
+pub mod warnings;
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use crate::history::GpuHistory;
+use crate::source::{GpuId, GpuReading, HostInfo, Sample};
+use procs::{ProcRow, ProcTable, SortKey};
+use warnings::{Alarm, Thresholds, Warning};
+
+/// What the user asked for, independent of which key they pressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    ToggleHelp,
+    SelectUp,
+    SelectDown,
+    PageUp,
+    PageDown,
+    SelectFirst,
+    SelectLast,
+    SortNext,
+    SortPrev,
+    SortReverse,
+    SortBy(SortKey),
+    TogglePause,
+    ToggleCompact,
+    ScrollGpusUp,
+    ScrollGpusDown,
+    /// Close an overlay (help) or otherwise step back.
+    Back,
+}
+
+/// Everything that can happen to the state.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Sample(Box<Sample>),
+    /// The source failed as a whole this tick (the message says why).
+    SourceFailed(String),
+    Action(Action),
+    Resize {
+        width: u16,
+        height: u16,
+    },
+}
+
+/// What `update` asks the outside world to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Quit,
+}
+
+/// How GPUs are laid out: chosen by size, or forced by the user with `c`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutPref {
+    Auto,
+    Compact,
+    Full,
+}
+
+/// Settings the state needs (a subset of the resolved `Settings`).
+#[derive(Debug, Clone)]
+pub struct ViewConfig {
+    pub interval: Duration,
+    /// Samples kept per GPU for sparklines and trends.
+    pub history_len: usize,
+    pub thresholds: Thresholds,
+    /// Whose processes to highlight.
+    pub current_user: Option<String>,
+    /// Offset of local time from UTC, resolved once at start-up (tests pin it).
+    pub utc_offset: chrono::FixedOffset,
+    pub color: bool,
+}
+
+impl Default for ViewConfig {
+    fn default() -> Self {
+        ViewConfig {
+            interval: Duration::from_secs(1),
+            history_len: 300,
+            thresholds: Thresholds::default(),
+            current_user: None,
+            utc_offset: chrono::FixedOffset::east_opt(0).expect("zero offset is valid"),
+            color: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct State {
+    pub config: ViewConfig,
+    /// Time of the latest sample shown.
+    pub now: Option<SystemTime>,
+    pub host: HostInfo,
+    pub gpus: Vec<GpuReading>,
+    pub histories: HashMap<GpuId, GpuHistory>,
+    alarms: HashMap<GpuId, Alarm>,
+    pub warnings: Vec<Warning>,
+    pub procs: ProcTable,
+    pub paused: bool,
+    pub show_help: bool,
+    pub layout: LayoutPref,
+    /// Terminal size in cells, for paging; (0, 0) in headless modes.
+    pub viewport: (u16, u16),
+    /// First GPU shown when there are more than fit.
+    pub gpu_scroll: usize,
+    /// The last whole-source failure, cleared by the next good sample.
+    pub source_error: Option<String>,
+}
+
+impl State {
+    pub fn new(config: ViewConfig) -> Self {
+        State {
+            config,
+            now: None,
+            host: HostInfo::default(),
+            gpus: Vec::new(),
+            histories: HashMap::new(),
+            alarms: HashMap::new(),
+            warnings: Vec::new(),
+            procs: ProcTable::default(),
+            paused: false,
+            show_help: false,
+            layout: LayoutPref::Auto,
+            viewport: (0, 0),
+            gpu_scroll: 0,
+            source_error: None,
+        }
+    }
+
+    /// The worst warning on a GPU, for colouring its panel.
+    pub fn gpu_severity(&self, id: &GpuId) -> Option<warnings::Severity> {
+        self.warnings
+            .iter()
+            .filter(|w| &w.gpu == id)
+            .map(|w| w.severity)
+            .max()
+    }
+}
+
+/// Applies one message; returns what the outside world must do.
+pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
+    match msg {
+        Msg::Sample(sample) => {
+            if !state.paused {
+                apply_sample(state, *sample);
+            }
+            Vec::new()
+        }
+        Msg::SourceFailed(why) => {
+            state.source_error = Some(why);
+            Vec::new()
+        }
+        Msg::Resize { width, height } => {
+            state.viewport = (width, height);
+            Vec::new()
+        }
+        Msg::Action(action) => apply_action(state, action),
+    }
+}
+
+fn apply_sample(state: &mut State, sample: Sample) {
+    let now = sample.time;
+    state.now = Some(now);
+    state.host = sample.host;
+    state.source_error = None;
+
+    // History and alarms are keyed by UUID; GPUs that disappeared are forgotten so memory
+    // stays bounded by the current fleet.
+    let capacity = state.config.history_len;
+    state
+        .histories
+        .retain(|id, _| sample.gpus.iter().any(|g| &g.id == id));
+    state
+        .alarms
+        .retain(|id, _| sample.gpus.iter().any(|g| &g.id == id));
+    let mut warnings = Vec::new();
+    for gpu in &sample.gpus {
+        let history = state
+            .histories
+            .entry(gpu.id.clone())
+            .or_insert_with(|| GpuHistory::new(capacity));
+        history.push(now, gpu);
+        let prev = state.alarms.get(&gpu.id).cloned().unwrap_or_default();
+        let (alarm, mut raised) =
+            warnings::evaluate(&prev, gpu, history, &state.config.thresholds, now);
+        state.alarms.insert(gpu.id.clone(), alarm);
+        warnings.append(&mut raised);
+    }
+    // Critical first, then by GPU, so the most urgent line is always the top one.
+    warnings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.gpu_index.cmp(&b.gpu_index))
+    });
+    state.warnings = warnings;
+
+    let index_of: HashMap<&GpuId, u32> = sample.gpus.iter().map(|g| (&g.id, g.index)).collect();
+    let rows: Vec<ProcRow> = sample
+        .processes
+        .iter()
+        .map(|p| {
+            let index = index_of.get(&p.gpu).copied().unwrap_or(u32::MAX);
+            ProcRow::from_reading(p, index, now)
+        })
+        .collect();
+    state.procs.set_rows(rows);
+    state.gpus = sample.gpus;
+    state.gpu_scroll = state.gpu_scroll.min(state.gpus.len().saturating_sub(1));
+}
+
+fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
+    let page = crate::ui::layout::table_page_rows(state) as isize;
+    let table = &mut state.procs;
+    match action {
+        Action::Quit => return vec![Effect::Quit],
+        Action::ToggleHelp => state.show_help = !state.show_help,
+        Action::Back => state.show_help = false,
+        Action::SelectUp => table.move_selection(-1),
+        Action::SelectDown => table.move_selection(1),
+        Action::PageUp => table.move_selection(-page),
+        Action::PageDown => table.move_selection(page),
+        Action::SelectFirst => table.select_index(0),
+        Action::SelectLast => table.select_last(),
+        Action::SortNext => {
+            let key = table.sort.next();
+            table.set_sort(key, key.default_direction());
+        }
+        Action::SortPrev => {
+            let key = table.sort.prev();
+            table.set_sort(key, key.default_direction());
+        }
+        Action::SortReverse => table.set_sort(table.sort, table.dir.flipped()),
+        Action::SortBy(key) => table.set_sort(key, key.default_direction()),
+        Action::TogglePause => state.paused = !state.paused,
+        Action::ToggleCompact => {
+            let compact_now = crate::ui::layout::is_compact(state);
+            state.layout = if compact_now {
+                LayoutPref::Full
+            } else {
+                LayoutPref::Compact
+            };
+        }
+        Action::ScrollGpusUp => state.gpu_scroll = state.gpu_scroll.saturating_sub(1),
+        Action::ScrollGpusDown => {
+            state.gpu_scroll = (state.gpu_scroll + 1).min(state.gpus.len().saturating_sub(1))
+        }
+    }
+    Vec::new()
+}

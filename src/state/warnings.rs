@@ -1,0 +1,450 @@
+//! Warnings: OOM risk, overheating and lost GPUs, evaluated from one GPU's reading and
+//! history. Pure functions with hysteresis: each evaluation takes the previous alarm state
+//! so a reading hovering at a threshold does not make the warning flicker.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::history::GpuHistory;
+use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::units::{Bytes, Celsius};
+
+/// Thresholds; all are settings (flags now, a config file later).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    pub oom_warn_percent: f64,
+    pub oom_critical_percent: f64,
+    /// Warn when VRAM at its recent growth rate would be full within this long.
+    pub oom_time_to_full: Duration,
+    pub temp_warn: u32,
+    pub temp_critical: u32,
+    /// How long the temperature must stay at or above the critical level to be critical.
+    pub temp_hold: Duration,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            oom_warn_percent: 90.0,
+            oom_critical_percent: 97.0,
+            oom_time_to_full: Duration::from_secs(120),
+            temp_warn: 85,
+            temp_critical: 90,
+            temp_hold: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How far a reading must fall back below a threshold before its warning clears.
+const OOM_CLEAR_MARGIN_PERCENT: f64 = 2.0;
+const TEMP_CLEAR_MARGIN_C: u32 = 3;
+/// Once predicted, a time-to-full warning clears only when the prediction is this much longer.
+const TTF_CLEAR_FACTOR: f64 = 1.5;
+/// The VRAM trend is fitted over this much recent history.
+const TREND_WINDOW: Duration = Duration::from_secs(30);
+/// Growth slower than this is noise, not a trend (1 MiB/s).
+const MIN_GROWTH_BYTES_PER_SEC: f64 = 1024.0 * 1024.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Warning,
+    Critical,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WarningKind {
+    OomRisk {
+        used: Bytes,
+        total: Bytes,
+        percent: f64,
+        /// Predicted time until VRAM is full at the recent growth rate.
+        #[serde(serialize_with = "opt_secs")]
+        time_to_full: Option<Duration>,
+    },
+    Overheating {
+        temperature: Celsius,
+        /// How long it has been at or above the critical level (zero if not yet there).
+        #[serde(serialize_with = "secs")]
+        held_for: Duration,
+        critical_at: Celsius,
+        slowdown: Option<Celsius>,
+    },
+    Lost,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    pub gpu_index: u32,
+    pub gpu: GpuId,
+    pub severity: Severity,
+    #[serde(flatten)]
+    pub kind: WarningKind,
+    pub message: String,
+}
+
+/// Per-GPU memory of what was active, for hysteresis.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Alarm {
+    oom: Option<Severity>,
+    time_to_full_active: bool,
+    heat: Option<Severity>,
+    /// When the temperature first reached the critical level in the current hot spell.
+    hot_since: Option<SystemTime>,
+}
+
+/// Evaluates one GPU: returns its new alarm state and the warnings it raises now.
+pub fn evaluate(
+    prev: &Alarm,
+    gpu: &GpuReading,
+    history: &GpuHistory,
+    th: &Thresholds,
+    now: SystemTime,
+) -> (Alarm, Vec<Warning>) {
+    let mut alarm = Alarm::default();
+    let mut out = Vec::new();
+    let warn = |severity, kind: WarningKind| Warning {
+        gpu_index: gpu.index,
+        gpu: gpu.id.clone(),
+        severity,
+        message: message(gpu.index, &kind),
+        kind,
+    };
+    if gpu.status == GpuStatus::Lost {
+        out.push(warn(Severity::Critical, WarningKind::Lost));
+        return (alarm, out);
+    }
+    if let Some((severity, kind)) = oom(prev, gpu, history, th, now, &mut alarm) {
+        out.push(warn(severity, kind));
+    }
+    if let Some((severity, kind)) = heat(prev, gpu, th, now, &mut alarm) {
+        out.push(warn(severity, kind));
+    }
+    (alarm, out)
+}
+
+fn oom(
+    prev: &Alarm,
+    gpu: &GpuReading,
+    history: &GpuHistory,
+    th: &Thresholds,
+    now: SystemTime,
+    alarm: &mut Alarm,
+) -> Option<(Severity, WarningKind)> {
+    let (used, total) = (gpu.memory_used?, gpu.memory_total?);
+    let percent = gpu.memory_ratio()? * 100.0;
+    let above = |level: f64, was: bool| {
+        percent >= level || (was && percent >= level - OOM_CLEAR_MARGIN_PERCENT)
+    };
+    let critical = above(
+        th.oom_critical_percent,
+        prev.oom == Some(Severity::Critical),
+    );
+    let high = above(th.oom_warn_percent, prev.oom.is_some());
+
+    let time_to_full = history
+        .memory_growth_per_sec(
+            now.checked_sub(TREND_WINDOW)
+                .unwrap_or(SystemTime::UNIX_EPOCH),
+        )
+        .filter(|rate| *rate >= MIN_GROWTH_BYTES_PER_SEC)
+        .map(|rate| Duration::from_secs_f64(total.saturating_sub(used).0 as f64 / rate));
+    let limit = th.oom_time_to_full.as_secs_f64();
+    let filling = time_to_full.is_some_and(|ttf| {
+        let secs = ttf.as_secs_f64();
+        secs < limit || (prev.time_to_full_active && secs < limit * TTF_CLEAR_FACTOR)
+    });
+    alarm.time_to_full_active = filling;
+
+    let severity = if critical {
+        Severity::Critical
+    } else if high || filling {
+        Severity::Warning
+    } else {
+        return None;
+    };
+    alarm.oom = Some(severity);
+    Some((
+        severity,
+        WarningKind::OomRisk {
+            used,
+            total,
+            percent,
+            time_to_full: time_to_full.filter(|_| filling),
+        },
+    ))
+}
+
+fn heat(
+    prev: &Alarm,
+    gpu: &GpuReading,
+    th: &Thresholds,
+    now: SystemTime,
+    alarm: &mut Alarm,
+) -> Option<(Severity, WarningKind)> {
+    let temp = gpu.temperature?.0;
+    let slowdown = gpu.temperature_slowdown;
+    // The device's own slowdown point wins when it is lower than our setting.
+    let critical_at = slowdown.map_or(th.temp_critical, |s| s.0.min(th.temp_critical));
+    let warn_at = th.temp_warn.min(critical_at.saturating_sub(1));
+
+    let still_hot = prev.hot_since.is_some() && temp + TEMP_CLEAR_MARGIN_C >= critical_at;
+    alarm.hot_since = if temp >= critical_at || still_hot {
+        Some(prev.hot_since.unwrap_or(now))
+    } else {
+        None
+    };
+    let held_for = alarm
+        .hot_since
+        .and_then(|since| now.duration_since(since).ok())
+        .unwrap_or_default();
+
+    let severity = if alarm.hot_since.is_some() && held_for >= th.temp_hold {
+        Severity::Critical
+    } else if temp >= warn_at
+        || alarm.hot_since.is_some()
+        || (prev.heat.is_some() && temp + TEMP_CLEAR_MARGIN_C >= warn_at)
+    {
+        Severity::Warning
+    } else {
+        return None;
+    };
+    alarm.heat = Some(severity);
+    Some((
+        severity,
+        WarningKind::Overheating {
+            temperature: Celsius(temp),
+            held_for,
+            critical_at: Celsius(critical_at),
+            slowdown,
+        },
+    ))
+}
+
+/// The one-line text shown in the warnings bar and printed by `--once`.
+fn message(index: u32, kind: &WarningKind) -> String {
+    use crate::ui::format::{duration_short, gib};
+    match kind {
+        WarningKind::OomRisk {
+            used,
+            total,
+            percent,
+            time_to_full,
+        } => {
+            let mut s = format!(
+                "GPU {index} VRAM {percent:.0}% ({}/{} GiB) — OOM risk",
+                gib(*used),
+                gib(*total)
+            );
+            if let Some(ttf) = time_to_full {
+                s += &format!(", full in ~{} at current rate", duration_short(*ttf));
+            }
+            s
+        }
+        WarningKind::Overheating {
+            temperature,
+            held_for,
+            critical_at,
+            slowdown,
+        } => {
+            let limit = match slowdown {
+                Some(s) => format!("slowdown at {}°C", s.0),
+                None => format!("critical at {}°C", critical_at.0),
+            };
+            if held_for.is_zero() {
+                format!("GPU {index} {}°C — running hot ({limit})", temperature.0)
+            } else {
+                format!(
+                    "GPU {index} {}°C for {} — overheating ({limit})",
+                    temperature.0,
+                    duration_short(*held_for)
+                )
+            }
+        }
+        WarningKind::Lost => format!("GPU {index} lost — not responding (fallen off the bus?)"),
+    }
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::Bytes;
+
+    fn t(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + secs)
+    }
+
+    fn gpu(used_gib: f64, temp: u32) -> GpuReading {
+        let mut g = GpuReading::absent(GpuId("GPU-a".into()), 3, "g");
+        g.memory_total = Some(Bytes::from_gib(80.0));
+        g.memory_used = Some(Bytes::from_gib(used_gib));
+        g.temperature = Some(Celsius(temp));
+        g
+    }
+
+    /// Feeds (seconds, used GiB, °C) readings in order, returning the warnings after each.
+    fn run(readings: &[(u64, f64, u32)], slowdown: Option<u32>) -> Vec<Vec<Warning>> {
+        let th = Thresholds::default();
+        let mut alarm = Alarm::default();
+        let mut hist = GpuHistory::new(300);
+        readings
+            .iter()
+            .map(|&(s, used, temp)| {
+                let mut g = gpu(used, temp);
+                g.temperature_slowdown = slowdown.map(Celsius);
+                hist.push(t(s), &g);
+                let (next, w) = evaluate(&alarm, &g, &hist, &th, t(s));
+                alarm = next;
+                w
+            })
+            .collect()
+    }
+
+    fn severities(w: &[Warning]) -> Vec<Severity> {
+        w.iter().map(|w| w.severity).collect()
+    }
+
+    #[test]
+    fn vram_thresholds_and_hysteresis() {
+        // 80 GiB total: 71.2 = 89 %, 72.8 = 91 %, 78.4 = 98 %, 76.8 = 96 %, 70.4 = 88 %, 69.6 = 87 %.
+        let w = run(
+            &[
+                (0, 71.2, 40),
+                (1, 72.8, 40),
+                (2, 78.4, 40),
+                (3, 76.8, 40),
+                (4, 70.4, 40),
+                (5, 69.6, 40),
+            ],
+            None,
+        );
+        assert!(w[0].is_empty(), "89% is below the warning level");
+        assert_eq!(severities(&w[1]), vec![Severity::Warning]);
+        assert_eq!(severities(&w[2]), vec![Severity::Critical]);
+        assert_eq!(
+            severities(&w[3]),
+            vec![Severity::Critical],
+            "96% stays critical (within the margin)"
+        );
+        assert_eq!(
+            severities(&w[4]),
+            vec![Severity::Warning],
+            "88% stays a warning"
+        );
+        assert!(w[5].is_empty(), "87% clears");
+        assert_eq!(w[2][0].message, "GPU 3 VRAM 98% (78.4/80.0 GiB) — OOM risk");
+    }
+
+    #[test]
+    fn fast_growth_predicts_time_to_full() {
+        // 40 GiB growing 0.5 GiB/s: 40 GiB left at 0.5 GiB/s = 80 s.
+        let readings: Vec<_> = (0..10).map(|s| (s, 40.0 + 0.5 * s as f64, 40)).collect();
+        let w = run(&readings, None);
+        assert!(
+            w[0].is_empty() && w[1].is_empty(),
+            "needs three points for a trend"
+        );
+        let last = w.last().unwrap();
+        assert_eq!(severities(last), vec![Severity::Warning]);
+        match &last[0].kind {
+            WarningKind::OomRisk {
+                time_to_full: Some(ttf),
+                ..
+            } => {
+                assert!((ttf.as_secs_f64() - 71.0).abs() < 1.0, "{ttf:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            last[0].message.ends_with("full in ~1m11s at current rate"),
+            "{}",
+            last[0].message
+        );
+    }
+
+    #[test]
+    fn slow_growth_or_a_drop_is_no_risk() {
+        let slow: Vec<_> = (0..10).map(|s| (s, 40.0 + 0.01 * s as f64, 40)).collect();
+        assert!(run(&slow, None).iter().all(|w| w.is_empty()));
+        let drop: Vec<_> = (0..10).map(|s| (s, 70.0 - 5.0 * s as f64, 40)).collect();
+        assert!(run(&drop, None).iter().all(|w| w.is_empty()));
+    }
+
+    #[test]
+    fn heat_needs_to_be_held_before_critical() {
+        let mut r = vec![(0, 10.0, 80), (1, 10.0, 86)];
+        r.extend((2..40).map(|s| (s, 10.0, 91)));
+        let w = run(&r, None);
+        assert!(w[0].is_empty());
+        assert_eq!(severities(&w[1]), vec![Severity::Warning]);
+        assert_eq!(
+            w[1][0].message,
+            "GPU 3 86°C — running hot (critical at 90°C)"
+        );
+        // Hot from t=2: still a warning at t=31 (29 s), critical from t=32 (30 s).
+        assert_eq!(severities(&w[31]), vec![Severity::Warning]);
+        assert_eq!(severities(&w[32]), vec![Severity::Critical]);
+        assert_eq!(
+            w[39][0].message,
+            "GPU 3 91°C for 37s — overheating (critical at 90°C)"
+        );
+    }
+
+    #[test]
+    fn heat_hysteresis_and_device_slowdown() {
+        // A dip to 88 °C (within 3 °C of 90) keeps the hot spell going; 86 ends it.
+        let mut r: Vec<_> = (0..31).map(|s| (s, 10.0, 90)).collect();
+        r.push((31, 10.0, 88));
+        r.push((32, 10.0, 86));
+        r.push((33, 10.0, 83));
+        r.push((34, 10.0, 81));
+        let w = run(&r, None);
+        assert_eq!(severities(&w[30]), vec![Severity::Critical]);
+        assert_eq!(severities(&w[31]), vec![Severity::Critical]);
+        assert_eq!(severities(&w[32]), vec![Severity::Warning]);
+        assert_eq!(
+            severities(&w[33]),
+            vec![Severity::Warning],
+            "83 is within 3 °C of 85"
+        );
+        assert!(w[34].is_empty());
+
+        // A device that slows down at 87 °C is critical from 87, and says so.
+        let r: Vec<_> = (0..31).map(|s| (s, 10.0, 87)).collect();
+        let w = run(&r, Some(87));
+        assert_eq!(severities(&w[30]), vec![Severity::Critical]);
+        assert_eq!(
+            w[30][0].message,
+            "GPU 3 87°C for 30s — overheating (slowdown at 87°C)"
+        );
+    }
+
+    #[test]
+    fn lost_gpu_is_critical_and_absent_readings_raise_nothing() {
+        let th = Thresholds::default();
+        let hist = GpuHistory::new(10);
+        let mut g = GpuReading::absent(GpuId("GPU-a".into()), 1, "g");
+        assert!(
+            evaluate(&Alarm::default(), &g, &hist, &th, t(0))
+                .1
+                .is_empty()
+        );
+        g.status = GpuStatus::Lost;
+        let w = evaluate(&Alarm::default(), &g, &hist, &th, t(0)).1;
+        assert_eq!(severities(&w), vec![Severity::Critical]);
+        assert_eq!(w[0].kind, WarningKind::Lost);
+    }
+}

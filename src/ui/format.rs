@@ -1,0 +1,148 @@
+//! Turning readings into short human text: bytes, durations, temperatures, `N/A`.
+//! Pure string formatting; shared by the TUI and the plain-text `--once` output.
+
+use std::time::Duration;
+
+use crate::units::Bytes;
+
+/// What an unknown reading shows as. A real zero shows as 0.
+pub const NA: &str = "N/A";
+
+/// GiB with one decimal, no unit: `41.2`.
+pub fn gib(b: Bytes) -> String {
+    format!("{:.1}", b.as_gib())
+}
+
+/// A compact size for columns: `41.2G`, `612M`, `0`.
+pub fn bytes_short(b: Bytes) -> String {
+    if b.0 == 0 {
+        "0".into()
+    } else if b.0 >= Bytes::GIB {
+        format!("{:.1}G", b.as_gib())
+    } else if b.0 >= Bytes::MIB {
+        format!("{}M", b.0 / Bytes::MIB)
+    } else {
+        format!("{}K", b.0.div_ceil(Bytes::KIB))
+    }
+}
+
+/// A duration as the warnings say it: `40s`, `1m11s`, `2m`, `5h20m`, `3d4h`.
+pub fn duration_short(d: Duration) -> String {
+    let s = d.as_secs();
+    let pair = |big: u64, big_unit: &str, small: u64, small_unit: &str| {
+        if small == 0 {
+            format!("{big}{big_unit}")
+        } else {
+            format!("{big}{big_unit}{small}{small_unit}")
+        }
+    };
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => pair(s / 60, "m", s % 60, "s"),
+        3600..86400 => pair(s / 3600, "h", (s % 3600) / 60, "m"),
+        _ => pair(s / 86400, "d", (s % 86400) / 3600, "h"),
+    }
+}
+
+/// A process's elapsed time for the TIME column: `12:05`, `5:20:03`, `9d05h`.
+pub fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..3600 => format!("{}:{:02}", s / 60, s % 60),
+        3600..86400 => format!("{}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60),
+        _ => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+/// Formats a known value or `N/A`.
+pub fn or_na<T>(value: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    value.map(f).unwrap_or_else(|| NA.to_string())
+}
+
+/// A horizontal bar of `width` cells filled to `ratio` (0..=1), in eighths for smoothness.
+/// An unknown ratio draws an empty track.
+pub fn bar(ratio: Option<f64>, width: usize) -> String {
+    const PARTIAL: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let Some(ratio) = ratio else {
+        return "·".repeat(width);
+    };
+    let eighths = (ratio.clamp(0.0, 1.0) * (width * 8) as f64).round() as usize;
+    let (full, part) = (eighths / 8, eighths % 8);
+    let mut s = "█".repeat(full);
+    if full < width {
+        if part > 0 {
+            s.push(PARTIAL[part]);
+        }
+        let used = full + usize::from(part > 0);
+        s.push_str(&"░".repeat(width - used));
+    }
+    s
+}
+
+/// Shortens `s` to at most `width` characters, marking the cut with `…`.
+pub fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes() {
+        assert_eq!(gib(Bytes::from_gib(41.24)), "41.2");
+        assert_eq!(bytes_short(Bytes::from_gib(70.05)), "70.0G");
+        assert_eq!(bytes_short(Bytes::from_mib(612)), "612M");
+        assert_eq!(bytes_short(Bytes(1)), "1K");
+        assert_eq!(bytes_short(Bytes(0)), "0");
+    }
+
+    #[test]
+    fn durations() {
+        let d = Duration::from_secs;
+        assert_eq!(duration_short(d(0)), "0s");
+        assert_eq!(duration_short(d(40)), "40s");
+        assert_eq!(duration_short(d(71)), "1m11s");
+        assert_eq!(duration_short(d(120)), "2m");
+        assert_eq!(duration_short(d(5 * 3600 + 20 * 60 + 7)), "5h20m");
+        assert_eq!(duration_short(d(3 * 86400 + 4 * 3600)), "3d4h");
+        assert_eq!(duration_short(d(86400)), "1d");
+        assert_eq!(elapsed(d(725)), "12:05");
+        assert_eq!(elapsed(d(5 * 3600 + 20 * 60 + 3)), "5:20:03");
+        assert_eq!(elapsed(d(9 * 86400 + 5 * 3600)), "9d05h");
+    }
+
+    #[test]
+    fn absent_is_na_and_zero_is_zero() {
+        assert_eq!(or_na(None::<u32>, |v| format!("{v}%")), "N/A");
+        assert_eq!(or_na(Some(0), |v| format!("{v}%")), "0%");
+    }
+
+    #[test]
+    fn bars() {
+        assert_eq!(bar(Some(0.0), 4), "░░░░");
+        assert_eq!(bar(Some(1.0), 4), "████");
+        assert_eq!(bar(Some(0.5), 4), "██░░");
+        assert_eq!(bar(Some(0.5625), 4), "██▎░");
+        assert_eq!(bar(Some(7.0), 3), "███");
+        assert_eq!(bar(None, 3), "···");
+        for i in 0..=32 {
+            assert_eq!(bar(Some(i as f64 / 32.0), 4).chars().count(), 4, "{i}");
+        }
+    }
+
+    #[test]
+    fn truncation() {
+        assert_eq!(truncate("python train.py", 8), "python …");
+        assert_eq!(truncate("short", 8), "short");
+        assert_eq!(truncate("x", 0), "");
+    }
+}

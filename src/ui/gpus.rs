@@ -1,0 +1,378 @@
+//! The GPU area: full panels in a grid (gauges, readings, owners, sparklines) or compact
+//! one-line-per-GPU rows, scrolled by `state.gpu_scroll` when they do not all fit.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::symbols;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, SparklineBar};
+
+use super::Theme;
+use super::format::{NA, bar, bytes_short, gib, or_na, truncate};
+use super::layout::{Areas, PANEL_HEIGHT, visible_gpus};
+use super::owners::{is_free, owners, unattributed};
+use crate::history::Ring;
+use crate::source::{GpuReading, GpuStatus};
+use crate::state::State;
+
+pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
+    if areas.gpus.height == 0 {
+        return;
+    }
+    let visible = visible_gpus(areas).max(1);
+    let start = first_shown(state, visible, areas.columns as usize);
+    let shown = &state.gpus[start..(start + visible).min(state.gpus.len())];
+    if areas.compact {
+        draw_compact(frame, areas.gpus, state, shown, start, theme);
+    } else {
+        draw_panels(frame, areas, state, shown, theme);
+    }
+}
+
+/// The first GPU drawn: the scroll position, clamped so the last screenful is full, and
+/// aligned to a whole row of panels.
+fn first_shown(state: &State, visible: usize, columns: usize) -> usize {
+    let max_start = state.gpus.len().saturating_sub(visible);
+    let start = state.gpu_scroll.min(max_start);
+    start - start % columns.max(1)
+}
+
+// ---- compact: one line per GPU -------------------------------------------------------
+
+/// Column widths of a compact line, chosen once per frame from the available width.
+struct CompactColumns {
+    name: usize,
+    bar: usize,
+    extras: bool,
+}
+
+impl CompactColumns {
+    fn for_width(width: u16) -> Self {
+        let wide = width >= 120;
+        CompactColumns {
+            name: if wide { 14 } else { 0 },
+            bar: if width >= 100 { 12 } else { 8 },
+            extras: wide,
+        }
+    }
+}
+
+fn draw_compact(
+    frame: &mut Frame,
+    area: Rect,
+    state: &State,
+    shown: &[GpuReading],
+    start: usize,
+    theme: &Theme,
+) {
+    let cols = CompactColumns::for_width(area.width);
+    let mut lines = vec![compact_title(
+        &cols,
+        state,
+        shown.len(),
+        start,
+        area.width,
+        theme,
+    )];
+    lines.extend(shown.iter().map(|g| compact_line(&cols, state, g, theme)));
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn compact_title<'a>(
+    cols: &CompactColumns,
+    state: &State,
+    shown: usize,
+    start: usize,
+    width: u16,
+    theme: &Theme,
+) -> Line<'a> {
+    let mut text = format!("{:>3} ", "GPU");
+    if cols.name > 0 {
+        text += &format!("{:<w$} ", "NAME", w = cols.name);
+    }
+    text += &format!("{:<w$} ", "UTIL", w = cols.bar + 5);
+    text += &format!("{:<w$} ", "VRAM GiB", w = cols.bar + 12);
+    text += &format!("{:>4} {:>5} ", "TEMP", "POWER");
+    if cols.extras {
+        text += &format!("{:>4} {:>3} ", "FAN", "P");
+    }
+    text += "OWNERS";
+    let total = state.gpus.len();
+    let mut spans = vec![Span::styled(text.clone(), theme.table_header)];
+    if shown < total {
+        let range = format!(" {}-{} of {total} ([ ] scroll) ", start + 1, start + shown);
+        let pad = (width as usize).saturating_sub(text.chars().count() + range.chars().count());
+        spans.push(Span::raw(" ".repeat(pad)));
+        spans.push(Span::styled(range, theme.warning));
+    }
+    Line::from(spans)
+}
+
+fn compact_line<'a>(
+    cols: &CompactColumns,
+    state: &State,
+    g: &GpuReading,
+    theme: &Theme,
+) -> Line<'a> {
+    let severity = state.gpu_severity(&g.id);
+    let mut spans = vec![Span::styled(
+        format!("{:>3} ", g.index),
+        theme.severity(severity, theme.title),
+    )];
+    if cols.name > 0 {
+        spans.push(Span::raw(format!(
+            "{:<w$} ",
+            truncate(short_name(&g.name), cols.name),
+            w = cols.name
+        )));
+    }
+    if g.status == GpuStatus::Lost {
+        spans.push(Span::styled("LOST — not responding", theme.critical));
+        return Line::from(spans);
+    }
+    let util = g.util.map(|u| u.ratio());
+    spans.push(Span::styled(bar(util, cols.bar), theme.good));
+    spans.push(Span::raw(format!(
+        " {:>4} ",
+        or_na(g.util, |u| format!("{}%", u.0))
+    )));
+    let mem = g.memory_ratio();
+    spans.push(Span::styled(bar(mem, cols.bar), theme.level(mem)));
+    spans.push(Span::styled(
+        format!(" {:>11} ", memory_text(g, "")),
+        theme.level(mem),
+    ));
+    spans.push(Span::styled(
+        format!("{:>4} ", temp_text(g)),
+        temp_style(state, g, theme),
+    ));
+    spans.push(Span::raw(format!(
+        "{:>5} ",
+        or_na(g.power, |w| format!("{:.0}W", w.0))
+    )));
+    if cols.extras {
+        spans.push(Span::raw(format!(
+            "{:>4} ",
+            or_na(g.fan, |f| format!("{}%", f.0))
+        )));
+        spans.push(Span::raw(format!(
+            "{:>3} ",
+            or_na(g.pstate, |p| format!("P{p}"))
+        )));
+    }
+    spans.extend(owner_spans(state, g, theme));
+    Line::from(spans)
+}
+
+// ---- full panels ---------------------------------------------------------------------
+
+fn draw_panels(
+    frame: &mut Frame,
+    areas: &Areas,
+    state: &State,
+    shown: &[GpuReading],
+    theme: &Theme,
+) {
+    let columns = areas.columns.max(1) as usize;
+    let rows = shown.len().div_ceil(columns);
+    let row_areas =
+        Layout::vertical(vec![Constraint::Length(PANEL_HEIGHT); rows]).split(areas.gpus);
+    for (row_area, chunk) in row_areas.iter().zip(shown.chunks(columns)) {
+        let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
+            .split(*row_area);
+        for (cell, gpu) in cells.iter().zip(chunk) {
+            draw_panel(frame, *cell, state, gpu, theme);
+        }
+    }
+}
+
+fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, theme: &Theme) {
+    let severity = state.gpu_severity(&g.id);
+    let border = theme.severity(severity, theme.dim);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_set(if severity.is_some() {
+            symbols::border::THICK
+        } else {
+            symbols::border::ROUNDED
+        })
+        .border_style(border)
+        .title(Span::styled(
+            format!(" {} · {} ", g.index, g.name),
+            theme.severity(severity, theme.title),
+        ));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height == 0 || inner.width < 20 {
+        return;
+    }
+    if g.status == GpuStatus::Lost {
+        let line = Line::styled(
+            "LOST — not responding; other GPUs keep updating",
+            theme.critical,
+        );
+        frame.render_widget(Paragraph::new(line), inner);
+        return;
+    }
+    let [gauges, readings, owner_line, sparks] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(2),
+    ])
+    .areas(inner);
+    frame.render_widget(
+        Paragraph::new(gauge_line(g, inner.width as usize, theme)),
+        gauges,
+    );
+    frame.render_widget(Paragraph::new(readings_line(state, g, theme)), readings);
+    let mut owner = vec![Span::styled("owners ", theme.dim)];
+    owner.extend(owner_spans(state, g, theme));
+    frame.render_widget(Paragraph::new(Line::from(owner)), owner_line);
+    draw_sparklines(frame, sparks, state, g, theme);
+}
+
+fn gauge_line<'a>(g: &GpuReading, width: usize, theme: &Theme) -> Line<'a> {
+    let mem_text = memory_text(g, " GiB");
+    // "GPU " + bar + " 100%" + "  VRAM " + bar + " " + text
+    let fixed = 4 + 5 + 7 + 1 + mem_text.chars().count();
+    let bar_w = (width.saturating_sub(fixed) / 2).max(4);
+    let util = g.util.map(|u| u.ratio());
+    let mem = g.memory_ratio();
+    Line::from(vec![
+        Span::styled("GPU ", theme.dim),
+        Span::styled(bar(util, bar_w), theme.good),
+        Span::raw(format!(" {:>4}", or_na(g.util, |u| format!("{}%", u.0)))),
+        Span::styled("  VRAM ", theme.dim),
+        Span::styled(bar(mem, bar_w), theme.level(mem)),
+        Span::styled(format!(" {mem_text}"), theme.level(mem)),
+    ])
+}
+
+fn readings_line<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Line<'a> {
+    let mut temp = temp_text(g);
+    if let Some(s) = g.temperature_slowdown {
+        temp += &format!(" (slow {}°C)", s.0);
+    }
+    let power = match (g.power, g.power_limit) {
+        (Some(p), Some(l)) => format!("{:.0}/{:.0} W", p.0, l.0),
+        (Some(p), None) => format!("{:.0} W", p.0),
+        (None, Some(l)) => format!("{NA}/{:.0} W", l.0),
+        (None, None) => format!("{NA} W"),
+    };
+    let rest = format!(
+        "  {power}  fan {}  SM {}  MEM {}  {}",
+        or_na(g.fan, |f| format!("{}%", f.0)),
+        or_na(g.sm_clock, |c| format!("{} MHz", c.0)),
+        or_na(g.memory_clock, |c| format!("{} MHz", c.0)),
+        or_na(g.pstate, |p| format!("P{p}")),
+    );
+    Line::from(vec![
+        Span::styled(temp, temp_style(state, g, theme)),
+        Span::raw(rest),
+    ])
+}
+
+fn draw_sparklines(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, theme: &Theme) {
+    let Some(h) = state.histories.get(&g.id) else {
+        return;
+    };
+    let cells = Layout::horizontal([Constraint::Ratio(1, 3); 3])
+        .spacing(1)
+        .split(area);
+    let power_max = g.power_limit.map(|l| l.0).unwrap_or(1000.0);
+    // Temperatures are drawn from 20 °C so the interesting range fills the height.
+    let temp = spark_points(&h.temperature, |t| u64::from(t.saturating_sub(20)));
+    let power = spark_points(&h.power, |p| (p.max(0.0) * 10.0) as u64);
+    let util = spark_points(&h.util, u64::from);
+    let series = [
+        ("temp", temp, 80, theme.spark_temp),
+        ("power", power, (power_max * 10.0) as u64, theme.spark_power),
+        ("util", util, 100, theme.spark_util),
+    ];
+    for (cell, (label, points, max, style)) in cells.iter().zip(series) {
+        let [label_area, spark_area] =
+            Layout::horizontal([Constraint::Length(6), Constraint::Fill(1)]).areas(*cell);
+        frame.render_widget(Paragraph::new(Span::styled(label, theme.dim)), label_area);
+        let width = spark_area.width as usize;
+        // Right-align so the newest point is always at the right edge.
+        let pad = width.saturating_sub(points.len());
+        let bars: Vec<SparklineBar> = std::iter::repeat_n(None, pad)
+            .chain(points.into_iter().rev().take(width).rev())
+            .map(SparklineBar::from)
+            .collect();
+        frame.render_widget(
+            Sparkline::default().data(bars).max(max.max(1)).style(style),
+            spark_area,
+        );
+    }
+}
+
+fn spark_points<T: Copy>(ring: &Ring<Option<T>>, to_u64: impl Fn(T) -> u64) -> Vec<Option<u64>> {
+    ring.iter().map(|v| v.map(&to_u64)).collect()
+}
+
+// ---- shared pieces -------------------------------------------------------------------
+
+fn short_name(name: &str) -> &str {
+    name.strip_prefix("NVIDIA ").unwrap_or(name)
+}
+
+fn memory_text(g: &GpuReading, unit: &str) -> String {
+    match (g.memory_used, g.memory_total) {
+        (Some(u), Some(t)) => format!("{}/{}{unit}", gib(u), gib(t)),
+        (Some(u), None) => format!("{}/{NA}{unit}", gib(u)),
+        (None, Some(t)) => format!("{NA}/{}{unit}", gib(t)),
+        (None, None) => NA.to_string(),
+    }
+}
+
+fn temp_text(g: &GpuReading) -> String {
+    or_na(g.temperature, |t| format!("{}°C", t.0))
+}
+
+fn temp_style(state: &State, g: &GpuReading, theme: &Theme) -> Style {
+    use crate::state::warnings::WarningKind;
+    let heat = state
+        .warnings
+        .iter()
+        .filter(|w| w.gpu == g.id && matches!(w.kind, WarningKind::Overheating { .. }))
+        .map(|w| w.severity)
+        .max();
+    theme.severity(heat, theme.text)
+}
+
+/// `alice 41.2G · bob 12.0G`, plus VRAM no process accounts for, or `free`.
+fn owner_spans<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'a>> {
+    let list = owners(state, g);
+    let mut spans = Vec::new();
+    for (i, (user, vram)) in list.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" · ", theme.dim));
+        }
+        let own = state.config.current_user.as_deref() == Some(user.as_str());
+        let style = if own { theme.own_process } else { theme.text };
+        spans.push(Span::styled(
+            format!("{user} {}", bytes_short(*vram)),
+            style,
+        ));
+    }
+    if let Some(rest) = unattributed(state, g) {
+        if !spans.is_empty() {
+            spans.push(Span::styled(" · ", theme.dim));
+        }
+        spans.push(Span::styled(
+            format!("no process {}", bytes_short(rest)),
+            theme.warning,
+        ));
+    }
+    if spans.is_empty() {
+        if is_free(state, g) {
+            spans.push(Span::styled("free", theme.good.patch(theme.title)));
+        } else {
+            spans.push(Span::styled("—", theme.dim));
+        }
+    }
+    spans
+}

@@ -1,0 +1,133 @@
+//! Where things go: splits the screen into header, GPU area, warnings and process table,
+//! and decides compact vs full panels. Pure arithmetic on the size and the state, shared by
+//! `draw` and by `update` (for paging), so both agree on what is visible.
+
+use ratatui::layout::Rect;
+
+use crate::state::{LayoutPref, State};
+
+/// Below this the screen says "terminal too small" instead of drawing.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 15;
+/// Height of one full GPU panel (5 lines inside a border).
+pub const PANEL_HEIGHT: u16 = 7;
+/// Narrowest a full panel may be; wider screens get more columns.
+pub const PANEL_MIN_WIDTH: u16 = 60;
+const MAX_PANEL_COLUMNS: u16 = 4;
+/// The process table always keeps at least this many rows.
+pub const MIN_TABLE_ROWS: u16 = 5;
+/// Full panels are chosen automatically only if the table still gets this many rows.
+const COMFORT_TABLE_ROWS: u16 = 10;
+/// Title line plus column header above the table rows.
+const TABLE_CHROME: u16 = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    pub header: Rect,
+    pub gpus: Rect,
+    pub warnings: Rect,
+    pub table: Rect,
+    pub compact: bool,
+    /// Panel grid columns (1 in compact mode).
+    pub columns: u16,
+}
+
+pub fn too_small(area: Rect) -> bool {
+    area.width < MIN_WIDTH || area.height < MIN_HEIGHT
+}
+
+/// Lines the warnings bar takes: all warnings up to a cap that grows with the height.
+pub fn warning_lines(state: &State, height: u16) -> u16 {
+    let cap = if height >= 40 { 5 } else { 3 };
+    (state.warnings.len() as u16).min(cap)
+}
+
+fn panel_columns(width: u16, gpus: usize) -> u16 {
+    (width / PANEL_MIN_WIDTH)
+        .clamp(1, MAX_PANEL_COLUMNS)
+        .min(gpus.max(1) as u16)
+}
+
+fn full_height(width: u16, gpus: usize) -> u16 {
+    let cols = panel_columns(width, gpus) as usize;
+    (gpus.max(1).div_ceil(cols) as u16).saturating_mul(PANEL_HEIGHT)
+}
+
+/// Whether GPUs are drawn one line each, for the current state and viewport.
+pub fn is_compact(state: &State) -> bool {
+    let (w, h) = state.viewport;
+    compact_for(state, Rect::new(0, 0, w, h))
+}
+
+fn compact_for(state: &State, area: Rect) -> bool {
+    match state.layout {
+        LayoutPref::Compact => true,
+        LayoutPref::Full => false,
+        LayoutPref::Auto => {
+            let fixed = 1 + warning_lines(state, area.height) + TABLE_CHROME + COMFORT_TABLE_ROWS;
+            full_height(area.width, state.gpus.len()) + fixed > area.height
+        }
+    }
+}
+
+pub fn areas(state: &State, area: Rect) -> Areas {
+    let compact = compact_for(state, area);
+    let warn_h = warning_lines(state, area.height);
+    let reserved = 1 + warn_h + TABLE_CHROME + MIN_TABLE_ROWS;
+    let room = area.height.saturating_sub(reserved);
+    let (gpu_h, columns) = if compact {
+        // One title line plus a line per GPU, scrolling when they do not all fit.
+        ((state.gpus.len() as u16 + 1).min(room), 1)
+    } else {
+        let cols = panel_columns(area.width, state.gpus.len());
+        let wanted = full_height(area.width, state.gpus.len());
+        // At least one row of panels, whole panels only.
+        let fit = (room / PANEL_HEIGHT).max(1) * PANEL_HEIGHT;
+        (wanted.min(fit), cols)
+    };
+    let mut y = area.y;
+    let mut take = |h: u16| {
+        let r = Rect::new(
+            area.x,
+            y,
+            area.width,
+            h.min(area.bottom().saturating_sub(y)),
+        );
+        y += r.height;
+        r
+    };
+    let header = take(1);
+    let gpus = take(gpu_h);
+    let warnings = take(warn_h);
+    let table = take(u16::MAX);
+    Areas {
+        header,
+        gpus,
+        warnings,
+        table,
+        compact,
+        columns,
+    }
+}
+
+/// Process rows visible at once, for PgUp/PgDn.
+pub fn table_page_rows(state: &State) -> u16 {
+    let (w, h) = state.viewport;
+    if w == 0 || h == 0 {
+        return 10;
+    }
+    areas(state, Rect::new(0, 0, w, h))
+        .table
+        .height
+        .saturating_sub(TABLE_CHROME)
+        .max(1)
+}
+
+/// How many GPUs the GPU area shows at once (compact lines or panels), for scrolling.
+pub fn visible_gpus(a: &Areas) -> usize {
+    if a.compact {
+        a.gpus.height.saturating_sub(1) as usize
+    } else {
+        (a.gpus.height / PANEL_HEIGHT) as usize * a.columns as usize
+    }
+}

@@ -1,0 +1,54 @@
+//! Drawing: `draw(frame, &State, &Theme)` lays out the screen and calls one small function
+//! per panel. Reads state only: no I/O, no clock (time is `state.now`), no mutation.
+
+pub mod format;
+mod gpus;
+mod header;
+mod help;
+pub mod layout;
+pub mod owners;
+mod table;
+pub mod theme;
+mod warnings_bar;
+
+use ratatui::Frame;
+use ratatui::layout::{Alignment, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+use crate::state::State;
+pub use theme::Theme;
+
+pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
+    let area = frame.area();
+    if layout::too_small(area) {
+        draw_too_small(frame, area, theme);
+        return;
+    }
+    let areas = layout::areas(state, area);
+    header::draw(frame, areas.header, state, theme);
+    gpus::draw(frame, &areas, state, theme);
+    warnings_bar::draw(frame, areas.warnings, state, theme);
+    table::draw(frame, areas.table, state, theme);
+    if state.show_help {
+        help::draw(frame, area, theme);
+    }
+}
+
+fn draw_too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
+    let text = format!(
+        "terminal too small (need {}x{}, have {}x{})",
+        layout::MIN_WIDTH,
+        layout::MIN_HEIGHT,
+        area.width,
+        area.height
+    );
+    let y = area.y + area.height / 2;
+    let line = Rect::new(area.x, y, area.width, 1.min(area.height));
+    frame.render_widget(
+        Paragraph::new(Line::styled(text, theme.warning))
+            .alignment(Alignment::Center)
+            .wrap(ratatui::widgets::Wrap { trim: true }),
+        line,
+    );
+}

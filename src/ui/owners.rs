@@ -1,0 +1,65 @@
+//! Who holds a GPU: VRAM per user on it, VRAM no listed process accounts for, and
+//! whether the GPU is free. Pure derivations from the state, used by panels and the header.
+
+use crate::source::{GpuReading, GpuStatus};
+use crate::state::State;
+use crate::units::Bytes;
+
+/// VRAM held with no process listed is worth pointing out above this (the driver itself
+/// keeps a few hundred MiB on every GPU).
+pub const UNATTRIBUTED_MIN: Bytes = Bytes(Bytes::GIB);
+/// A GPU counts as free below these.
+const FREE_MAX_UTIL: u32 = 5;
+const FREE_MAX_MEMORY_RATIO: f64 = 0.05;
+
+/// (user, VRAM) for each user with a process on this GPU, largest first. A process whose
+/// user is unknown (another PID namespace) is listed by PID.
+pub fn owners(state: &State, gpu: &GpuReading) -> Vec<(String, Bytes)> {
+    let mut by_user: Vec<(String, Bytes)> = Vec::new();
+    for row in state.procs.rows.iter().filter(|r| r.key.gpu == gpu.id) {
+        let name = row
+            .user
+            .clone()
+            .unwrap_or_else(|| format!("pid {}", row.key.pid));
+        let vram = row.vram.unwrap_or_default();
+        match by_user.iter_mut().find(|(u, _)| *u == name) {
+            Some((_, total)) => *total = *total + vram,
+            None => by_user.push((name, vram)),
+        }
+    }
+    by_user.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    by_user
+}
+
+/// VRAM used on the GPU that no listed process accounts for, when that is significant
+/// and every process's usage is known (otherwise the difference means nothing).
+pub fn unattributed(state: &State, gpu: &GpuReading) -> Option<Bytes> {
+    let used = gpu.memory_used?;
+    let mut listed = Bytes(0);
+    for row in state.procs.rows.iter().filter(|r| r.key.gpu == gpu.id) {
+        listed = listed + row.vram?;
+    }
+    let rest = used.saturating_sub(listed);
+    (rest >= UNATTRIBUTED_MIN).then_some(rest)
+}
+
+/// A GPU nobody is using: no process, low util, almost no VRAM, and no warning.
+pub fn is_free(state: &State, gpu: &GpuReading) -> bool {
+    gpu.status == GpuStatus::Ok
+        && !state.procs.rows.iter().any(|r| r.key.gpu == gpu.id)
+        && gpu.util.is_some_and(|u| u.0 <= FREE_MAX_UTIL)
+        && gpu
+            .memory_ratio()
+            .is_some_and(|r| r < FREE_MAX_MEMORY_RATIO)
+        && state.gpu_severity(&gpu.id).is_none()
+}
+
+/// Indices of the free GPUs, in order.
+pub fn free_gpus(state: &State) -> Vec<u32> {
+    state
+        .gpus
+        .iter()
+        .filter(|g| is_free(state, g))
+        .map(|g| g.index)
+        .collect()
+}

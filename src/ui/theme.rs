@@ -1,0 +1,105 @@
+//! Styles for every role on screen, in two flavours: the 16 ANSI colours, and monochrome
+//! (`NO_COLOR`, `--no-color`) where warnings still stand out through bold and reverse video.
+
+use ratatui::style::{Color, Modifier, Style};
+
+use crate::state::warnings::Severity;
+
+#[derive(Debug, Clone)]
+pub struct Theme {
+    pub text: Style,
+    pub dim: Style,
+    pub title: Style,
+    pub header_bar: Style,
+    pub good: Style,
+    pub warning: Style,
+    pub critical: Style,
+    /// The label in front of a warning line (`CRIT`, `WARN`).
+    pub warning_badge: Style,
+    pub critical_badge: Style,
+    pub selected: Style,
+    pub own_process: Style,
+    pub table_header: Style,
+    pub sorted_column: Style,
+    pub spark_temp: Style,
+    pub spark_power: Style,
+    pub spark_util: Style,
+}
+
+impl Theme {
+    pub fn new(color: bool) -> Theme {
+        if color { Self::ansi() } else { Self::mono() }
+    }
+
+    fn ansi() -> Theme {
+        let fg = |c| Style::new().fg(c);
+        Theme {
+            text: Style::new(),
+            dim: fg(Color::DarkGray),
+            title: Style::new().add_modifier(Modifier::BOLD),
+            header_bar: Style::new().fg(Color::Black).bg(Color::Cyan),
+            good: fg(Color::Green),
+            warning: fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            critical: fg(Color::LightRed).add_modifier(Modifier::BOLD),
+            warning_badge: Style::new()
+                .fg(Color::Black)
+                .bg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+            critical_badge: Style::new()
+                .fg(Color::White)
+                .bg(Color::Red)
+                .add_modifier(Modifier::BOLD),
+            selected: Style::new().add_modifier(Modifier::REVERSED),
+            own_process: fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            table_header: Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            sorted_column: fg(Color::Cyan).add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            spark_temp: fg(Color::Red),
+            spark_power: fg(Color::Yellow),
+            spark_util: fg(Color::Green),
+        }
+    }
+
+    fn mono() -> Theme {
+        let plain = Style::new();
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let reverse = Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        Theme {
+            text: plain,
+            dim: plain,
+            title: bold,
+            header_bar: Style::new().add_modifier(Modifier::REVERSED),
+            good: plain,
+            warning: bold,
+            critical: reverse,
+            warning_badge: reverse,
+            critical_badge: Style::new()
+                .add_modifier(Modifier::REVERSED | Modifier::BOLD | Modifier::SLOW_BLINK),
+            selected: Style::new().add_modifier(Modifier::REVERSED),
+            own_process: bold,
+            table_header: Style::new().add_modifier(Modifier::UNDERLINED),
+            sorted_column: Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
+            spark_temp: plain,
+            spark_power: plain,
+            spark_util: plain,
+        }
+    }
+
+    /// Style for something at `severity`, or `fallback` when nothing is wrong.
+    pub fn severity(&self, severity: Option<Severity>, fallback: Style) -> Style {
+        match severity {
+            Some(Severity::Critical) => self.critical,
+            Some(Severity::Warning) => self.warning,
+            None => fallback,
+        }
+    }
+
+    /// Colour for a fill level: green, yellow from 90 %, red from 97 %.
+    pub fn level(&self, ratio: Option<f64>) -> Style {
+        match ratio {
+            Some(r) if r >= 0.97 => self.critical,
+            Some(r) if r >= 0.90 => self.warning,
+            Some(_) => self.good,
+            None => self.dim,
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Physical units as types, so a byte count can never be added to a temperature.
+//! Owns only the value types and their unit conversions; formatting for humans lives in `ui::format`.
+
+use serde::{Deserialize, Serialize};
+
+/// A number of bytes (VRAM, host memory).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub const KIB: u64 = 1024;
+    pub const MIB: u64 = 1024 * 1024;
+    pub const GIB: u64 = 1024 * 1024 * 1024;
+
+    pub fn from_gib(gib: f64) -> Self {
+        Bytes((gib * Self::GIB as f64).round().max(0.0) as u64)
+    }
+    pub fn from_mib(mib: u64) -> Self {
+        Bytes(mib * Self::MIB)
+    }
+    pub fn as_gib(self) -> f64 {
+        self.0 as f64 / Self::GIB as f64
+    }
+    pub fn saturating_sub(self, other: Bytes) -> Bytes {
+        Bytes(self.0.saturating_sub(other.0))
+    }
+}
+
+impl std::ops::Add for Bytes {
+    type Output = Bytes;
+    fn add(self, rhs: Bytes) -> Bytes {
+        Bytes(self.0 + rhs.0)
+    }
+}
+
+impl std::iter::Sum for Bytes {
+    fn sum<I: Iterator<Item = Bytes>>(iter: I) -> Bytes {
+        Bytes(iter.map(|b| b.0).sum())
+    }
+}
+
+/// Degrees Celsius, whole degrees as NVML reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Celsius(pub u32);
+
+/// Watts (NVML reports milliwatts; converted at the source).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Watts(pub f64);
+
+impl Watts {
+    pub fn from_milliwatts(mw: u32) -> Self {
+        Watts(f64::from(mw) / 1000.0)
+    }
+}
+
+/// Megahertz, as clocks are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct MegaHertz(pub u32);
+
+/// A percentage 0..=100 (utilization, fan). Per-process CPU% can exceed 100 (several cores),
+/// so it is an `f32` on the process instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Percent(pub u32);
+
+impl Percent {
+    pub fn ratio(self) -> f64 {
+        f64::from(self.0.min(100)) / 100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gib_round_trip() {
+        assert_eq!(Bytes::from_gib(80.0).0, 80 * Bytes::GIB);
+        assert!((Bytes(41 * Bytes::GIB + Bytes::GIB / 2).as_gib() - 41.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn milliwatts() {
+        assert_eq!(Watts::from_milliwatts(650_500), Watts(650.5));
+    }
+
+    #[test]
+    fn percent_ratio_is_clamped() {
+        assert_eq!(Percent(150).ratio(), 1.0);
+        assert_eq!(Percent(25).ratio(), 0.25);
+    }
+}
