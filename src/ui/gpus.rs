@@ -75,7 +75,11 @@ fn draw_compact(
         area.width,
         theme,
     )];
-    lines.extend(shown.iter().map(|g| compact_line(&cols, state, g, theme)));
+    lines.extend(
+        shown
+            .iter()
+            .map(|g| compact_line(&cols, state, g, area.width, theme)),
+    );
     frame.render_widget(Paragraph::new(lines), area);
 }
 
@@ -109,12 +113,13 @@ fn compact_title<'a>(
     Line::from(spans)
 }
 
-fn compact_line<'a>(
+fn compact_line(
     cols: &CompactColumns,
     state: &State,
     g: &GpuReading,
+    width: u16,
     theme: &Theme,
-) -> Line<'a> {
+) -> Line<'static> {
     let severity = state.gpu_severity(&g.id);
     let mut spans = vec![Span::styled(
         format!("{:>3} ", g.index),
@@ -161,7 +166,11 @@ fn compact_line<'a>(
             or_na(g.pstate, |p| format!("P{p}"))
         )));
     }
-    spans.extend(owner_spans(state, g, theme));
+    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    spans.extend(fit_spans(
+        owner_spans(state, g, theme),
+        (width as usize).saturating_sub(used),
+    ));
     Line::from(spans)
 }
 
@@ -202,6 +211,13 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
             format!(" {} · {} ", g.index, g.name),
             theme.severity(severity, theme.title),
         ));
+    // Who holds the GPU sits in the panel's top border, read together with the GPU's name.
+    let name_width = g.name.chars().count() + 10;
+    let owner_room = (area.width as usize).saturating_sub(name_width + 4);
+    let mut owner_spans = fit_spans(owner_spans(state, g, theme), owner_room);
+    owner_spans.insert(0, Span::raw(" "));
+    owner_spans.push(Span::raw(" "));
+    let block = block.title_top(Line::from(owner_spans).right_aligned());
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if inner.height == 0 || inner.width < 20 {
@@ -215,8 +231,7 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
         frame.render_widget(Paragraph::new(line), inner);
         return;
     }
-    let [gauges, readings, owner_line, sparks] = Layout::vertical([
-        Constraint::Length(1),
+    let [gauges, readings, sparks] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Length(2),
@@ -227,9 +242,6 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
         gauges,
     );
     frame.render_widget(Paragraph::new(readings_line(state, g, theme)), readings);
-    let mut owner = vec![Span::styled("owners ", theme.dim)];
-    owner.extend(owner_spans(state, g, theme));
-    frame.render_widget(Paragraph::new(Line::from(owner)), owner_line);
     draw_sparklines(frame, sparks, state, g, theme);
 }
 
@@ -253,7 +265,7 @@ fn gauge_line<'a>(g: &GpuReading, width: usize, theme: &Theme) -> Line<'a> {
 fn readings_line<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Line<'a> {
     let mut temp = temp_text(g);
     if let Some(s) = g.temperature_slowdown {
-        temp += &format!(" (slow {}°C)", s.0);
+        temp += &format!(" (slow {})", s.0);
     }
     let power = match (g.power, g.power_limit) {
         (Some(p), Some(l)) => format!("{:.0}/{:.0} W", p.0, l.0),
@@ -262,11 +274,11 @@ fn readings_line<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Line<'a> {
         (None, None) => format!("{NA} W"),
     };
     let rest = format!(
-        "  {power}  fan {}  SM {}  MEM {}  {}",
+        "  {power}  fan {}  {}  clk {}/{} MHz",
         or_na(g.fan, |f| format!("{}%", f.0)),
-        or_na(g.sm_clock, |c| format!("{} MHz", c.0)),
-        or_na(g.memory_clock, |c| format!("{} MHz", c.0)),
         or_na(g.pstate, |p| format!("P{p}")),
+        or_na(g.sm_clock, |c| c.0.to_string()),
+        or_na(g.memory_clock, |c| c.0.to_string()),
     );
     Line::from(vec![
         Span::styled(temp, temp_style(state, g, theme)),
@@ -315,6 +327,26 @@ fn spark_points<T: Copy>(ring: &Ring<Option<T>>, to_u64: impl Fn(T) -> u64) -> V
 
 // ---- shared pieces -------------------------------------------------------------------
 
+/// Cuts a line of spans to `width` characters, ending with `…` when something was cut.
+fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for span in spans {
+        let len = span.content.chars().count();
+        if used + len <= width {
+            used += len;
+            out.push(span);
+        } else {
+            let room = width.saturating_sub(used);
+            if room > 0 {
+                out.push(Span::styled(truncate(&span.content, room), span.style));
+            }
+            break;
+        }
+    }
+    out
+}
+
 fn short_name(name: &str) -> &str {
     name.strip_prefix("NVIDIA ").unwrap_or(name)
 }
@@ -344,7 +376,7 @@ fn temp_style(state: &State, g: &GpuReading, theme: &Theme) -> Style {
 }
 
 /// `alice 41.2G · bob 12.0G`, plus VRAM no process accounts for, or `free`.
-fn owner_spans<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'a>> {
+fn owner_spans(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'static>> {
     let list = owners(state, g);
     let mut spans = Vec::new();
     for (i, (user, vram)) in list.iter().enumerate() {

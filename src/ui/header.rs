@@ -6,64 +6,82 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Theme;
+use super::format::truncate;
 use super::owners::free_gpus;
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    // The right side (status, free GPUs, clock) always shows; host details give way first.
+    let mut right: Vec<Span> = Vec::new();
+    if let Some(err) = &state.source_error {
+        right.push(Span::styled(
+            format!(" source error: {err} "),
+            theme.critical,
+        ));
+    }
+    if state.paused {
+        right.push(Span::styled(" PAUSED ", theme.warning_badge));
+    }
+    right.push(Span::styled(
+        format!(" {} ", free_text(state)),
+        theme.good.patch(theme.title),
+    ));
+    if let Some(now) = state.now {
+        let local =
+            chrono::DateTime::<chrono::Utc>::from(now).with_timezone(&state.config.utc_offset);
+        right.push(Span::styled(
+            local.format(" %H:%M:%S ").to_string(),
+            theme.header_bar,
+        ));
+    }
+    let right_width: usize = right.iter().map(|s| s.content.chars().count()).sum();
+    let room = (area.width as usize).saturating_sub(right_width);
+
+    let n = state.gpus.len();
     let mut parts: Vec<String> = vec!["gpuwatch".into()];
     if !state.host.hostname.is_empty() {
         parts.push(state.host.hostname.clone());
     }
-    if let Some(d) = &state.host.driver_version {
-        parts.push(format!("driver {d}"));
-    }
-    if let Some(c) = &state.host.cuda_version {
-        parts.push(format!("CUDA {c}"));
-    }
-    let n = state.gpus.len();
     parts.push(format!("{n} GPU{}", if n == 1 { "" } else { "s" }));
     parts.push(format!(
         "every {}",
         humantime::format_duration(state.config.interval)
     ));
+    let optional = [
+        state
+            .host
+            .driver_version
+            .as_ref()
+            .map(|d| format!("driver {d}")),
+        state
+            .host
+            .cuda_version
+            .as_ref()
+            .map(|c| format!("CUDA {c}")),
+    ];
+    for part in optional.into_iter().flatten() {
+        let len: usize =
+            parts.iter().map(|p| p.chars().count() + 3).sum::<usize>() + part.len() + 3;
+        if len < room {
+            parts.push(part);
+        }
+    }
+    let left = truncate(&format!(" {} ", parts.join(" · ")), room);
+    let pad = room.saturating_sub(left.chars().count());
+    let mut spans = vec![
+        Span::styled(left, theme.header_bar),
+        Span::styled(" ".repeat(pad), theme.header_bar),
+    ];
+    spans.extend(right);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn free_text(state: &State) -> String {
     let free = free_gpus(state);
-    let free_text = if free.is_empty() {
+    if free.is_empty() {
         "free: none".to_string()
     } else {
-        format!(
-            "free: {}",
-            free.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        )
-    };
-    let left = format!(" {}  ", parts.join(" · "));
-
-    let mut right = String::new();
-    if let Some(now) = state.now {
-        let local =
-            chrono::DateTime::<chrono::Utc>::from(now).with_timezone(&state.config.utc_offset);
-        right = local.format("%H:%M:%S ").to_string();
+        let list: Vec<String> = free.iter().map(u32::to_string).collect();
+        format!("free: {}", list.join(","))
     }
-    let mut spans = vec![Span::styled(left.clone(), theme.header_bar)];
-    spans.push(Span::styled(
-        format!(" {free_text} "),
-        theme.good.patch(theme.title),
-    ));
-    let mut used = left.chars().count() + free_text.len() + 2;
-    if let Some(err) = &state.source_error {
-        let text = format!(" source error: {err} ");
-        used += text.chars().count();
-        spans.push(Span::styled(text, theme.critical));
-    }
-    if state.paused {
-        let text = " PAUSED ";
-        used += text.len();
-        spans.push(Span::styled(text, theme.warning_badge));
-    }
-    let pad = (area.width as usize).saturating_sub(used + right.len());
-    spans.push(Span::styled(" ".repeat(pad), theme.header_bar));
-    spans.push(Span::styled(right, theme.header_bar));
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

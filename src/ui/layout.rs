@@ -9,15 +9,18 @@ use crate::state::{LayoutPref, State};
 /// Below this the screen says "terminal too small" instead of drawing.
 pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 15;
-/// Height of one full GPU panel (5 lines inside a border).
-pub const PANEL_HEIGHT: u16 = 7;
+/// Height of one full GPU panel (4 lines inside a border).
+pub const PANEL_HEIGHT: u16 = 6;
 /// Narrowest a full panel may be; wider screens get more columns.
 pub const PANEL_MIN_WIDTH: u16 = 60;
 const MAX_PANEL_COLUMNS: u16 = 4;
 /// The process table always keeps at least this many rows.
 pub const MIN_TABLE_ROWS: u16 = 5;
 /// Full panels are chosen automatically only if the table still gets this many rows.
-const COMFORT_TABLE_ROWS: u16 = 10;
+const COMFORT_TABLE_ROWS: u16 = 8;
+/// Warning lines the automatic choice reserves whether or not any are showing, so the
+/// layout does not flip between compact and full as warnings come and go.
+const RESERVED_WARNING_LINES: u16 = 3;
 /// Title line plus column header above the table rows.
 const TABLE_CHROME: u16 = 2;
 
@@ -64,7 +67,7 @@ fn compact_for(state: &State, area: Rect) -> bool {
         LayoutPref::Compact => true,
         LayoutPref::Full => false,
         LayoutPref::Auto => {
-            let fixed = 1 + warning_lines(state, area.height) + TABLE_CHROME + COMFORT_TABLE_ROWS;
+            let fixed = 1 + RESERVED_WARNING_LINES + TABLE_CHROME + COMFORT_TABLE_ROWS;
             full_height(area.width, state.gpus.len()) + fixed > area.height
         }
     }

@@ -41,12 +41,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .border_style(theme.dim)
         .title(Span::styled(title, theme.title));
 
-    let header = Row::new(COLUMNS.iter().map(|(name, key, _)| {
-        if *key == Some(table.sort) {
-            Cell::from(Span::styled(format!("{name}{arrow}"), theme.sorted_column))
+    let header = Row::new(COLUMNS.iter().enumerate().map(|(i, (name, key, _))| {
+        let (text, style) = if *key == Some(table.sort) {
+            (format!("{name}{arrow}"), theme.sorted_column)
         } else {
-            Cell::from(Span::styled(*name, theme.table_header))
-        }
+            (name.to_string(), theme.table_header)
+        };
+        aligned(i, Line::styled(text, style))
     }));
     let rows = table.rows.iter().map(|r| row(state, r, theme));
     let widths = COLUMNS.map(|(_, _, w)| {
@@ -93,15 +94,17 @@ fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {
         or_na(r.elapsed, elapsed),
         r.command.clone(),
     ];
-    Row::new(cells.into_iter().enumerate().map(|(i, text)| {
-        // Numbers read best right-aligned; names and the command left-aligned.
-        let right = matches!(i, 1 | 4 | 5 | 6 | 7 | 8);
-        let line = if right {
-            Line::from(text).right_aligned()
-        } else {
-            Line::from(text)
-        };
-        Cell::from(line)
-    }))
+    Row::new(
+        cells
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| aligned(i, Line::from(text))),
+    )
     .style(style)
+}
+
+/// Numbers read best right-aligned (header and values alike); names and the command left.
+fn aligned(column: usize, line: Line<'static>) -> Cell<'static> {
+    let right = matches!(column, 1 | 4 | 5 | 6 | 7 | 8);
+    Cell::from(if right { line.right_aligned() } else { line })
 }

@@ -1,0 +1,62 @@
+//! Shared test fixtures: a deterministic demo state driven through the real update path.
+#![allow(dead_code)]
+
+use std::time::{Duration, SystemTime};
+
+use gpuwatch::source::GpuSource;
+use gpuwatch::source::sim::{SimClock, SimSource};
+use gpuwatch::state::{Msg, State, ViewConfig, update};
+use gpuwatch::ui::{self, Theme};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+/// 2026-01-05 09:00:00 UTC: a fixed start so clocks and elapsed times never vary.
+pub fn epoch() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600)
+}
+
+pub fn config() -> ViewConfig {
+    ViewConfig {
+        current_user: Some("alice".into()),
+        ..ViewConfig::default()
+    }
+}
+
+pub fn sim(gpus: usize) -> SimSource {
+    SimSource::new(
+        gpus,
+        42,
+        Duration::from_secs(1),
+        SimClock::Virtual { start: epoch() },
+    )
+}
+
+/// A state after `samples` one-second samples of the demo fleet, sized `w`x`h`.
+pub fn demo_state(gpus: usize, samples: usize, w: u16, h: u16) -> State {
+    let mut source = sim(gpus);
+    let mut state = State::new(config());
+    update(
+        &mut state,
+        Msg::Resize {
+            width: w,
+            height: h,
+        },
+    );
+    for _ in 0..samples {
+        let sample = source.sample().expect("the simulation never fails");
+        update(&mut state, Msg::Sample(Box::new(sample)));
+    }
+    state
+}
+
+pub fn render(state: &State, w: u16, h: u16, color: bool) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let theme = Theme::new(color);
+    terminal.draw(|f| ui::draw(f, state, &theme)).unwrap();
+    terminal
+}
+
+/// The frame as plain text, one line per row.
+pub fn screen(state: &State, w: u16, h: u16) -> String {
+    render(state, w, h, true).backend().to_string()
+}

@@ -1,0 +1,289 @@
+//! Whole-frame snapshots of the real draw code on ratatui's TestBackend, driven by the
+//! simulated fleet through `update`, plus direct checks of a few cell styles (snapshots
+//! carry no colour).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{demo_state, render, screen};
+use gpuwatch::source::{GpuId, GpuReading, GpuStatus, HostInfo, Sample};
+use gpuwatch::state::{Action, Msg, State, update};
+use gpuwatch::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
+use insta::assert_snapshot;
+use ratatui::style::{Color, Modifier};
+
+/// 75 s into the demo: GPU 2 is at 98 % VRAM, GPU 3 has been above 90 °C for 30 s+.
+const LATE: usize = 76;
+/// 10 s in: GPU 2 is filling fast (time-to-full), GPU 3 is running hot but not yet critical.
+const EARLY: usize = 10;
+
+macro_rules! fleet_snapshots {
+    ($($name:ident: $gpus:expr, $w:expr, $h:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            let state = demo_state($gpus, LATE, $w, $h);
+            assert_snapshot!(screen(&state, $w, $h));
+        }
+    )*};
+}
+
+fleet_snapshots! {
+    gpus_1_at_80x24: 1, 80, 24;
+    gpus_1_at_120x40: 1, 120, 40;
+    gpus_1_at_200x60: 1, 200, 60;
+    gpus_8_at_80x24: 8, 80, 24;
+    gpus_8_at_120x40: 8, 120, 40;
+    gpus_8_at_200x60: 8, 200, 60;
+    gpus_16_at_80x24: 16, 80, 24;
+    gpus_16_at_120x40: 16, 120, 40;
+    gpus_16_at_200x60: 16, 200, 60;
+}
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+#[test]
+fn eight_gpus_at_80x24_are_compact_with_at_least_five_process_rows() {
+    let state = demo_state(8, LATE, 80, 24);
+    let text = screen(&state, 80, 24);
+    // One line per GPU, with its owners on the same line.
+    let gpu0 = lines(&text)
+        .into_iter()
+        .find(|l| l.starts_with("\"  0 "))
+        .unwrap();
+    assert!(
+        gpu0.contains("alice 6") && gpu0.contains("root 614M"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('╭'),
+        "no full panels in compact mode:\n{text}"
+    );
+    let header = lines(&text)
+        .iter()
+        .position(|l| l.contains("PID") && l.contains("COMMAND"))
+        .unwrap();
+    let rows = lines(&text)[header + 1..]
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(rows >= 5, "only {rows} process rows:\n{text}");
+}
+
+#[test]
+fn sixteen_gpus_at_80x24_scroll() {
+    let mut state = demo_state(16, LATE, 80, 24);
+    let text = screen(&state, 80, 24);
+    assert!(text.contains("of 16 ([ ] scroll)"), "{text}");
+    let first = text.lines().nth(2).unwrap().to_string();
+    update(&mut state, Msg::Action(Action::ScrollGpusDown));
+    let text = screen(&state, 80, 24);
+    assert_ne!(
+        text.lines().nth(2).unwrap(),
+        first,
+        "scrolling moved the GPU list"
+    );
+    assert!(text.contains(" 2-"), "{text}");
+}
+
+#[test]
+fn early_warnings_are_time_to_full_and_running_hot() {
+    let state = demo_state(8, EARLY, 120, 40);
+    let text = screen(&state, 120, 40);
+    assert!(
+        text.contains("GPU 2 VRAM") && text.contains("OOM risk, full in ~"),
+        "{text}"
+    );
+    assert!(
+        text.contains("GPU 3 86°C — running hot (slowdown at 94°C)") || text.contains("GPU 3 8"),
+        "{text}"
+    );
+    assert_snapshot!(text);
+}
+
+#[test]
+fn late_warnings_are_critical() {
+    let state = demo_state(8, LATE, 120, 40);
+    let text = screen(&state, 120, 40);
+    assert!(
+        text.contains(" CRIT  GPU 2 VRAM 98% (78.0/79.6 GiB) — OOM risk"),
+        "{text}"
+    );
+    assert!(text.contains("— overheating (slowdown at 94°C)"), "{text}");
+}
+
+/// One GPU with every reading absent, one with real zeros, and one lost.
+fn absent_zero_lost_sample() -> Sample {
+    let absent = GpuReading::absent(GpuId("GPU-absent".into()), 0, "Mystery GPU");
+    let mut zero = GpuReading::absent(GpuId("GPU-zero".into()), 1, "Idle GPU");
+    zero.util = Some(Percent(0));
+    zero.memory_util = Some(Percent(0));
+    zero.memory_total = Some(Bytes::from_gib(16.0));
+    zero.memory_used = Some(Bytes(0));
+    zero.temperature = Some(Celsius(0));
+    zero.power = Some(Watts(0.0));
+    zero.power_limit = Some(Watts(0.0));
+    zero.fan = Some(Percent(0));
+    zero.sm_clock = Some(MegaHertz(0));
+    zero.memory_clock = Some(MegaHertz(0));
+    zero.pstate = Some(0);
+    let mut lost = GpuReading::absent(GpuId("GPU-lost".into()), 2, "Lost GPU");
+    lost.status = GpuStatus::Lost;
+    Sample {
+        time: common::epoch(),
+        host: HostInfo {
+            hostname: "testbox".into(),
+            driver_version: None,
+            cuda_version: None,
+        },
+        gpus: vec![absent, zero, lost],
+        processes: vec![],
+    }
+}
+
+fn absent_zero_lost_state(w: u16, h: u16) -> State {
+    let mut state = State::new(common::config());
+    update(
+        &mut state,
+        Msg::Resize {
+            width: w,
+            height: h,
+        },
+    );
+    update(&mut state, Msg::Sample(Box::new(absent_zero_lost_sample())));
+    state
+}
+
+#[test]
+fn absent_readings_show_na_and_zeros_show_zero_full() {
+    let state = absent_zero_lost_state(120, 40);
+    let text = screen(&state, 120, 40);
+    assert!(text.contains("N/A"), "{text}");
+    assert!(
+        text.contains("0°C") && text.contains("0/0 W") && text.contains("0.0/16.0 GiB"),
+        "{text}"
+    );
+    assert!(text.contains("LOST — not responding"), "{text}");
+    assert!(text.contains("GPU 2 lost"), "{text}");
+    assert_snapshot!(text);
+}
+
+#[test]
+fn absent_readings_show_na_and_zeros_show_zero_compact() {
+    let mut state = absent_zero_lost_state(80, 24);
+    state.layout = gpuwatch::state::LayoutPref::Compact;
+    assert_snapshot!(screen(&state, 80, 24));
+}
+
+#[test]
+fn too_small_terminal_says_so() {
+    let state = demo_state(8, 3, 40, 10);
+    let text = screen(&state, 40, 10);
+    assert!(text.contains("terminal too small"), "{text}");
+    assert_snapshot!(text);
+}
+
+#[test]
+fn help_lists_the_keymap() {
+    let mut state = demo_state(8, 3, 120, 40);
+    update(&mut state, Msg::Action(Action::ToggleHelp));
+    let text = screen(&state, 120, 40);
+    for b in gpuwatch::keymap::BINDINGS {
+        assert!(text.contains(b.help), "help lacks {:?}:\n{text}", b.help);
+    }
+    assert_snapshot!(text);
+}
+
+#[test]
+fn paused_marker_and_frozen_readings() {
+    let mut state = demo_state(8, 3, 120, 40);
+    update(&mut state, Msg::Action(Action::TogglePause));
+    let before = state.now;
+    let mut src = common::sim(8);
+    update(
+        &mut state,
+        Msg::Sample(Box::new(
+            gpuwatch::source::GpuSource::sample(&mut src).unwrap(),
+        )),
+    );
+    assert_eq!(state.now, before, "samples are not applied while paused");
+    assert!(screen(&state, 120, 40).contains(" PAUSED "));
+}
+
+// ---- styles ----------------------------------------------------------------------------
+
+fn find(term: &ratatui::Terminal<ratatui::backend::TestBackend>, needle: &str) -> (u16, u16) {
+    let text = term.backend().to_string();
+    for (y, line) in text.lines().enumerate() {
+        // TestBackend's Display wraps each line in quotes.
+        let line = line.trim_start_matches('"');
+        if let Some(byte) = line.find(needle) {
+            return (line[..byte].chars().count() as u16, y as u16);
+        }
+    }
+    panic!("{needle:?} not on screen:\n{text}");
+}
+
+#[test]
+fn critical_warnings_are_red_in_colour_and_reversed_in_mono() {
+    let state = demo_state(8, LATE, 120, 40);
+    let color = render(&state, 120, 40, true);
+    let (x, y) = find(&color, " CRIT ");
+    let cell = &color.backend().buffer()[(x + 1, y)];
+    assert_eq!(cell.bg, Color::Red);
+    let mono = render(&state, 120, 40, false);
+    let cell = &mono.backend().buffer()[(x + 1, y)];
+    assert_eq!(cell.bg, Color::Reset);
+    assert_eq!(cell.fg, Color::Reset);
+    assert!(
+        cell.modifier.contains(Modifier::REVERSED),
+        "mono warnings still stand out"
+    );
+}
+
+#[test]
+fn own_processes_are_highlighted_and_selection_is_reversed() {
+    let mut state = demo_state(8, LATE, 120, 40);
+    let term = render(&state, 120, 40, true);
+    let (x, y) = find(&term, "alice     C");
+    assert_eq!(
+        term.backend().buffer()[(x, y)].fg,
+        Color::Cyan,
+        "current user (alice) highlighted"
+    );
+    let (x, y) = find(&term, "carol");
+    assert_ne!(term.backend().buffer()[(x, y)].fg, Color::Cyan);
+
+    update(&mut state, Msg::Action(Action::SelectDown));
+    let term = render(&state, 120, 40, true);
+    let row = state.procs.selected_row().unwrap();
+    let (x, y) = find(&term, &row.command[..20]);
+    assert!(
+        term.backend().buffer()[(x, y)]
+            .modifier
+            .contains(Modifier::REVERSED)
+    );
+}
+
+#[test]
+fn overheating_panel_border_turns_red() {
+    let state = demo_state(8, LATE, 200, 60);
+    let term = render(&state, 200, 60, true);
+    let (x, y) = find(&term, "┏ 3 · NVIDIA");
+    assert_eq!(term.backend().buffer()[(x, y)].fg, Color::LightRed);
+    let (x, y) = find(&term, "╭ 6 · NVIDIA");
+    assert_eq!(
+        term.backend().buffer()[(x, y)].fg,
+        Color::DarkGray,
+        "a healthy GPU stays calm"
+    );
+}
+
+#[test]
+fn interval_shown_in_header() {
+    let mut state = demo_state(1, 1, 80, 24);
+    state.config.interval = Duration::from_millis(500);
+    assert!(screen(&state, 80, 24).contains("every 500ms"));
+}

@@ -1,0 +1,283 @@
+//! The update loop driven by sequences of messages: state and effects out, no terminal,
+//! no runtime, no sleeping.
+
+mod common;
+
+use common::{demo_state, sim};
+use gpuwatch::source::{GpuSource, GpuStatus};
+use gpuwatch::state::procs::{SortDir, SortKey};
+use gpuwatch::state::warnings::{Severity, WarningKind};
+use gpuwatch::state::{Action, Effect, LayoutPref, Msg, State, update};
+
+fn act(state: &mut State, action: Action) -> Vec<Effect> {
+    update(state, Msg::Action(action))
+}
+
+#[test]
+fn quit_is_an_effect_and_nothing_else_is() {
+    let mut state = demo_state(8, 2, 120, 40);
+    assert_eq!(act(&mut state, Action::Quit), vec![Effect::Quit]);
+    for a in [
+        Action::ToggleHelp,
+        Action::SelectDown,
+        Action::SortNext,
+        Action::TogglePause,
+    ] {
+        assert!(act(&mut state, a).is_empty(), "{a:?}");
+    }
+}
+
+#[test]
+fn default_sort_is_vram_descending() {
+    let state = demo_state(8, 5, 120, 40);
+    assert_eq!(
+        (state.procs.sort, state.procs.dir),
+        (SortKey::Vram, SortDir::Descending)
+    );
+    let vram: Vec<_> = state.procs.rows.iter().map(|r| r.vram.unwrap()).collect();
+    assert!(vram.windows(2).all(|w| w[0] >= w[1]), "{vram:?}");
+}
+
+#[test]
+fn sort_keys_cycle_reverse_and_jump() {
+    let mut state = demo_state(8, 5, 120, 40);
+    act(&mut state, Action::SortNext);
+    assert_eq!(state.procs.sort, SortKey::GpuUtil);
+    act(&mut state, Action::SortPrev);
+    act(&mut state, Action::SortPrev);
+    assert_eq!(
+        (state.procs.sort, state.procs.dir),
+        (SortKey::User, SortDir::Ascending)
+    );
+    act(&mut state, Action::SortReverse);
+    assert_eq!(state.procs.dir, SortDir::Descending);
+    let users: Vec<_> = state
+        .procs
+        .rows
+        .iter()
+        .map(|r| r.user.clone().unwrap())
+        .collect();
+    assert!(users.windows(2).all(|w| w[0] >= w[1]), "{users:?}");
+    act(&mut state, Action::SortBy(SortKey::Pid));
+    let pids: Vec<_> = state.procs.rows.iter().map(|r| r.key.pid).collect();
+    assert!(pids.windows(2).all(|w| w[0] <= w[1]), "{pids:?}");
+}
+
+#[test]
+fn selection_follows_the_process_through_new_samples() {
+    let mut source = sim(8);
+    let mut state = State::new(common::config());
+    update(
+        &mut state,
+        Msg::Resize {
+            width: 120,
+            height: 40,
+        },
+    );
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    // Select bob's growing fine-tune job (GPU 2); it climbs the VRAM ranking over time.
+    let idx = state
+        .procs
+        .rows
+        .iter()
+        .position(|r| r.user.as_deref() == Some("bob"))
+        .unwrap();
+    act(&mut state, Action::SelectFirst);
+    for _ in 0..idx {
+        act(&mut state, Action::SelectDown);
+    }
+    let before = state.procs.selected_index().unwrap();
+    for _ in 0..60 {
+        update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    }
+    let row = state.procs.selected_row().unwrap();
+    assert_eq!(row.user.as_deref(), Some("bob"));
+    assert_ne!(
+        state.procs.selected_index().unwrap(),
+        before,
+        "the row moved, the selection followed"
+    );
+}
+
+#[test]
+fn navigation_keys_clamp_and_page() {
+    let mut state = demo_state(16, 2, 80, 24);
+    let n = state.procs.rows.len();
+    act(&mut state, Action::SelectUp);
+    assert_eq!(
+        state.procs.selected_index(),
+        Some(0),
+        "first move selects the top row"
+    );
+    act(&mut state, Action::SelectUp);
+    assert_eq!(state.procs.selected_index(), Some(0));
+    act(&mut state, Action::PageDown);
+    let page = gpuwatch::ui::layout::table_page_rows(&state) as usize;
+    assert_eq!(state.procs.selected_index(), Some(page.min(n - 1)));
+    act(&mut state, Action::SelectLast);
+    assert_eq!(state.procs.selected_index(), Some(n - 1));
+    act(&mut state, Action::SelectDown);
+    assert_eq!(state.procs.selected_index(), Some(n - 1));
+    act(&mut state, Action::PageUp);
+    act(&mut state, Action::PageUp);
+    act(&mut state, Action::PageUp);
+    assert_eq!(state.procs.selected_index(), Some(0));
+}
+
+#[test]
+fn pause_freezes_and_resume_continues() {
+    let mut source = sim(8);
+    let mut state = State::new(common::config());
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    act(&mut state, Action::TogglePause);
+    let frozen = state.now;
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    assert_eq!(state.now, frozen);
+    act(&mut state, Action::TogglePause);
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    assert!(state.now > frozen);
+}
+
+#[test]
+fn compact_toggle_flips_the_automatic_choice() {
+    let mut state = demo_state(8, 2, 200, 60);
+    assert!(
+        !gpuwatch::ui::layout::is_compact(&state),
+        "200x60 starts with full panels"
+    );
+    act(&mut state, Action::ToggleCompact);
+    assert_eq!(state.layout, LayoutPref::Compact);
+    act(&mut state, Action::ToggleCompact);
+    assert_eq!(state.layout, LayoutPref::Full);
+    let mut small = demo_state(8, 2, 80, 24);
+    assert!(gpuwatch::ui::layout::is_compact(&small));
+    act(&mut small, Action::ToggleCompact);
+    assert_eq!(small.layout, LayoutPref::Full);
+}
+
+#[test]
+fn help_toggles_and_escape_closes_it() {
+    let mut state = demo_state(1, 1, 80, 24);
+    act(&mut state, Action::ToggleHelp);
+    assert!(state.show_help);
+    act(&mut state, Action::Back);
+    assert!(!state.show_help);
+}
+
+#[test]
+fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
+    let mut source = sim(8);
+    let mut state = State::new(common::config());
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+        for w in &state.warnings {
+            let kind = match w.kind {
+                WarningKind::OomRisk {
+                    time_to_full: Some(_),
+                    ..
+                } => "oom-filling",
+                WarningKind::OomRisk { .. } => "oom",
+                WarningKind::Overheating { .. } => "heat",
+                WarningKind::Lost => "lost",
+            };
+            let key = (w.gpu_index, kind, w.severity);
+            if !seen.contains(&key) {
+                seen.push(key);
+            }
+        }
+    }
+    assert!(
+        seen.contains(&(2, "oom-filling", Severity::Warning)),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&(2, "oom-filling", Severity::Critical))
+            || seen.contains(&(2, "oom", Severity::Critical)),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&(3, "heat", Severity::Warning)), "{seen:?}");
+    assert!(seen.contains(&(3, "heat", Severity::Critical)), "{seen:?}");
+    // At t=80 s the OOM job has crashed (VRAM dropped), so GPU 2 has no VRAM warning.
+    let mut source = sim(8);
+    let mut state = State::new(common::config());
+    for _ in 0..81 {
+        update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    }
+    assert!(
+        state.warnings.iter().all(|w| w.gpu_index != 2),
+        "{:?}",
+        state.warnings
+    );
+    assert!(
+        state.procs.rows.iter().all(|r| r.gpu_index != 2),
+        "the crashed job is gone"
+    );
+    // ...and is restarted a few seconds later as a new process (new PID).
+    for _ in 0..8 {
+        update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    }
+    let restarted = state
+        .procs
+        .rows
+        .iter()
+        .find(|r| r.gpu_index == 2)
+        .expect("restarted");
+    assert_eq!(restarted.key.pid, 2021);
+    assert!(restarted.elapsed.unwrap().as_secs() < 10);
+}
+
+#[test]
+fn lost_gpu_keeps_its_slot_while_others_update() {
+    let mut source = sim(4);
+    let mut state = State::new(common::config());
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    let mut sample = source.sample().unwrap();
+    let lost_id = sample.gpus[1].id.clone();
+    let name = sample.gpus[1].name.clone();
+    sample.gpus[1] = gpuwatch::source::GpuReading::absent(lost_id.clone(), 1, name);
+    sample.gpus[1].status = GpuStatus::Lost;
+    update(&mut state, Msg::Sample(Box::new(sample)));
+    assert_eq!(state.gpus.len(), 4);
+    assert_eq!(state.gpus[1].status, GpuStatus::Lost);
+    assert!(
+        state
+            .warnings
+            .iter()
+            .any(|w| w.gpu == lost_id && w.kind == WarningKind::Lost)
+    );
+    // Its history is kept (with a gap), so it resumes where it was when it returns.
+    assert_eq!(state.histories[&lost_id].temperature.latest(), Some(&None));
+    assert_eq!(state.histories[&lost_id].temperature.len(), 2);
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    assert_eq!(state.gpus[1].status, GpuStatus::Ok);
+    assert!(state.warnings.iter().all(|w| w.kind != WarningKind::Lost));
+}
+
+#[test]
+fn source_failure_is_shown_and_cleared_by_the_next_sample() {
+    let mut source = sim(2);
+    let mut state = State::new(common::config());
+    update(&mut state, Msg::SourceFailed("NVML: GPU is lost".into()));
+    assert_eq!(state.source_error.as_deref(), Some("NVML: GPU is lost"));
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    assert_eq!(state.source_error, None);
+}
+
+#[test]
+fn history_is_bounded_and_forgets_departed_gpus() {
+    let mut source = sim(3);
+    let mut state = State::new(gpuwatch::state::ViewConfig {
+        history_len: 10,
+        ..common::config()
+    });
+    for _ in 0..50 {
+        update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    }
+    assert!(state.histories.values().all(|h| h.util.len() == 10));
+    let mut sample = source.sample().unwrap();
+    sample.gpus.truncate(1);
+    sample.processes.retain(|p| p.gpu == sample.gpus[0].id);
+    update(&mut state, Msg::Sample(Box::new(sample)));
+    assert_eq!(state.histories.len(), 1);
+}
