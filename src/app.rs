@@ -6,6 +6,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use futures_util::StreamExt;
 use ratatui::crossterm::event::{Event, EventStream};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
 
 use crate::keymap;
 use crate::sampler::{self, SamplerEvent};
@@ -37,7 +38,7 @@ async fn event_loop(
     compact: bool,
     theme: &Theme,
 ) -> Result<Exit> {
-    let (tx, mut samples) = sampler::channel();
+    let (tx, samples) = sampler::channel();
     let sampler_task = tokio::spawn(sampler::run(source, config.interval, tx));
     let mut keys = EventStream::new();
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -58,12 +59,17 @@ async fn event_loop(
     );
     terminal.draw(|f| ui::draw(f, &state, theme))?;
 
+    let mut samples = Some(samples);
     let exit = loop {
         let msg = tokio::select! {
-            event = samples.recv() => match event {
+            event = next_sample(&mut samples) => match event {
                 Some(SamplerEvent::Sample(s)) => Msg::Sample(s),
                 Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
-                None => Msg::SourceFailed("the sampler stopped".into()),
+                None => {
+                    // Nothing more will come; keep the last frame and the keys alive.
+                    samples = None;
+                    Msg::SourceFailed("the sampler stopped".into())
+                }
             },
             event = keys.next() => match event {
                 Some(Ok(Event::Key(key))) => match keymap::action_for(key) {
@@ -79,17 +85,19 @@ async fn event_loop(
             _ = sighup.recv() => break Exit::Signal(1),
             _ = sigint.recv() => break Exit::Signal(2),
         };
-        let stopped = matches!(msg, Msg::SourceFailed(ref w) if w == "the sampler stopped");
-        let effects = update(&mut state, msg);
-        if effects.contains(&Effect::Quit) {
+        if update(&mut state, msg).contains(&Effect::Quit) {
             break Exit::Quit;
         }
         terminal.draw(|f| ui::draw(f, &state, theme))?;
-        if stopped {
-            // Nothing more will come from the sampler; keep the last frame and the keys alive.
-            samples = sampler::channel().1;
-        }
     };
     sampler_task.abort();
     Ok(exit)
+}
+
+/// The next sampler event, or never once the sampler has gone.
+async fn next_sample(samples: &mut Option<mpsc::Receiver<SamplerEvent>>) -> Option<SamplerEvent> {
+    match samples {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }

@@ -27,7 +27,7 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[ch('?'), KeyCode::F(1)],
-        label: "?",
+        label: "?, F1",
         action: Action::ToggleHelp,
         help: "show/hide this help",
     },
@@ -39,13 +39,13 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[KeyCode::Up, ch('k')],
-        label: "↑ k",
+        label: "↑, k",
         action: Action::SelectUp,
         help: "select previous process",
     },
     Binding {
         keys: &[KeyCode::Down, ch('j')],
-        label: "↓ j",
+        label: "↓, j",
         action: Action::SelectDown,
         help: "select next process",
     },
@@ -63,25 +63,25 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[KeyCode::Home, ch('g')],
-        label: "Home g",
+        label: "Home, g",
         action: Action::SelectFirst,
         help: "first process",
     },
     Binding {
         keys: &[KeyCode::End, ch('G')],
-        label: "End G",
+        label: "End, G",
         action: Action::SelectLast,
         help: "last process",
     },
     Binding {
         keys: &[ch('s'), KeyCode::Right],
-        label: "s →",
+        label: "s, →",
         action: Action::SortNext,
         help: "sort by next column",
     },
     Binding {
         keys: &[ch('S'), KeyCode::Left],
-        label: "S ←",
+        label: "S, ←",
         action: Action::SortPrev,
         help: "sort by previous column",
     },
@@ -129,7 +129,7 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[ch('p'), ch(' ')],
-        label: "p Space",
+        label: "p, Space",
         action: Action::TogglePause,
         help: "pause/resume updates",
     },
@@ -141,17 +141,27 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[ch('['), ch('<')],
-        label: "[",
+        label: "[, <",
         action: Action::ScrollGpusUp,
         help: "scroll GPUs up",
     },
     Binding {
         keys: &[ch(']'), ch('>')],
-        label: "]",
+        label: "], >",
         action: Action::ScrollGpusDown,
         help: "scroll GPUs down",
     },
 ];
+
+/// The keys as a Markdown table, for the README (a test keeps the two identical).
+pub fn markdown_table() -> String {
+    let mut out = String::from("| key | action |\n| --- | --- |\n");
+    for b in BINDINGS {
+        let keys: Vec<String> = b.label.split(", ").map(|k| format!("`{k}`")).collect();
+        out += &format!("| {} | {} |\n", keys.join(", "), b.help);
+    }
+    out
+}
 
 /// Maps a key event to an action. Only presses count (Windows terminals also send releases).
 pub fn action_for(key: KeyEvent) -> Option<Action> {

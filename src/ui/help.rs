@@ -13,7 +13,7 @@ pub fn draw(frame: &mut Frame, area: Rect, theme: &Theme) {
         .iter()
         .map(|b| {
             Line::from(vec![
-                Span::styled(format!(" {:<10}", b.label), theme.title),
+                Span::styled(format!(" {:<12}", b.label), theme.title),
                 Span::raw(b.help),
             ])
         })
