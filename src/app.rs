@@ -23,10 +23,22 @@ pub enum Exit {
     Signal(i32),
 }
 
-pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, compact: bool) -> Result<Exit> {
+/// Start-up choices of the interactive mode.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Start with compact GPU lines.
+    pub compact: bool,
+    /// Testing aid: panic after this many samples (proves the panic hook restores the terminal).
+    pub panic_after_samples: Option<u64>,
+}
+
+pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
     let theme = Theme::new(config.color);
+    // try_init installs a panic hook that restores the terminal before the (color-eyre)
+    // report is printed.
     let mut terminal = ratatui::try_init().wrap_err("cannot set up the terminal")?;
-    let result = event_loop(&mut terminal, source, config, compact, &theme).await;
+    show_cursor_on_panic();
+    let result = event_loop(&mut terminal, source, config, options, &theme).await;
     ratatui::restore();
     result
 }
@@ -35,7 +47,7 @@ async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     source: Box<dyn GpuSource>,
     config: ViewConfig,
-    compact: bool,
+    options: Options,
     theme: &Theme,
 ) -> Result<Exit> {
     let (tx, samples) = sampler::channel();
@@ -46,7 +58,7 @@ async fn event_loop(
     let mut sigint = signal(SignalKind::interrupt())?;
 
     let mut state = State::new(config);
-    if compact {
+    if options.compact {
         state.layout = LayoutPref::Compact;
     }
     let size = terminal.size()?;
@@ -60,10 +72,17 @@ async fn event_loop(
     terminal.draw(|f| ui::draw(f, &state, theme))?;
 
     let mut samples = Some(samples);
+    let mut samples_seen = 0u64;
     let exit = loop {
         let msg = tokio::select! {
             event = next_sample(&mut samples) => match event {
-                Some(SamplerEvent::Sample(s)) => Msg::Sample(s),
+                Some(SamplerEvent::Sample(s)) => {
+                    samples_seen += 1;
+                    if options.panic_after_samples.is_some_and(|n| samples_seen > n) {
+                        panic!("--debug-panic-after: deliberate panic after {} samples", samples_seen - 1);
+                    }
+                    Msg::Sample(s)
+                }
                 Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
                 None => {
                     // Nothing more will come; keep the last frame and the keys alive.
@@ -92,6 +111,16 @@ async fn event_loop(
     };
     sampler_task.abort();
     Ok(exit)
+}
+
+/// ratatui's hook leaves the alternate screen and raw mode but not the hidden cursor (the
+/// tmux test caught it); make it visible again before the report is printed.
+fn show_cursor_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::cursor::Show);
+        previous(info);
+    }));
 }
 
 /// The next sampler event, or never once the sampler has gone.

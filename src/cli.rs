@@ -62,6 +62,10 @@ pub struct Cli {
     #[arg(long)]
     pub compact: bool,
 
+    /// Testing aid: panic after this many samples, to prove the terminal is restored.
+    #[arg(long, hide = true, value_name = "N")]
+    pub debug_panic_after: Option<u64>,
+
     /// Path to libnvidia-ml.so.1 (default: the system's).
     #[arg(long, value_name = "PATH", env = "GPUWATCH_NVML_LIB")]
     pub nvml_lib: Option<PathBuf>,

@@ -34,6 +34,8 @@ pub struct Settings {
     pub compact: bool,
     pub nvml_lib: Option<PathBuf>,
     pub thresholds: Thresholds,
+    /// Hidden testing aid (`--debug-panic-after`).
+    pub debug_panic_after: Option<u64>,
 }
 
 impl Settings {
@@ -106,6 +108,7 @@ impl Settings {
             color: !cli.no_color && no_color_env.is_none_or(str::is_empty),
             compact: cli.compact,
             nvml_lib: cli.nvml_lib.clone(),
+            debug_panic_after: cli.debug_panic_after,
             thresholds: Thresholds {
                 oom_warn_percent: oom_warn,
                 oom_critical_percent: oom_critical,

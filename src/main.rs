@@ -96,5 +96,9 @@ async fn run(source: Box<dyn GpuSource>, settings: &Settings) -> Result<Exit> {
         print!("{text}");
         return Ok(Exit::Quit);
     }
-    app::run(source, config, settings.compact).await
+    let options = app::Options {
+        compact: settings.compact,
+        panic_after_samples: settings.debug_panic_after,
+    };
+    app::run(source, config, options).await
 }

@@ -32,6 +32,10 @@ impl Tmux {
                 "env",
                 "-u",
                 "NO_COLOR",
+                "-u",
+                "RUST_BACKTRACE",
+                "-u",
+                "RUST_LIB_BACKTRACE",
                 "PS1=READY$ ",
                 "TERM=xterm-256color",
                 "bash",
@@ -56,6 +60,15 @@ impl Tmux {
         let mut args = vec!["send-keys", "-t", "0"];
         args.extend_from_slice(keys);
         assert!(self.cmd(&args).status().unwrap().success());
+    }
+
+    /// The visible screen plus what scrolled off above it.
+    fn capture_with_history(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-t", "0", "-S", "-500"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     fn capture(&self) -> String {
@@ -99,7 +112,7 @@ impl Tmux {
                 .rev()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("");
-            if self.display("#{alternate_on}") == "0" && last.starts_with("READY$") {
+            if self.display("#{alternate_on}") == "0" && last.trim_end() == "READY$" {
                 assert_eq!(self.display("#{cursor_flag}"), "1", "cursor visible again");
                 return screen;
             }
@@ -235,4 +248,24 @@ fn resizing_to_too_small_and_back() {
     t.wait_for("Processes (", Duration::from_secs(5));
     t.send(&["q"]);
     t.wait_restored();
+}
+
+#[test]
+fn panic_restores_the_terminal_and_reports() {
+    let Some(t) = Tmux::start("panic", 100, 30) else {
+        return;
+    };
+    let cmd = format!(
+        "{} --demo --debug-panic-after 2",
+        env!("CARGO_BIN_EXE_gpuwatch")
+    );
+    t.send(&[&cmd, "Enter"]);
+    t.wait_restored();
+    let screen = t.capture_with_history();
+    assert!(
+        screen.contains("deliberate panic after 2 samples"),
+        "the panic is reported:\n{screen}"
+    );
+    t.send(&["echo exit=$?", "Enter"]);
+    t.wait_for("exit=101", Duration::from_secs(5));
 }
