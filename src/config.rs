@@ -139,10 +139,11 @@ fn invalid(flag: &'static str, value: &str, why: &str) -> SettingsError {
 /// `500ms`, `2s`, `1m`, or a bare number of seconds like `watch -n` takes.
 fn duration(flag: &'static str, text: &str) -> Result<Duration, SettingsError> {
     let trimmed = text.trim();
-    if let Ok(secs) = trimmed.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
-        }
+    if let Ok(secs) = trimmed.parse::<f64>()
+        && secs.is_finite()
+        && secs >= 0.0
+    {
+        return Ok(Duration::from_secs_f64(secs));
     }
     humantime::parse_duration(trimmed).map_err(|e| {
         invalid(

@@ -17,6 +17,7 @@ pub mod config;
 pub mod headless;
 pub mod history;
 pub mod keymap;
+pub mod procinfo;
 pub mod sampler;
 pub mod source;
 pub mod state;

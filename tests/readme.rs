@@ -3,9 +3,13 @@
 
 #[test]
 fn readme_keys_table_is_the_keymap() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let table = gpuwatch::keymap::markdown_table();
-    assert!(readme.contains(&table), "README's keys table is out of date; it should read:\n\n{table}");
+    assert!(
+        readme.contains(&table),
+        "README's keys table is out of date; it should read:\n\n{table}"
+    );
 }
 
 #[test]
@@ -16,5 +20,8 @@ fn ci_runs_the_readme_test_command() {
     let second = readme.lines().nth(4).unwrap();
     let command = second.split('#').next().unwrap().trim();
     assert_eq!(command, "cargo test --workspace");
-    assert!(ci.lines().any(|l| l.trim() == command), ".ci/run must run `{command}`");
+    assert!(
+        ci.lines().any(|l| l.trim() == command),
+        ".ci/run must run `{command}`"
+    );
 }

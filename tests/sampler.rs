@@ -17,7 +17,7 @@ struct Flaky {
 impl GpuSource for Flaky {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         self.polls += 1;
-        if self.polls % 3 == 0 {
+        if self.polls.is_multiple_of(3) {
             return Err(SourceError::Unavailable(format!(
                 "poll {} failed",
                 self.polls

@@ -67,6 +67,35 @@ pub struct GpuReading {
     pub memory_clock: Option<MegaHertz>,
     /// Performance state, 0 (fastest) to 15.
     pub pstate: Option<u32>,
+    // The fields below are the NVML source's details (issue 3); sources that cannot tell
+    // leave them `None`.
+    /// PCI bus id as NVML formats it, e.g. `00000000:17:00.0`.
+    pub pci_bus_id: Option<String>,
+    /// VRAM the driver reserves for itself (not usable by processes).
+    pub memory_reserved: Option<Bytes>,
+    pub memory_free: Option<Bytes>,
+    /// The temperature at which the device shuts itself down.
+    pub temperature_shutdown: Option<Celsius>,
+    /// Energy used since the driver was loaded, in joules.
+    pub energy_joules: Option<f64>,
+    pub sm_clock_max: Option<MegaHertz>,
+    pub memory_clock_max: Option<MegaHertz>,
+    pub encoder_util: Option<Percent>,
+    pub decoder_util: Option<Percent>,
+    pub pcie_link_gen: Option<u32>,
+    /// Lanes in use (x1..x16).
+    pub pcie_link_width: Option<u32>,
+    /// PCIe traffic out of the GPU over NVML's last ~20 ms window, in bytes per second.
+    pub pcie_tx_per_second: Option<Bytes>,
+    /// PCIe traffic into the GPU, in bytes per second.
+    pub pcie_rx_per_second: Option<Bytes>,
+    /// Why clocks are held down right now, as snake_case names (`sw_power_cap`,
+    /// `hw_thermal_slowdown`, `gpu_idle`, ...); empty when nothing holds them.
+    pub throttle_reasons: Option<Vec<String>>,
+    /// Uncorrected ECC errors since the driver loaded (volatile counter).
+    pub ecc_errors_uncorrected: Option<u64>,
+    /// Whether MIG (multi-instance GPU) mode is on.
+    pub mig_enabled: Option<bool>,
 }
 
 impl GpuReading {
@@ -89,6 +118,22 @@ impl GpuReading {
             sm_clock: None,
             memory_clock: None,
             pstate: None,
+            pci_bus_id: None,
+            memory_reserved: None,
+            memory_free: None,
+            temperature_shutdown: None,
+            energy_joules: None,
+            sm_clock_max: None,
+            memory_clock_max: None,
+            encoder_util: None,
+            decoder_util: None,
+            pcie_link_gen: None,
+            pcie_link_width: None,
+            pcie_tx_per_second: None,
+            pcie_rx_per_second: None,
+            throttle_reasons: None,
+            ecc_errors_uncorrected: None,
+            mig_enabled: None,
         }
     }
 

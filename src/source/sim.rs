@@ -180,7 +180,7 @@ impl SimSource {
                     self.ago(5 * 3600 + 1200),
                     self,
                 ));
-                if i % 8 == 0 {
+                if i.is_multiple_of(8) {
                     // A small root-owned health check shares the first GPU of each block.
                     procs.push(proc(
                         612,

@@ -195,13 +195,22 @@ fn known<T: Ord>(a: Option<T>, b: Option<T>, dir: SortDir) -> Ordering {
     }
 }
 
-/// Total order for CPU% (never NaN in practice; NaN would sort as equal).
-#[derive(PartialEq, PartialOrd)]
+/// CPU% with a total order (`f32::total_cmp`), so it can sort like the other columns.
 struct OrdF32(f32);
+impl PartialEq for OrdF32 {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
 impl Eq for OrdF32 {}
+impl PartialOrd for OrdF32 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
 impl Ord for OrdF32 {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.0.partial_cmp(&other.0).unwrap_or(Ordering::Equal)
+        self.0.total_cmp(&other.0)
     }
 }
 

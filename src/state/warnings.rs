@@ -320,14 +320,16 @@ mod tests {
     #[test]
     fn vram_thresholds_and_hysteresis() {
         // 80 GiB total: 71.2 = 89 %, 72.8 = 91 %, 78.4 = 98 %, 76.8 = 96 %, 70.4 = 88 %, 69.6 = 87 %.
+        // A minute apart, so the 30 s trend window never holds enough points for a
+        // time-to-full prediction: only the levels count here.
         let w = run(
             &[
                 (0, 71.2, 40),
-                (1, 72.8, 40),
-                (2, 78.4, 40),
-                (3, 76.8, 40),
-                (4, 70.4, 40),
-                (5, 69.6, 40),
+                (60, 72.8, 40),
+                (120, 78.4, 40),
+                (180, 76.8, 40),
+                (240, 70.4, 40),
+                (300, 69.6, 40),
             ],
             None,
         );

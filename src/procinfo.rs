@@ -1,0 +1,428 @@
+//! Host-side facts about GPU processes, read from /proc: user, command line, CPU% (delta
+//! between two samples), resident memory and start time. Owns the per-process and user-name
+//! caches. It reads only the PIDs it is asked about — never scans all of /proc — and the
+//! /proc root is injected so tests use a fixture tree.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::source::{HostProc, ProcDetails};
+use crate::units::Bytes;
+
+/// What stays true for one process (a PID plus its start time): read once, then reused.
+#[derive(Debug, Clone)]
+struct Known {
+    /// `starttime` from /proc/PID/stat, in clock ticks after boot: with the PID, the
+    /// process identity (a reused PID has a different start time).
+    start_ticks: u64,
+    uid: u32,
+    command: String,
+    /// utime + stime at the previous sample, and when that sample was taken.
+    cpu_ticks: u64,
+    seen_at: Instant,
+}
+
+/// The parts of /proc/PID/stat we use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stat {
+    comm: String,
+    cpu_ticks: u64,
+    start_ticks: u64,
+    rss_pages: u64,
+}
+
+/// Reads /proc (or a fixture tree shaped like it) for the PIDs NVML reports.
+#[derive(Debug)]
+pub struct ProcInfo {
+    root: PathBuf,
+    ticks_per_second: u64,
+    page_size: u64,
+    /// When the host booted (`btime`), read on first use; start times are relative to it.
+    boot_time: Option<SystemTime>,
+    users: HashMap<u32, String>,
+    known: HashMap<u32, Known>,
+}
+
+impl ProcInfo {
+    /// This host's /proc, with the kernel's clock tick rate and page size.
+    pub fn system() -> Self {
+        // SAFETY: sysconf only reads configuration values.
+        let (tck, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_CLK_TCK),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        // sysconf answers -1 when it does not know; Linux's usual values are a sane fallback.
+        let tck = u64::try_from(tck).ok().filter(|&t| t > 0).unwrap_or(100);
+        let page = u64::try_from(page).ok().filter(|&p| p > 0).unwrap_or(4096);
+        Self::new("/proc", tck, page)
+    }
+
+    /// A /proc tree at `root`, with explicit units so fixtures do not depend on the host.
+    pub fn new(root: impl Into<PathBuf>, ticks_per_second: u64, page_size: u64) -> Self {
+        ProcInfo {
+            root: root.into(),
+            ticks_per_second: ticks_per_second.max(1),
+            page_size,
+            boot_time: None,
+            users: HashMap::new(),
+            known: HashMap::new(),
+        }
+    }
+
+    /// Looks up every PID once (a process on two GPUs is listed twice by NVML but its CPU
+    /// delta must be taken once per sample), then forgets PIDs not asked about, so the
+    /// caches hold GPU processes only.
+    pub fn sample(
+        &mut self,
+        pids: impl IntoIterator<Item = u32>,
+        now: Instant,
+    ) -> HashMap<u32, HostProc> {
+        let wanted: HashSet<u32> = pids.into_iter().collect();
+        let out = wanted
+            .iter()
+            .map(|&pid| (pid, self.lookup(pid, now)))
+            .collect();
+        self.known.retain(|pid, _| wanted.contains(pid));
+        out
+    }
+
+    /// One process's host facts at `now` (the caller's clock, so tests need no sleeping).
+    pub fn lookup(&mut self, pid: u32, now: Instant) -> HostProc {
+        let dir = self.root.join(pid.to_string());
+        let stat = match std::fs::read_to_string(dir.join("stat")) {
+            Ok(text) => parse_stat(&text),
+            Err(_) => return self.unreadable(pid, &dir),
+        };
+        let Some(stat) = stat else {
+            // The file is there but not in the kernel's format: we cannot tell anything.
+            self.known.remove(&pid);
+            return HostProc::Hidden;
+        };
+        let cpu_percent = self.cpu_percent(pid, &stat, now);
+        let known = match self.known.get(&pid) {
+            Some(k) if k.start_ticks == stat.start_ticks => k.clone(),
+            // First sighting, or the PID was reused by a new process: read the static parts.
+            _ => match self.read_static(&dir, &stat, now) {
+                Ok(k) => k,
+                Err(_) => return self.unreadable(pid, &dir),
+            },
+        };
+        let details = ProcDetails {
+            user: self.user_name(known.uid),
+            uid: known.uid,
+            command: known.command.clone(),
+            cpu_percent,
+            host_memory: Some(Bytes(stat.rss_pages.saturating_mul(self.page_size))),
+            started: self.started(stat.start_ticks),
+        };
+        self.known.insert(
+            pid,
+            Known {
+                cpu_ticks: stat.cpu_ticks,
+                seen_at: now,
+                ..known
+            },
+        );
+        HostProc::Visible(details)
+    }
+
+    /// Classifies a PID whose files cannot be read. No directory at all: the PID is not in
+    /// this PID namespace (NVML reports host PIDs; inside a container they may not exist)
+    /// or the process just exited. A directory we cannot read: hidden from us (hidepid).
+    fn unreadable(&mut self, pid: u32, dir: &Path) -> HostProc {
+        self.known.remove(&pid);
+        match std::fs::symlink_metadata(dir) {
+            Ok(_) => HostProc::Hidden,
+            Err(_) => HostProc::OtherNamespace,
+        }
+    }
+
+    /// CPU use since the previous sample of the same process; `None` on the first sighting.
+    fn cpu_percent(&self, pid: u32, stat: &Stat, now: Instant) -> Option<f32> {
+        let prev = self
+            .known
+            .get(&pid)
+            .filter(|k| k.start_ticks == stat.start_ticks)?;
+        let elapsed = now.checked_duration_since(prev.seen_at)?;
+        if elapsed.is_zero() {
+            return None;
+        }
+        let ticks = stat.cpu_ticks.saturating_sub(prev.cpu_ticks) as f64;
+        let busy = ticks / self.ticks_per_second as f64;
+        Some((busy / elapsed.as_secs_f64() * 100.0) as f32)
+    }
+
+    fn read_static(&self, dir: &Path, stat: &Stat, now: Instant) -> io::Result<Known> {
+        let status = std::fs::read_to_string(dir.join("status"))?;
+        let uid = parse_uid(&status)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Uid line in status"))?;
+        // A kernel thread or a zombie has an empty command line; show its name instead,
+        // in brackets as ps does.
+        let command = std::fs::read(dir.join("cmdline"))
+            .ok()
+            .map(|raw| join_cmdline(&raw))
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| format!("[{}]", stat.comm));
+        Ok(Known {
+            start_ticks: stat.start_ticks,
+            uid,
+            command,
+            cpu_ticks: stat.cpu_ticks,
+            seen_at: now,
+        })
+    }
+
+    /// The user name through NSS (cached per UID), or the number when there is none.
+    fn user_name(&mut self, uid: u32) -> String {
+        self.users
+            .entry(uid)
+            .or_insert_with(|| {
+                uzers::get_user_by_uid(uid)
+                    .map(|u| u.name().to_string_lossy().into_owned())
+                    .unwrap_or_else(|| uid.to_string())
+            })
+            .clone()
+    }
+
+    fn started(&mut self, start_ticks: u64) -> SystemTime {
+        let boot = *self
+            .boot_time
+            .get_or_insert_with(|| read_boot_time(&self.root));
+        // Integer arithmetic: a float would round the identity-bearing start time.
+        let tps = self.ticks_per_second;
+        boot + Duration::from_secs(start_ticks / tps)
+            + Duration::from_nanos((start_ticks % tps) * 1_000_000_000 / tps)
+    }
+}
+
+/// `btime` from /proc/stat. Every Linux /proc has it; if it cannot be read the start times
+/// are counted from the epoch, which shows as absurdly old rather than silently wrong-ish.
+fn read_boot_time(root: &Path) -> SystemTime {
+    std::fs::read_to_string(root.join("stat"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .map_or(SystemTime::UNIX_EPOCH, |secs| {
+            SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+        })
+}
+
+/// Parses /proc/PID/stat. The command name (field 2) may contain spaces and parentheses,
+/// so it is everything between the first '(' and the *last* ')'.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    // Fields after the name, numbered as in proc(5) from 3 (state).
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    let field = |n: usize| rest.get(n - 3)?.parse::<u64>().ok();
+    Some(Stat {
+        comm,
+        cpu_ticks: field(14)? + field(15)?,
+        start_ticks: field(22)?,
+        rss_pages: field(24)?,
+    })
+}
+
+/// The real UID from the `Uid:` line of /proc/PID/status (real, effective, saved, fs).
+fn parse_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// /proc/PID/cmdline is NUL-separated (and NUL-terminated): show it space-separated.
+fn join_cmdline(raw: &[u8]) -> String {
+    raw.split(|&b| b == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(String::from_utf8_lossy)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BTIME: u64 = 1_700_000_000;
+
+    /// A fixture /proc tree in a temporary folder.
+    struct Fixture {
+        dir: tempfile::TempDir,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("temp dir");
+            std::fs::write(
+                dir.path().join("stat"),
+                format!("cpu  1 2 3 4\nintr 5\nbtime {BTIME}\nprocesses 9\n"),
+            )
+            .unwrap();
+            Fixture { dir }
+        }
+
+        fn proc_info(&self) -> ProcInfo {
+            ProcInfo::new(self.dir.path(), 100, 4096)
+        }
+
+        /// Writes a process: its stat line with the given CPU and start ticks and RSS pages.
+        fn process(&self, pid: u32, comm: &str, uid: u32, cmdline: &[u8], cpu: u64, start: u64) {
+            let d = self.dir.path().join(pid.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            self.set_cpu(pid, comm, cpu, start);
+            std::fs::write(
+                d.join("status"),
+                format!("Name:\t{comm}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nVmRSS:\t1 kB\n"),
+            )
+            .unwrap();
+            std::fs::write(d.join("cmdline"), cmdline).unwrap();
+        }
+
+        fn set_cpu(&self, pid: u32, comm: &str, cpu: u64, start: u64) {
+            // utime carries all the CPU ticks, stime is 0; rss is 2560 pages (10 MiB).
+            let line = format!(
+                "{pid} ({comm}) S 1 {pid} {pid} 0 -1 4194304 100 0 0 0 {cpu} 0 0 0 20 0 1 0 \
+                 {start} 123456789 2560 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0\n"
+            );
+            std::fs::write(self.dir.path().join(pid.to_string()).join("stat"), line).unwrap();
+        }
+    }
+
+    fn visible(h: HostProc) -> ProcDetails {
+        match h {
+            HostProc::Visible(d) => d,
+            other => panic!("expected a visible process, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_user_command_memory_and_start_time() {
+        let fx = Fixture::new();
+        fx.process(
+            4242,
+            "python3",
+            0,
+            b"python3\0train.py\0--lr\x000.1\0",
+            50,
+            12_345,
+        );
+        let mut info = fx.proc_info();
+        let d = visible(info.lookup(4242, Instant::now()));
+        assert_eq!(d.uid, 0);
+        assert_eq!(d.user, "root");
+        assert_eq!(d.command, "python3 train.py --lr 0.1");
+        assert_eq!(d.host_memory, Some(Bytes(2560 * 4096)));
+        assert_eq!(
+            d.started,
+            SystemTime::UNIX_EPOCH + Duration::from_secs(BTIME) + Duration::from_millis(123_450)
+        );
+        assert_eq!(d.cpu_percent, None, "no CPU% before a second sample");
+    }
+
+    #[test]
+    fn cpu_percent_is_the_delta_between_samples() {
+        let fx = Fixture::new();
+        fx.process(7, "worker", 0, b"worker\0", 1_000, 500);
+        let mut info = fx.proc_info();
+        let t0 = Instant::now();
+        assert_eq!(visible(info.lookup(7, t0)).cpu_percent, None);
+        // 150 ticks at 100 Hz = 1.5 s of CPU over 1 s: 150% (more than one core).
+        fx.set_cpu(7, "worker", 1_150, 500);
+        let d = visible(info.lookup(7, t0 + Duration::from_secs(1)));
+        assert_eq!(d.cpu_percent, Some(150.0));
+        // Idle since: a real zero, not absent.
+        let d = visible(info.lookup(7, t0 + Duration::from_secs(3)));
+        assert_eq!(d.cpu_percent, Some(0.0));
+    }
+
+    #[test]
+    fn a_reused_pid_is_a_new_process() {
+        let fx = Fixture::new();
+        fx.process(9, "old", 0, b"old-job\0", 1_000, 500);
+        let mut info = fx.proc_info();
+        let t0 = Instant::now();
+        info.lookup(9, t0);
+        // Same PID, later start time: static data is re-read and there is no CPU delta.
+        fx.process(9, "new", 4_242_424, b"new-job\0", 10, 9_000);
+        let d = visible(info.lookup(9, t0 + Duration::from_secs(1)));
+        assert_eq!(d.command, "new-job");
+        assert_eq!(d.cpu_percent, None);
+        assert_eq!(d.user, "4242424", "an unknown UID shows as its number");
+    }
+
+    #[test]
+    fn static_data_is_cached_per_process() {
+        let fx = Fixture::new();
+        fx.process(11, "job", 0, b"job --first\0", 0, 77);
+        let mut info = fx.proc_info();
+        let t0 = Instant::now();
+        info.lookup(11, t0);
+        // Rewriting cmdline is not noticed for the same (PID, start time): it was cached.
+        std::fs::write(fx.dir.path().join("11/cmdline"), b"changed\0").unwrap();
+        let d = visible(info.lookup(11, t0 + Duration::from_secs(1)));
+        assert_eq!(d.command, "job --first");
+    }
+
+    #[test]
+    fn empty_cmdline_falls_back_to_the_name_and_odd_names_parse() {
+        let fx = Fixture::new();
+        fx.process(12, "kworker/0:1 (x)", 0, b"", 0, 1);
+        let d = visible(fx.proc_info().lookup(12, Instant::now()));
+        assert_eq!(d.command, "[kworker/0:1 (x)]");
+    }
+
+    #[test]
+    fn missing_pid_is_another_namespace_and_unreadable_is_hidden() {
+        let fx = Fixture::new();
+        // A directory whose stat cannot be read: what hidepid=1 looks like (files EACCES).
+        // Root can read anything, so the fixture leaves the file out instead of chmod-ing it.
+        std::fs::create_dir_all(fx.dir.path().join("13")).unwrap();
+        let mut info = fx.proc_info();
+        assert_eq!(
+            info.lookup(99_999, Instant::now()),
+            HostProc::OtherNamespace
+        );
+        assert_eq!(info.lookup(13, Instant::now()), HostProc::Hidden);
+    }
+
+    #[test]
+    fn sample_looks_up_each_pid_once_and_forgets_the_rest() {
+        let fx = Fixture::new();
+        fx.process(20, "a", 0, b"a\0", 100, 5);
+        fx.process(21, "b", 0, b"b\0", 100, 5);
+        let mut info = fx.proc_info();
+        let t0 = Instant::now();
+        let first = info.sample([20, 21, 20], t0);
+        assert_eq!(first.len(), 2);
+        fx.set_cpu(20, "a", 200, 5);
+        // 21 is no longer on a GPU: its cache entry goes, so a later sighting starts afresh.
+        let second = info.sample([20], t0 + Duration::from_secs(1));
+        assert_eq!(visible(second[&20].clone()).cpu_percent, Some(100.0));
+        assert!(!info.known.contains_key(&21));
+        let third = info.sample([20, 21], t0 + Duration::from_secs(2));
+        assert_eq!(visible(third[&21].clone()).cpu_percent, None);
+    }
+
+    #[test]
+    fn stat_parsing_rejects_garbage() {
+        assert_eq!(parse_stat("not a stat line"), None);
+        assert_eq!(parse_stat("1 (x) S 1 2"), None);
+        assert_eq!(
+            parse_uid("Name:\tx\nUid:\t1000\t1001\t1001\t1001\n"),
+            Some(1000)
+        );
+        assert_eq!(join_cmdline(b"a\0b c\0\0"), "a b c");
+    }
+}
