@@ -287,3 +287,24 @@ fn interval_shown_in_header() {
     state.config.interval = Duration::from_millis(500);
     assert!(screen(&state, 80, 24).contains("every 500ms"));
 }
+
+#[test]
+fn throttle_reasons_and_nvml_details_show_in_the_panel_border() {
+    let state = demo_state(8, LATE, 200, 60);
+    let term = render(&state, 200, 60, true);
+    let (x, y) = find(&term, "clocks: power cap, thermal");
+    let thermal = x + "clocks: power cap, ".chars().count() as u16;
+    assert_eq!(
+        term.backend().buffer()[(thermal, y)].fg,
+        Color::LightRed,
+        "a slowdown is loud"
+    );
+    let (x, y) = find(&term, "clocks: idle");
+    assert_eq!(
+        term.backend().buffer()[(x + 8, y)].fg,
+        Color::DarkGray,
+        "idle is quiet"
+    );
+    find(&term, "PCIe 5×16 ↑1.");
+    find(&term, "ECC 0 · MIG off");
+}

@@ -76,6 +76,8 @@ pub struct SimSource {
     rng: fastrand::Rng,
     /// Per-GPU smoothed temperature (a random walk needs memory).
     temps: Vec<f64>,
+    /// Per-GPU energy counter, as NVML's total-energy reading grows.
+    energy_joules: Vec<f64>,
 }
 
 impl SimSource {
@@ -103,6 +105,8 @@ impl SimSource {
             tick: 0,
             rng: fastrand::Rng::with_seed(seed),
             temps,
+            // As if the driver had been loaded for about a day at 300 W.
+            energy_joules: vec![300.0 * 86_400.0; gpu_count],
         }
     }
 
@@ -162,6 +166,9 @@ impl SimSource {
         } else {
             345
         }));
+
+        self.energy_joules[i] += power * self.interval.as_secs_f64();
+        fill_details(&mut g, i, role, util, self.energy_joules[i]);
 
         let reserved = Bytes::from_gib(DRIVER_RESERVED_GIB);
         let held: Bytes = match role {
@@ -292,6 +299,39 @@ impl SimSource {
         }
         g
     }
+}
+
+/// The NVML details a real H100 reports: PCIe link and traffic, enc/dec, ECC, MIG, and why
+/// clocks are held (derived from the role and readings, so no extra randomness).
+fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64) {
+    g.pci_bus_id = Some(format!("00000000:{:02X}:00.0", 0x18 + i * 0x10));
+    g.temperature_shutdown = Some(Celsius(SLOWDOWN_C + 8));
+    g.energy_joules = Some(energy.round());
+    g.sm_clock_max = Some(MegaHertz(1980));
+    g.memory_clock_max = Some(MegaHertz(2619));
+    g.pcie_link_gen = Some(5);
+    g.pcie_link_width = Some(16);
+    // Busy GPUs move data; idle ones barely do.
+    let traffic = util / 100.0;
+    g.pcie_tx_per_second = Some(Bytes::from_gib(0.01 + 1.2 * traffic));
+    g.pcie_rx_per_second = Some(Bytes::from_gib(0.02 + 3.4 * traffic));
+    g.encoder_util = Some(Percent(0));
+    g.decoder_util = Some(Percent(0));
+    g.ecc_errors_uncorrected = Some(0);
+    g.mig_enabled = Some(false);
+    let hot = g.temperature.is_some_and(|t| t.0 >= 90);
+    let capped = g.power.is_some_and(|p| p.0 >= POWER_CAP_W - 15.0);
+    let mut reasons: Vec<&str> = Vec::new();
+    if util < 1.0 {
+        reasons.push("gpu_idle");
+    }
+    if capped {
+        reasons.push("sw_power_cap");
+    }
+    if hot && role == Role::Overheating {
+        reasons.push("sw_thermal_slowdown");
+    }
+    g.throttle_reasons = Some(reasons.into_iter().map(String::from).collect());
 }
 
 fn role_of(i: usize) -> Role {

@@ -79,6 +79,46 @@ pub fn bar(ratio: Option<f64>, width: usize) -> String {
     s
 }
 
+/// A transfer rate: `1.2G/s`, `12.3M/s`, `512K/s`.
+pub fn rate(bytes_per_second: Bytes) -> String {
+    let b = bytes_per_second.0 as f64;
+    // From 1000 MiB on, GiB keeps the text short.
+    if b >= 1000.0 * Bytes::MIB as f64 {
+        format!("{:.1}G/s", b / Bytes::GIB as f64)
+    } else if b >= Bytes::MIB as f64 {
+        format!("{:.1}M/s", b / Bytes::MIB as f64)
+    } else {
+        format!("{:.0}K/s", b / Bytes::KIB as f64)
+    }
+}
+
+/// How much a clock-throttle reason matters to someone watching a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThrottleKind {
+    /// Expected: idle, application clocks, display, sync boost.
+    Benign,
+    /// The board is at its power limit: normal under full load, worth seeing.
+    PowerCap,
+    /// Thermal or hardware slowdown: the job is being slowed down.
+    Slowdown,
+}
+
+/// A short label and weight for an NVML clock-throttle reason (snake_case name).
+pub fn throttle_label(name: &str) -> (&str, ThrottleKind) {
+    match name {
+        "gpu_idle" => ("idle", ThrottleKind::Benign),
+        "applications_clocks_setting" => ("app clocks", ThrottleKind::Benign),
+        "display_clock_setting" => ("display clock", ThrottleKind::Benign),
+        "sync_boost" => ("sync boost", ThrottleKind::Benign),
+        "sw_power_cap" => ("power cap", ThrottleKind::PowerCap),
+        "sw_thermal_slowdown" => ("thermal", ThrottleKind::Slowdown),
+        "hw_thermal_slowdown" => ("HW thermal", ThrottleKind::Slowdown),
+        "hw_slowdown" => ("HW slowdown", ThrottleKind::Slowdown),
+        "hw_power_brake_slowdown" => ("power brake", ThrottleKind::Slowdown),
+        other => (other, ThrottleKind::Slowdown),
+    }
+}
+
 /// Shortens `s` to at most `width` characters, marking the cut with `…`.
 pub fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
@@ -137,6 +177,22 @@ mod tests {
         for i in 0..=32 {
             assert_eq!(bar(Some(i as f64 / 32.0), 4).chars().count(), 4, "{i}");
         }
+    }
+
+    #[test]
+    fn rates_and_throttle_labels() {
+        assert_eq!(rate(Bytes(2000 * 1024)), "2.0M/s");
+        assert_eq!(rate(Bytes(512 * 1024)), "512K/s");
+        assert_eq!(rate(Bytes(3 * Bytes::GIB / 2)), "1.5G/s");
+        assert_eq!(throttle_label("gpu_idle"), ("idle", ThrottleKind::Benign));
+        assert_eq!(
+            throttle_label("hw_thermal_slowdown").1,
+            ThrottleKind::Slowdown
+        );
+        assert_eq!(
+            throttle_label("something_new"),
+            ("something_new", ThrottleKind::Slowdown)
+        );
     }
 
     #[test]

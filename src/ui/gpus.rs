@@ -218,6 +218,18 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
     owner_spans.insert(0, Span::raw(" "));
     owner_spans.push(Span::raw(" "));
     let block = block.title_top(Line::from(owner_spans).right_aligned());
+    // NVML's finer details (PCIe, enc/dec, ECC, MIG, why clocks are held) sit in the bottom
+    // border: visible without costing a line.
+    let (details, throttle) = detail_spans(g, theme);
+    let throttle_width: usize = throttle.iter().map(|s| s.content.chars().count()).sum();
+    let details_room = (area.width as usize).saturating_sub(throttle_width + 4);
+    let mut block = block;
+    if !throttle.is_empty() {
+        block = block.title_bottom(Line::from(throttle).right_aligned());
+    }
+    if !details.is_empty() {
+        block = block.title_bottom(Line::from(fit_spans(details, details_room)));
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if inner.height == 0 || inner.width < 20 {
@@ -243,6 +255,59 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
     );
     frame.render_widget(Paragraph::new(readings_line(state, g, theme)), readings);
     draw_sparklines(frame, sparks, state, g, theme);
+}
+
+/// (details, clock-throttle reasons) for the panel's bottom border; empty when unknown.
+fn detail_spans(g: &GpuReading, theme: &Theme) -> (Vec<Span<'static>>, Vec<Span<'static>>) {
+    use super::format::{ThrottleKind, rate, throttle_label};
+    let mut parts: Vec<String> = Vec::new();
+    if let (Some(gen_), Some(width)) = (g.pcie_link_gen, g.pcie_link_width) {
+        let mut pcie = format!("PCIe {gen_}×{width}");
+        if let (Some(tx), Some(rx)) = (g.pcie_tx_per_second, g.pcie_rx_per_second) {
+            pcie += &format!(" ↑{} ↓{}", rate(tx), rate(rx));
+        }
+        parts.push(pcie);
+    }
+    if g.encoder_util.is_some() || g.decoder_util.is_some() {
+        parts.push(format!(
+            "enc {} dec {}",
+            or_na(g.encoder_util, |p| format!("{}%", p.0)),
+            or_na(g.decoder_util, |p| format!("{}%", p.0))
+        ));
+    }
+    if let Some(e) = g.ecc_errors_uncorrected {
+        parts.push(format!("ECC {e}"));
+    }
+    if let Some(mig) = g.mig_enabled {
+        parts.push(format!("MIG {}", if mig { "on" } else { "off" }));
+    }
+    let mut details = Vec::new();
+    if !parts.is_empty() {
+        let style = if g.ecc_errors_uncorrected.is_some_and(|e| e > 0) {
+            theme.warning
+        } else {
+            theme.dim
+        };
+        details.push(Span::styled(format!(" {} ", parts.join(" · ")), style));
+    }
+    let mut throttle = Vec::new();
+    if let Some(reasons) = g.throttle_reasons.as_ref().filter(|r| !r.is_empty()) {
+        throttle.push(Span::styled(" clocks: ", theme.dim));
+        for (i, name) in reasons.iter().enumerate() {
+            let (label, kind) = throttle_label(name);
+            let style = match kind {
+                ThrottleKind::Benign => theme.dim,
+                ThrottleKind::PowerCap => theme.text,
+                ThrottleKind::Slowdown => theme.critical,
+            };
+            if i > 0 {
+                throttle.push(Span::styled(", ", theme.dim));
+            }
+            throttle.push(Span::styled(label.to_string(), style));
+        }
+        throttle.push(Span::raw(" "));
+    }
+    (details, throttle)
 }
 
 fn gauge_line<'a>(g: &GpuReading, width: usize, theme: &Theme) -> Line<'a> {
