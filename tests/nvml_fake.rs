@@ -5,6 +5,8 @@
 //! The fake is a workspace member, so `cargo test --workspace` builds it; `fake_lib` makes
 //! sure of it for a plain `cargo test` too.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand};
 use std::sync::OnceLock;
@@ -405,4 +407,47 @@ fn a_bad_scenario_fails_to_open_with_the_reason() {
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(stderr.contains("unknown field \"temprature\""), "{stderr}");
     assert!(stderr.contains("try: gpuwatch --demo"), "{stderr}");
+}
+
+#[test]
+fn the_tui_in_tmux_shows_the_fake_gpus_and_their_users() {
+    let Some(t) = common::tmux::Tmux::start("nvml", 120, 40) else {
+        return;
+    };
+    let job = Sleeper::start();
+    let mut s = fixture();
+    s["gpus"][0]["processes"] = json!([
+        {"pid": job.pid(), "kind": "compute", "used_memory": 4_294_967_296u64, "sm_util": 55},
+        {"pid": FOREIGN_PID, "kind": "compute", "used_memory": 1_073_741_824u64},
+    ]);
+    let setup = Setup::new(&s);
+    let cmd = format!(
+        "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
+        setup.scenario().display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        fake_lib().display()
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for("(other PID namespace)", std::time::Duration::from_secs(15));
+    let me = current_user();
+    assert!(
+        screen.contains("NVIDIA H100 80GB HBM3") && screen.contains("Tesla T4"),
+        "{screen}"
+    );
+    assert!(screen.contains("driver 550.54.15"), "{screen}");
+    // The sleeper's row carries this user's name, its VRAM and its command.
+    let row = screen
+        .lines()
+        .find(|l| l.contains(&job.pid().to_string()) && l.contains("sleep"))
+        .unwrap_or_else(|| panic!("no row for the sleeper:\n{screen}"));
+    assert!(
+        row.contains(&me) && row.contains("4.0G") && row.contains("55%"),
+        "{row}"
+    );
+    // Owners on the H100's panel, the T4's unsupported fan as N/A, and the throttle reasons.
+    assert!(screen.contains(&format!("{me} 4.0G")), "{screen}");
+    assert!(screen.contains("fan N/A"), "{screen}");
+    assert!(screen.contains("clocks: power cap, HW thermal"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
 }

@@ -1,6 +1,8 @@
 //! Shared test fixtures: a deterministic demo state driven through the real update path.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::time::{Duration, SystemTime};
 
 use gpuwatch::source::GpuSource;

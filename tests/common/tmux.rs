@@ -1,0 +1,142 @@
+//! A private tmux server and pane for end-to-end tests: start a shell with a known
+//! prompt, type with `send-keys`, read with `capture-pane`, check the terminal came back.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// A private tmux server with one `w`x`h` pane running a plain shell with a known prompt.
+    pub fn start(name: &str, w: u16, h: u16) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("tmux not installed: skipping {name}");
+            return None;
+        }
+        let t = Tmux {
+            socket: format!("gpuwatch-test-{name}-{}", std::process::id()),
+        };
+        let ok = t
+            .cmd(&[
+                "new-session",
+                "-d",
+                "-x",
+                &w.to_string(),
+                "-y",
+                &h.to_string(),
+            ])
+            .args([
+                "env",
+                "-u",
+                "NO_COLOR",
+                "-u",
+                "RUST_BACKTRACE",
+                "-u",
+                "RUST_LIB_BACKTRACE",
+                "PS1=READY$ ",
+                "TERM=xterm-256color",
+                "bash",
+                "--norc",
+                "--noprofile",
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session failed");
+        t.wait_for("READY$", Duration::from_secs(10));
+        Some(t)
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
+        c
+    }
+
+    pub fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status().unwrap().success());
+    }
+
+    /// The visible screen plus what scrolled off above it.
+    pub fn capture_with_history(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-t", "0", "-S", "-500"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn capture(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-t", "0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn display(&self, format: &str) -> String {
+        let out = self
+            .cmd(&["display-message", "-p", "-t", "0", format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    pub fn wait_for(&self, needle: &str, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "{needle:?} did not appear within {timeout:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until the app has left: alternate screen off and the shell prompt back.
+    pub fn wait_restored(&self) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            let last = screen
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            if self.display("#{alternate_on}") == "0" && last.trim_end() == "READY$" {
+                assert_eq!(self.display("#{cursor_flag}"), "1", "cursor visible again");
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "terminal not restored:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The PID of the program running in the pane's shell.
+    pub fn child_pid(&self) -> String {
+        let shell = self.display("#{pane_pid}");
+        let out = Command::new("pgrep").args(["-P", &shell]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .expect("a child of the shell")
+            .to_string()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).status();
+    }
+}
