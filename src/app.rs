@@ -33,7 +33,7 @@ pub struct Options {
 }
 
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
-    let theme = Theme::new(config.color);
+    let theme = Theme::named(config.theme);
     // try_init installs a panic hook that restores the terminal before the (color-eyre)
     // report is printed.
     let mut terminal = ratatui::try_init().wrap_err("cannot set up the terminal")?;

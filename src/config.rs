@@ -116,6 +116,7 @@ impl Settings {
                 temp_warn: cli.temp_warn,
                 temp_critical: cli.temp_critical,
                 temp_hold: duration("temp-hold", &cli.temp_hold)?,
+                ..Thresholds::default()
             },
         })
     }

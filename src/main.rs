@@ -84,7 +84,12 @@ async fn run(source: Box<dyn GpuSource>, settings: &Settings) -> Result<Exit> {
         thresholds: settings.thresholds.clone(),
         current_user: uzers::get_current_username().map(|u| u.to_string_lossy().into_owned()),
         utc_offset: *chrono::Local::now().offset(),
-        color: settings.color,
+        theme: if settings.color {
+            gpuwatch::ui::theme::ThemeName::Dark
+        } else {
+            gpuwatch::ui::theme::ThemeName::Mono
+        },
+        ..ViewConfig::default()
     };
     if settings.once {
         let state = headless::snapshot(source, config).await?;

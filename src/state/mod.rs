@@ -72,9 +72,20 @@ pub struct ViewConfig {
     pub thresholds: Thresholds,
     /// Whose processes to highlight.
     pub current_user: Option<String>,
+    /// The current user's UID: only their processes may be signalled (root: with care).
+    pub current_uid: Option<u32>,
     /// Offset of local time from UTC, resolved once at start-up (tests pin it).
     pub utc_offset: chrono::FixedOffset,
-    pub color: bool,
+    pub theme: crate::ui::theme::ThemeName,
+    /// No signals can be sent (`--readonly`).
+    pub readonly: bool,
+    /// Process-table columns shown, in order.
+    pub columns: Vec<procs::Column>,
+    /// The table's sort when the program starts.
+    pub sort: SortKey,
+    pub sort_dir: procs::SortDir,
+    /// Only these GPUs are shown (`--only`); `None` shows all.
+    pub only: Option<Vec<crate::select::GpuSelector>>,
 }
 
 impl Default for ViewConfig {
@@ -84,8 +95,14 @@ impl Default for ViewConfig {
             history_len: 300,
             thresholds: Thresholds::default(),
             current_user: None,
+            current_uid: None,
             utc_offset: chrono::FixedOffset::east_opt(0).expect("zero offset is valid"),
-            color: true,
+            theme: crate::ui::theme::ThemeName::Dark,
+            readonly: false,
+            columns: procs::Column::ALL.to_vec(),
+            sort: SortKey::Vram,
+            sort_dir: procs::SortDir::Descending,
+            only: None,
         }
     }
 }
@@ -114,6 +131,8 @@ pub struct State {
 
 impl State {
     pub fn new(config: ViewConfig) -> Self {
+        let mut procs = ProcTable::default();
+        procs.set_sort(config.sort, config.sort_dir);
         State {
             config,
             now: None,
@@ -122,7 +141,7 @@ impl State {
             histories: HashMap::new(),
             alarms: HashMap::new(),
             warnings: Vec::new(),
-            procs: ProcTable::default(),
+            procs,
             paused: false,
             show_help: false,
             layout: LayoutPref::Auto,
@@ -163,7 +182,12 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     }
 }
 
-fn apply_sample(state: &mut State, sample: Sample) {
+fn apply_sample(state: &mut State, mut sample: Sample) {
+    if let Some(only) = &state.config.only {
+        sample.gpus.retain(|g| crate::select::selected(only, g));
+        let kept: Vec<GpuId> = sample.gpus.iter().map(|g| g.id.clone()).collect();
+        sample.processes.retain(|p| kept.contains(&p.gpu));
+    }
     let now = sample.time;
     state.now = Some(now);
     state.host = sample.host;

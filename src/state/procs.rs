@@ -68,6 +68,87 @@ impl SortKey {
     }
 }
 
+/// Columns of the process table, in display order. Which are visible is a setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Column {
+    Gpu,
+    Pid,
+    User,
+    Type,
+    Vram,
+    GpuUtil,
+    Cpu,
+    HostMemory,
+    Time,
+    Command,
+}
+
+impl Column {
+    pub const ALL: [Column; 10] = [
+        Column::Gpu,
+        Column::Pid,
+        Column::User,
+        Column::Type,
+        Column::Vram,
+        Column::GpuUtil,
+        Column::Cpu,
+        Column::HostMemory,
+        Column::Time,
+        Column::Command,
+    ];
+
+    /// The name used in the config file (`columns.visible`).
+    pub fn config_name(self) -> &'static str {
+        match self {
+            Column::Gpu => "gpu",
+            Column::Pid => "pid",
+            Column::User => "user",
+            Column::Type => "type",
+            Column::Vram => "vram",
+            Column::GpuUtil => "gpu_util",
+            Column::Cpu => "cpu",
+            Column::HostMemory => "host_memory",
+            Column::Time => "time",
+            Column::Command => "command",
+        }
+    }
+
+    pub fn from_config_name(name: &str) -> Option<Column> {
+        Column::ALL.into_iter().find(|c| c.config_name() == name)
+    }
+
+    /// The sort key this column shows, if it can be sorted by.
+    pub fn sort_key(self) -> Option<SortKey> {
+        match self {
+            Column::Gpu => Some(SortKey::Gpu),
+            Column::Pid => Some(SortKey::Pid),
+            Column::User => Some(SortKey::User),
+            Column::Type => None,
+            Column::Vram => Some(SortKey::Vram),
+            Column::GpuUtil => Some(SortKey::GpuUtil),
+            Column::Cpu => Some(SortKey::Cpu),
+            Column::HostMemory => Some(SortKey::HostMemory),
+            Column::Time => Some(SortKey::Time),
+            Column::Command => Some(SortKey::Command),
+        }
+    }
+}
+
+impl SortKey {
+    /// The name used in the config file (`sort.column`): the same as its column's.
+    pub fn config_name(self) -> &'static str {
+        Column::ALL
+            .into_iter()
+            .find(|c| c.sort_key() == Some(self))
+            .map(Column::config_name)
+            .expect("every sort key has a column")
+    }
+
+    pub fn from_config_name(name: &str) -> Option<SortKey> {
+        Column::from_config_name(name).and_then(Column::sort_key)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortDir {
     Ascending,

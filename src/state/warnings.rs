@@ -21,6 +21,12 @@ pub struct Thresholds {
     pub temp_critical: u32,
     /// How long the temperature must stay at or above the critical level to be critical.
     pub temp_hold: Duration,
+    /// A process holding at least this much VRAM on a GPU idle for `idle_after` is an idle holder.
+    pub idle_min_vram: Bytes,
+    pub idle_after: Duration,
+    /// VRAM in use with no process for `stale_after` is a stale allocation, from this much.
+    pub stale_min_vram: Bytes,
+    pub stale_after: Duration,
 }
 
 impl Default for Thresholds {
@@ -32,6 +38,10 @@ impl Default for Thresholds {
             temp_warn: 85,
             temp_critical: 90,
             temp_hold: Duration::from_secs(30),
+            idle_min_vram: Bytes(Bytes::GIB),
+            idle_after: Duration::from_secs(30 * 60),
+            stale_min_vram: Bytes(Bytes::GIB),
+            stale_after: Duration::from_secs(60),
         }
     }
 }

@@ -5,6 +5,18 @@ use ratatui::style::{Color, Modifier, Style};
 
 use crate::state::warnings::Severity;
 
+/// The themes a user can choose (`theme` in the config file, `--theme`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ThemeName {
+    /// The 16 ANSI colours on a dark background.
+    #[default]
+    Dark,
+    /// The 16 ANSI colours chosen to read on a light background.
+    Light,
+    /// No colour: bold, underline and reverse video only (`NO_COLOR`, `--no-color`).
+    Mono,
+}
+
 #[derive(Debug, Clone)]
 pub struct Theme {
     pub text: Style,
@@ -29,6 +41,15 @@ pub struct Theme {
 impl Theme {
     pub fn new(color: bool) -> Theme {
         if color { Self::ansi() } else { Self::mono() }
+    }
+
+    pub fn named(name: ThemeName) -> Theme {
+        match name {
+            ThemeName::Dark => Self::ansi(),
+            // TODO(issue 4): a palette tuned for light backgrounds.
+            ThemeName::Light => Self::ansi(),
+            ThemeName::Mono => Self::mono(),
+        }
     }
 
     fn ansi() -> Theme {

@@ -1,0 +1,129 @@
+//! `gpuwatch pick`: choosing the best free GPUs for a new job from one snapshot of state.
+//! Pure: ranks and formats; the caller takes the snapshot and prints.
+
+use crate::source::{GpuReading, GpuStatus};
+use crate::state::State;
+use crate::units::Bytes;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Criteria {
+    pub count: usize,
+    /// Each chosen GPU must have at least this much VRAM free.
+    pub min_free: Option<Bytes>,
+    /// Each chosen GPU must be at most this busy (%).
+    pub max_util: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `2,3`
+    Indices,
+    /// `GPU-…,GPU-…`
+    Uuids,
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`, for `export $(…)`. NVML
+    /// numbers GPUs in PCI bus order while CUDA defaults to fastest-first, so the order is
+    /// pinned to make the indices mean the same GPUs.
+    Env,
+}
+
+/// Why a GPU does not qualify, for the error message.
+fn disqualified(state: &State, g: &GpuReading, c: &Criteria) -> Option<String> {
+    if g.status == GpuStatus::Lost {
+        return Some("lost".into());
+    }
+    if state.gpu_severity(&g.id).is_some() {
+        return Some("has a warning".into());
+    }
+    let Some(free) = free_memory(g) else {
+        return Some("free VRAM unknown".into());
+    };
+    if let Some(min) = c.min_free
+        && free < min
+    {
+        return Some(format!("{:.1} GiB free", free.as_gib()));
+    }
+    match g.util {
+        Some(u) if u.0 <= c.max_util => None,
+        Some(u) => Some(format!("{}% busy", u.0)),
+        None => Some("utilization unknown".into()),
+    }
+}
+
+fn free_memory(g: &GpuReading) -> Option<Bytes> {
+    Some(g.memory_total?.saturating_sub(g.memory_used?))
+}
+
+/// The best `count` qualifying GPUs: most free VRAM (to the GiB), then least busy, then
+/// lowest index. Errors name what is missing and why each other GPU was passed over.
+pub fn choose<'a>(state: &'a State, c: &Criteria) -> Result<Vec<&'a GpuReading>, String> {
+    let mut ok: Vec<&GpuReading> = Vec::new();
+    let mut passed_over = Vec::new();
+    for g in &state.gpus {
+        match disqualified(state, g, c) {
+            None => ok.push(g),
+            Some(why) => passed_over.push(format!("{} {why}", g.index)),
+        }
+    }
+    ok.sort_by_key(|g| {
+        let free_gib = free_memory(g).map_or(0, |b| b.0 / Bytes::GIB);
+        (std::cmp::Reverse(free_gib), g.util.map_or(u32::MAX, |u| u.0), g.index)
+    });
+    if ok.len() < c.count {
+        let mut need = format!("{} GPU{}", c.count, if c.count == 1 { "" } else { "s" });
+        if let Some(min) = c.min_free {
+            need += &format!(" with ≥{:.1} GiB free", min.as_gib());
+        }
+        need += &format!(", ≤{}% util and no warnings", c.max_util);
+        return Err(format!(
+            "need {need}; {} qualif{} ({}) — passed over: {}",
+            ok.len(),
+            if ok.len() == 1 { "ies" } else { "y" },
+            ok.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(","),
+            if passed_over.is_empty() { "none".to_string() } else { passed_over.join("; ") }
+        ));
+    }
+    ok.truncate(c.count);
+    Ok(ok)
+}
+
+pub fn format(gpus: &[&GpuReading], format: Format) -> String {
+    let indices = || gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
+    match format {
+        Format::Indices => indices(),
+        Format::Uuids => gpus.iter().map(|g| g.id.0.clone()).collect::<Vec<_>>().join(","),
+        Format::Env => format!("CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={}", indices()),
+    }
+}
+
+/// Parses sizes like `20GiB`, `20G`, `512MiB`, `1.5 GiB` (binary units; plain numbers are GiB).
+pub fn parse_size(text: &str) -> Result<Bytes, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 20GiB or 512MiB"))?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "g" | "gib" | "gb" => Bytes::GIB,
+        "m" | "mib" | "mb" => Bytes::MIB,
+        "k" | "kib" | "kb" => Bytes::KIB,
+        "t" | "tib" | "tb" => Bytes::GIB * 1024,
+        other => return Err(format!("unknown size unit {other:?} in {text:?} (use GiB, MiB)")),
+    };
+    Ok(Bytes((value * scale as f64).round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("20GiB").unwrap(), Bytes(20 * Bytes::GIB));
+        assert_eq!(parse_size("1.5 G").unwrap(), Bytes(3 * Bytes::GIB / 2));
+        assert_eq!(parse_size("512MiB").unwrap(), Bytes(512 * Bytes::MIB));
+        assert_eq!(parse_size("8").unwrap(), Bytes(8 * Bytes::GIB));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("3 parsecs").unwrap_err().contains("unknown size unit"));
+    }
+}
