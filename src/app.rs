@@ -4,13 +4,18 @@
 
 use color_eyre::eyre::{Result, WrapErr};
 use futures_util::StreamExt;
-use ratatui::crossterm::event::{Event, EventStream};
+use ratatui::crossterm::event::{
+    DisableMouseCapture, EnableMouseCapture, Event, EventStream, MouseButton, MouseEvent,
+    MouseEventKind,
+};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::keymap;
 use crate::sampler::{self, SamplerEvent};
+use crate::signals::{DemoSignaller, Signaller, SystemSignaller};
 use crate::source::GpuSource;
+use crate::state::mouse::{MouseInput, MouseKind};
 use crate::state::{Effect, LayoutPref, Msg, State, ViewConfig, update};
 use crate::ui::{self, Theme};
 
@@ -30,6 +35,10 @@ pub struct Options {
     pub compact: bool,
     /// Testing aid: panic after this many samples (proves the panic hook restores the terminal).
     pub panic_after_samples: Option<u64>,
+    /// Report mouse clicks and the wheel (off by default so selecting text in tmux works).
+    pub mouse: bool,
+    /// The processes are simulated: confirmed signals are not sent anywhere.
+    pub demo: bool,
 }
 
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
@@ -37,8 +46,14 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     // try_init installs a panic hook that restores the terminal before the (color-eyre)
     // report is printed.
     let mut terminal = ratatui::try_init().wrap_err("cannot set up the terminal")?;
-    show_cursor_on_panic();
+    show_cursor_on_panic(options.mouse);
+    if options.mouse {
+        ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
+    }
     let result = event_loop(&mut terminal, source, config, options, &theme).await;
+    if options.mouse {
+        let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+    }
     ratatui::restore();
     result
 }
@@ -73,7 +88,12 @@ async fn event_loop(
 
     let mut samples = Some(samples);
     let mut samples_seen = 0u64;
-    let exit = loop {
+    let mut signaller: Box<dyn Signaller> = if options.demo {
+        Box::new(DemoSignaller)
+    } else {
+        Box::new(SystemSignaller::default())
+    };
+    let exit = 'events: loop {
         let msg = tokio::select! {
             event = next_sample(&mut samples) => match event {
                 Some(SamplerEvent::Sample(s)) => {
@@ -91,11 +111,15 @@ async fn event_loop(
                 }
             },
             event = keys.next() => match event {
-                Some(Ok(Event::Key(key))) => match keymap::action_for(key) {
+                Some(Ok(Event::Key(key))) => match keymap::action_for(key, state.input_mode()) {
                     Some(action) => Msg::Action(action),
                     None => continue,
                 },
                 Some(Ok(Event::Resize(width, height))) => Msg::Resize { width, height },
+                Some(Ok(Event::Mouse(m))) => match mouse_input(m) {
+                    Some(input) => Msg::Mouse(input),
+                    None => continue,
+                },
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => return Err(e).wrap_err("reading terminal input"),
                 None => break Exit::Quit,
@@ -104,8 +128,15 @@ async fn event_loop(
             _ = sighup.recv() => break Exit::Signal(1),
             _ = sigint.recv() => break Exit::Signal(2),
         };
-        if update(&mut state, msg).contains(&Effect::Quit) {
-            break Exit::Quit;
+        let mut effects = update(&mut state, msg);
+        while let Some(effect) = effects.pop() {
+            match effect {
+                Effect::Quit => break 'events Exit::Quit,
+                Effect::SendSignal(request) => {
+                    let outcome = signaller.send(&request);
+                    effects.extend(update(&mut state, Msg::SignalResult(outcome)));
+                }
+            }
         }
         terminal.draw(|f| ui::draw(f, &state, theme))?;
     };
@@ -114,13 +145,31 @@ async fn event_loop(
 }
 
 /// ratatui's hook leaves the alternate screen and raw mode but not the hidden cursor (the
-/// tmux test caught it); make it visible again before the report is printed.
-fn show_cursor_on_panic() {
+/// tmux test caught it) nor mouse reporting; undo both before the report is printed.
+fn show_cursor_on_panic(mouse: bool) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::cursor::Show);
+        let mut out = std::io::stdout();
+        let _ = ratatui::crossterm::execute!(out, ratatui::crossterm::cursor::Show);
+        if mouse {
+            let _ = ratatui::crossterm::execute!(out, DisableMouseCapture);
+        }
         previous(info);
     }));
+}
+
+fn mouse_input(event: MouseEvent) -> Option<MouseInput> {
+    let kind = match event.kind {
+        MouseEventKind::Down(MouseButton::Left) => MouseKind::LeftClick,
+        MouseEventKind::ScrollUp => MouseKind::WheelUp,
+        MouseEventKind::ScrollDown => MouseKind::WheelDown,
+        _ => return None,
+    };
+    Some(MouseInput {
+        kind,
+        column: event.column,
+        row: event.row,
+    })
 }
 
 /// The next sampler event, or never once the sampler has gone.

@@ -1,9 +1,11 @@
-//! Command-line flags, exactly as typed: parsing only. Validation and defaults that depend
-//! on each other are resolved in `config::Settings`.
+//! Command-line flags and subcommands, exactly as typed: parsing only. Settings flags are
+//! `Option`s with no clap defaults, so `config::Settings::resolve` can tell "not given" from
+//! "given" and apply flag > env > file > default; it also checks every value.
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::builder::PossibleValuesParser;
+use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SourceKind {
@@ -15,36 +17,78 @@ pub enum SourceKind {
     Demo,
 }
 
+/// Names `--theme` accepts (the same as `theme` in the config file).
+pub const THEME_NAMES: [&str; 3] = ["dark", "light", "mono"];
+
+/// Names `--sort` accepts: `state::procs::SortKey::config_name` of every key (a unit test in
+/// `config` keeps the two lists equal; clap needs them as a constant for help and completions).
+pub const SORT_NAMES: [&str; 9] = [
+    "gpu",
+    "pid",
+    "user",
+    "vram",
+    "gpu_util",
+    "cpu",
+    "host_memory",
+    "time",
+    "command",
+];
+
+const ENV_HELP: &str = "\
+Every setting flag can also come from the environment as GPUWATCH_<FLAG>, e.g.
+GPUWATCH_INTERVAL=2s or GPUWATCH_TEMP_WARN=80 (switches take 1/true/yes or 0/false/no),
+and from the config file (gpuwatch config init writes one with every key explained).
+A flag beats the environment, which beats the file, which beats the default.
+NO_COLOR (non-empty) or --no-color forces the mono theme.";
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "gpuwatch",
     version,
-    about = "A terminal GPU monitor for shared multi-GPU servers"
+    about = "A terminal GPU monitor for shared multi-GPU servers",
+    after_help = ENV_HELP
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Settings file to read instead of $XDG_CONFIG_HOME/gpuwatch/config.toml (or
+    /// ~/.config/gpuwatch/config.toml); also GPUWATCH_CONFIG. It must exist.
+    #[arg(long, value_name = "PATH", global = true)]
+    pub config: Option<PathBuf>,
+
     /// Show the simulated demo fleet instead of real GPUs (same as --source demo).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub demo: bool,
 
     /// Where readings come from.
-    #[arg(long, value_enum, default_value_t = SourceKind::Nvml)]
+    #[arg(long, value_enum, default_value_t = SourceKind::Nvml, global = true)]
     pub source: SourceKind,
 
     /// Number of simulated GPUs (1..64).
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(long, value_name = "N", default_value_t = 8, global = true)]
     pub demo_gpus: usize,
 
     /// Seed of the simulated fleet; the same seed gives the same readings.
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = 42, global = true)]
     pub seed: u64,
 
-    /// Time between samples, e.g. 1s, 500ms, 2s (minimum 100ms).
-    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s")]
-    pub interval: String,
+    /// Path to libnvidia-ml.so.1 (default: the system's).
+    #[arg(long, value_name = "PATH", env = "GPUWATCH_NVML_LIB", global = true)]
+    pub nvml_lib: Option<PathBuf>,
 
-    /// How much history the sparklines and trends keep, e.g. 5m, 1h.
-    #[arg(long, value_name = "DURATION", default_value = "5m")]
-    pub history: String,
+    /// Show (or pick from) only these GPUs: indices and/or UUIDs, comma-separated, e.g. 0,2
+    /// or GPU-5e0c.
+    #[arg(long, value_name = "LIST", global = true)]
+    pub only: Option<String>,
+
+    /// Time between samples, e.g. 1s, 500ms, 2s (minimum 100ms) [default: 1s].
+    #[arg(long, short = 'i', value_name = "DURATION", global = true)]
+    pub interval: Option<String>,
+
+    /// How much history the sparklines and trends keep, e.g. 5m, 1h [default: 5m].
+    #[arg(long, value_name = "DURATION")]
+    pub history: Option<String>,
 
     /// Print one snapshot and exit (implied when stdout is not a terminal).
     #[arg(long)]
@@ -54,7 +98,11 @@ pub struct Cli {
     #[arg(long)]
     pub json: bool,
 
-    /// Monochrome output (also when NO_COLOR is set and non-empty).
+    /// Colours: dark or light terminal background, or none [default: dark].
+    #[arg(long, value_name = "THEME", value_parser = PossibleValuesParser::new(THEME_NAMES))]
+    pub theme: Option<String>,
+
+    /// Monochrome output (also when NO_COLOR is set and non-empty); beats --theme.
     #[arg(long)]
     pub no_color: bool,
 
@@ -62,36 +110,126 @@ pub struct Cli {
     #[arg(long)]
     pub compact: bool,
 
+    /// Never send signals to processes.
+    #[arg(long)]
+    pub readonly: bool,
+
+    /// Let the mouse select rows and scroll.
+    #[arg(long)]
+    pub mouse: bool,
+
+    /// Column the process table is sorted by at start, in that column's natural direction
+    /// [default: vram].
+    #[arg(long, value_name = "COLUMN", value_parser = PossibleValuesParser::new(SORT_NAMES))]
+    pub sort: Option<String>,
+
     /// Testing aid: panic after this many samples, to prove the terminal is restored.
     #[arg(long, hide = true, value_name = "N")]
     pub debug_panic_after: Option<u64>,
 
-    /// Path to libnvidia-ml.so.1 (default: the system's).
-    #[arg(long, value_name = "PATH", env = "GPUWATCH_NVML_LIB")]
-    pub nvml_lib: Option<PathBuf>,
+    /// VRAM use (%) at which a GPU gets an OOM warning [default: 90].
+    #[arg(long, value_name = "PERCENT", global = true)]
+    pub oom_warn: Option<String>,
 
-    /// VRAM use (%) at which a GPU gets an OOM warning.
-    #[arg(long, value_name = "PERCENT", default_value_t = 90.0)]
-    pub oom_warn: f64,
+    /// VRAM use (%) at which the OOM warning turns critical [default: 97].
+    #[arg(long, value_name = "PERCENT", global = true)]
+    pub oom_critical: Option<String>,
 
-    /// VRAM use (%) at which the OOM warning turns critical.
-    #[arg(long, value_name = "PERCENT", default_value_t = 97.0)]
-    pub oom_critical: f64,
+    /// Warn when VRAM would be full within this long at its recent growth rate [default: 2m].
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub oom_time_to_full: Option<String>,
 
-    /// Warn when VRAM would be full within this long at its recent growth rate.
-    #[arg(long, value_name = "DURATION", default_value = "2m")]
-    pub oom_time_to_full: String,
-
-    /// Temperature (°C) at which a GPU is reported running hot.
-    #[arg(long, value_name = "CELSIUS", default_value_t = 85)]
-    pub temp_warn: u32,
+    /// Temperature (°C) at which a GPU is reported running hot [default: 85].
+    #[arg(long, value_name = "CELSIUS", global = true)]
+    pub temp_warn: Option<String>,
 
     /// Temperature (°C) that, held for --temp-hold, is critical (the device's own slowdown
-    /// threshold is used instead when it is lower).
-    #[arg(long, value_name = "CELSIUS", default_value_t = 90)]
-    pub temp_critical: u32,
+    /// threshold is used instead when it is lower) [default: 90].
+    #[arg(long, value_name = "CELSIUS", global = true)]
+    pub temp_critical: Option<String>,
 
-    /// How long the critical temperature must hold before the alert turns critical.
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    pub temp_hold: String,
+    /// How long the critical temperature must hold before the alert turns critical
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub temp_hold: Option<String>,
+
+    /// A process on a GPU idle this long is an idle holder [default: 30m].
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub idle_after: Option<String>,
+
+    /// VRAM a process must hold to count as an idle holder, e.g. 1GiB, 512MiB [default: 1GiB].
+    #[arg(long, value_name = "SIZE", global = true)]
+    pub idle_min_vram: Option<String>,
+
+    /// VRAM in use with no process this long is a stale allocation [default: 1m].
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub stale_after: Option<String>,
+
+    /// VRAM held by no process that counts as a stale allocation [default: 1GiB].
+    #[arg(long, value_name = "SIZE", global = true)]
+    pub stale_min_vram: Option<String>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Write or check the config file.
+    Config {
+        #[command(subcommand)]
+        action: ConfigCommand,
+    },
+    /// Print a shell completion script, e.g. `gpuwatch completions bash >
+    /// ~/.local/share/bash-completion/completions/gpuwatch`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the best free GPUs for a new job, e.g. `export $(gpuwatch pick -n 2 --format env)`;
+    /// exits 1 when not enough GPUs qualify.
+    Pick(PickArgs),
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ConfigCommand {
+    /// Write a config file with every key, its meaning and its default; prints its path.
+    Init {
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+        /// Where to write it [default: --config, GPUWATCH_CONFIG, or the usual place].
+        path: Option<PathBuf>,
+    },
+    /// Check a config file: prints `ok: PATH`, or what is wrong and where (exit 2).
+    Check {
+        /// The file to check [default: --config, GPUWATCH_CONFIG, or the usual place].
+        path: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct PickArgs {
+    /// How many GPUs to pick.
+    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1)]
+    pub count: usize,
+
+    /// Each picked GPU must have at least this much VRAM free, e.g. 20GiB.
+    #[arg(long, value_name = "SIZE")]
+    pub min_free: Option<String>,
+
+    /// Each picked GPU must be at most this busy (%).
+    #[arg(long, value_name = "PERCENT", default_value_t = 10)]
+    pub max_util: u32,
+
+    /// How to print the picked GPUs.
+    #[arg(long, value_enum, default_value_t = PickFormat::Indices)]
+    pub format: PickFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PickFormat {
+    /// `2,3`
+    Indices,
+    /// `GPU-…,GPU-…`
+    Uuids,
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`, for `export $(…)`.
+    Env,
 }

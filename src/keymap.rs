@@ -3,8 +3,9 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::state::Action;
 use crate::state::procs::SortKey;
+use crate::state::signal::Sig;
+use crate::state::{Action, InputMode};
 
 /// One binding: the keys, how help names them, and what they do.
 pub struct Binding {
@@ -35,7 +36,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Esc],
         label: "Esc",
         action: Action::Back,
-        help: "close help",
+        help: "close help / back / clear focus and filters",
     },
     Binding {
         keys: &[KeyCode::Up, ch('k')],
@@ -140,6 +141,60 @@ pub const BINDINGS: &[Binding] = &[
         help: "compact/full GPU panels",
     },
     Binding {
+        keys: &[],
+        label: "0-9",
+        action: Action::FocusGpu(0),
+        help: "show only that GPU's processes (Esc: all)",
+    },
+    Binding {
+        keys: &[KeyCode::Tab],
+        label: "Tab",
+        action: Action::FocusNext,
+        help: "focus the next GPU",
+    },
+    Binding {
+        keys: &[KeyCode::BackTab],
+        label: "Shift-Tab",
+        action: Action::FocusPrev,
+        help: "focus the previous GPU",
+    },
+    Binding {
+        keys: &[ch('/')],
+        label: "/",
+        action: Action::OpenFilter,
+        help: "filter: words, user:, gpu:, cmd:, pid:, vram>10G",
+    },
+    Binding {
+        keys: &[ch('u')],
+        label: "u",
+        action: Action::ToggleUsers,
+        help: "per-user view (Enter: that user's processes)",
+    },
+    Binding {
+        keys: &[KeyCode::Enter],
+        label: "Enter",
+        action: Action::Choose,
+        help: "choose the selected user",
+    },
+    Binding {
+        keys: &[ch('T')],
+        label: "T",
+        action: Action::Signal(Sig::Term),
+        help: "send SIGTERM to your selected process (asks first)",
+    },
+    Binding {
+        keys: &[ch('I')],
+        label: "I",
+        action: Action::Signal(Sig::Int),
+        help: "send SIGINT to your selected process (asks first)",
+    },
+    Binding {
+        keys: &[ch('K')],
+        label: "K",
+        action: Action::Signal(Sig::Kill),
+        help: "send SIGKILL to your selected process (asks first)",
+    },
+    Binding {
         keys: &[ch('['), ch('<')],
         label: "[, <",
         action: Action::ScrollGpusUp,
@@ -163,18 +218,42 @@ pub fn markdown_table() -> String {
     out
 }
 
-/// Maps a key event to an action. Only presses count (Windows terminals also send releases).
-pub fn action_for(key: KeyEvent) -> Option<Action> {
+/// Maps a key event to an action in the given input mode. Only presses count (some
+/// terminals also report releases).
+pub fn action_for(key: KeyEvent, mode: InputMode) -> Option<Action> {
     if key.kind != KeyEventKind::Press {
         return None;
     }
-    if key.modifiers.contains(KeyModifiers::CONTROL) {
-        return matches!(key.code, KeyCode::Char('c')).then_some(Action::Quit);
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && key.code == KeyCode::Char('c') {
+        return Some(Action::Quit);
     }
-    BINDINGS
-        .iter()
-        .find(|b| b.keys.contains(&key.code))
-        .map(|b| b.action)
+    match mode {
+        // A confirmation takes exactly `y`; any other key is a safe "no".
+        InputMode::Dialog => Some(match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => Action::Confirm,
+            _ => Action::Cancel,
+        }),
+        InputMode::Filter => match key.code {
+            KeyCode::Enter => Some(Action::FilterDone),
+            KeyCode::Esc => Some(Action::FilterCancel),
+            KeyCode::Backspace => Some(Action::FilterBackspace),
+            KeyCode::Char(c) if !ctrl => Some(Action::FilterInput(c)),
+            _ => None,
+        },
+        InputMode::Normal => {
+            if ctrl {
+                return None;
+            }
+            if let KeyCode::Char(c @ '0'..='9') = key.code {
+                return Some(Action::FocusGpu(c as u32 - '0' as u32));
+            }
+            BINDINGS
+                .iter()
+                .find(|b| b.keys.contains(&key.code))
+                .map(|b| b.action)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -185,27 +264,53 @@ mod tests {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
+    fn normal(k: KeyEvent) -> Option<Action> {
+        action_for(k, InputMode::Normal)
+    }
+
     #[test]
     fn keys_map_to_actions() {
-        assert_eq!(action_for(press(ch('q'))), Some(Action::Quit));
+        assert_eq!(normal(press(ch('q'))), Some(Action::Quit));
         assert_eq!(
-            action_for(KeyEvent::new(ch('c'), KeyModifiers::CONTROL)),
+            normal(KeyEvent::new(ch('c'), KeyModifiers::CONTROL)),
             Some(Action::Quit)
         );
-        assert_eq!(action_for(press(ch('c'))), Some(Action::ToggleCompact));
-        assert_eq!(action_for(press(KeyCode::Down)), Some(Action::SelectDown));
+        assert_eq!(normal(press(ch('c'))), Some(Action::ToggleCompact));
+        assert_eq!(normal(press(KeyCode::Down)), Some(Action::SelectDown));
+        assert_eq!(normal(press(ch('M'))), Some(Action::SortBy(SortKey::Vram)));
+        assert_eq!(normal(press(ch('3'))), Some(Action::FocusGpu(3)));
+        assert_eq!(normal(press(ch('T'))), Some(Action::Signal(Sig::Term)));
+        assert_eq!(normal(press(ch('x'))), None);
+    }
+
+    #[test]
+    fn typing_a_filter_takes_every_character() {
+        let f = |k| action_for(k, InputMode::Filter);
+        assert_eq!(f(press(ch('q'))), Some(Action::FilterInput('q')));
+        assert_eq!(f(press(ch('3'))), Some(Action::FilterInput('3')));
+        assert_eq!(f(press(KeyCode::Backspace)), Some(Action::FilterBackspace));
+        assert_eq!(f(press(KeyCode::Enter)), Some(Action::FilterDone));
+        assert_eq!(f(press(KeyCode::Esc)), Some(Action::FilterCancel));
         assert_eq!(
-            action_for(press(ch('M'))),
-            Some(Action::SortBy(SortKey::Vram))
+            f(KeyEvent::new(ch('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
         );
-        assert_eq!(action_for(press(ch('x'))), None);
+    }
+
+    #[test]
+    fn a_dialog_takes_only_y_as_yes() {
+        let d = |k| action_for(k, InputMode::Dialog);
+        assert_eq!(d(press(ch('y'))), Some(Action::Confirm));
+        for k in [ch('n'), ch('q'), KeyCode::Enter, KeyCode::Esc, ch('T')] {
+            assert_eq!(d(press(k)), Some(Action::Cancel), "{k:?}");
+        }
     }
 
     #[test]
     fn releases_are_ignored() {
         let mut k = press(ch('q'));
         k.kind = KeyEventKind::Release;
-        assert_eq!(action_for(k), None);
+        assert_eq!(normal(k), None);
     }
 
     #[test]

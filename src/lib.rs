@@ -21,6 +21,7 @@ pub mod pick;
 pub mod procinfo;
 pub mod sampler;
 pub mod select;
+pub mod signals;
 pub mod source;
 pub mod state;
 pub mod ui;

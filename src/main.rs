@@ -1,15 +1,17 @@
-//! The binary: CLI → Settings → source → TUI or headless mode. Nothing else lives here.
+//! The binary: CLI → Settings → source → TUI, a headless mode or a subcommand. Nothing
+//! else lives here.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use color_eyre::eyre::Result;
 
 use gpuwatch::app::{self, Exit};
-use gpuwatch::cli::{Cli, SourceKind};
-use gpuwatch::config::Settings;
+use gpuwatch::cli::{Cli, Command, SourceKind};
+use gpuwatch::config::{self, PickRequest, Settings};
 use gpuwatch::headless;
+use gpuwatch::pick;
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::nvml::NvmlSource;
 use gpuwatch::source::sim::{SimClock, SimSource};
@@ -20,13 +22,35 @@ const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let no_color = std::env::var("NO_COLOR").ok();
+    // Subcommands that work on the config file or print scripts run before the file is
+    // read, so `config init --force` can replace a broken file.
+    match &cli.command {
+        Some(Command::Config { action }) => {
+            return match config::run_config_command(action, &cli, &config::process_env) {
+                Ok(line) => {
+                    println!("{line}");
+                    ExitCode::SUCCESS
+                }
+                Err((why, code)) => fail(&why, code),
+            };
+        }
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "gpuwatch",
+                &mut std::io::stdout(),
+            );
+            return ExitCode::SUCCESS;
+        }
+        Some(Command::Pick(_)) | None => {}
+    }
     let settings =
-        match Settings::resolve(&cli, no_color.as_deref(), std::io::stdout().is_terminal()) {
+        match Settings::resolve(&cli, &config::process_env, std::io::stdout().is_terminal()) {
             Ok(s) => s,
             Err(e) => return fail(&e, EXIT_USAGE),
         };
-    let source = match build_source(&settings) {
+    let (source, demo) = match build_source(&settings) {
         Ok(s) => s,
         Err(e) => return fail(&e, EXIT_USAGE),
     };
@@ -40,9 +64,8 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e, 1),
     };
-    match runtime.block_on(run(source, &settings)) {
-        Ok(Exit::Quit) => ExitCode::SUCCESS,
-        Ok(Exit::Signal(n)) => ExitCode::from(128 + n as u8),
+    match runtime.block_on(run(source, demo, &settings)) {
+        Ok(code) => code,
         Err(e) => fail(&format!("{e:#}"), 1),
     }
 }
@@ -52,22 +75,25 @@ fn fail(e: &dyn std::fmt::Display, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn build_source(settings: &Settings) -> Result<Box<dyn GpuSource>, String> {
-    let demo = || -> Box<dyn GpuSource> {
-        Box::new(SimSource::new(
+/// The source, and whether it is the simulated fleet (whose processes cannot be signalled).
+fn build_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String> {
+    let demo = || -> (Box<dyn GpuSource>, bool) {
+        let sim = SimSource::new(
             settings.demo_gpus,
             settings.seed,
             settings.interval,
             SimClock::Real,
-        ))
+        );
+        (Box::new(sim), true)
     };
+    let nvml = || NvmlSource::open(settings.nvml_lib.as_deref());
     match settings.source {
         SourceKind::Demo => Ok(demo()),
-        SourceKind::Nvml => NvmlSource::open(settings.nvml_lib.as_deref())
-            .map(|s| Box::new(s) as Box<dyn GpuSource>)
+        SourceKind::Nvml => nvml()
+            .map(|s| (Box::new(s) as Box<dyn GpuSource>, false))
             .map_err(|e| e.to_string()),
-        SourceKind::Auto => Ok(match NvmlSource::open(settings.nvml_lib.as_deref()) {
-            Ok(s) => Box::new(s),
+        SourceKind::Auto => Ok(match nvml() {
+            Ok(s) => (Box::new(s), false),
             Err(e) => {
                 eprintln!("gpuwatch: {e}");
                 eprintln!("gpuwatch: no usable NVIDIA GPU here; showing the simulated demo fleet");
@@ -77,20 +103,28 @@ fn build_source(settings: &Settings) -> Result<Box<dyn GpuSource>, String> {
     }
 }
 
-async fn run(source: Box<dyn GpuSource>, settings: &Settings) -> Result<Exit> {
-    let config = ViewConfig {
+fn view_config(settings: &Settings) -> ViewConfig {
+    ViewConfig {
         interval: settings.interval,
         history_len: settings.history_len(),
         thresholds: settings.thresholds.clone(),
         current_user: uzers::get_current_username().map(|u| u.to_string_lossy().into_owned()),
+        current_uid: Some(uzers::get_current_uid()),
         utc_offset: *chrono::Local::now().offset(),
-        theme: if settings.color {
-            gpuwatch::ui::theme::ThemeName::Dark
-        } else {
-            gpuwatch::ui::theme::ThemeName::Mono
-        },
-        ..ViewConfig::default()
-    };
+        theme: settings.theme,
+        readonly: settings.readonly,
+        columns: settings.columns.clone(),
+        sort: settings.sort,
+        sort_dir: settings.sort_dir,
+        only: settings.only.clone(),
+    }
+}
+
+async fn run(source: Box<dyn GpuSource>, demo: bool, settings: &Settings) -> Result<ExitCode> {
+    let config = view_config(settings);
+    if let Some(request) = &settings.pick {
+        return pick(source, config, request).await;
+    }
     if settings.once {
         let state = headless::snapshot(source, config).await?;
         let text = if settings.json {
@@ -99,11 +133,35 @@ async fn run(source: Box<dyn GpuSource>, settings: &Settings) -> Result<Exit> {
             headless::render_text(&state)
         };
         print!("{text}");
-        return Ok(Exit::Quit);
+        return Ok(ExitCode::SUCCESS);
     }
     let options = app::Options {
         compact: settings.compact,
         panic_after_samples: settings.debug_panic_after,
+        mouse: settings.mouse,
+        demo,
     };
-    app::run(source, config, options).await
+    Ok(match app::run(source, config, options).await? {
+        Exit::Quit => ExitCode::SUCCESS,
+        Exit::Signal(n) => ExitCode::from(128 + n as u8),
+    })
+}
+
+/// `gpuwatch pick`: one snapshot, the chosen GPUs on stdout, or why not (exit 1).
+async fn pick(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    request: &PickRequest,
+) -> Result<ExitCode> {
+    let state = headless::snapshot(source, config).await?;
+    Ok(match pick::choose(&state, &request.criteria) {
+        Ok(chosen) => {
+            println!("{}", pick::format(&chosen, request.format));
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("gpuwatch pick: {why}");
+            ExitCode::from(1)
+        }
+    })
 }

@@ -53,8 +53,10 @@ fn free_memory(g: &GpuReading) -> Option<Bytes> {
     Some(g.memory_total?.saturating_sub(g.memory_used?))
 }
 
-/// The best `count` qualifying GPUs: most free VRAM (to the GiB), then least busy, then
-/// lowest index. Errors name what is missing and why each other GPU was passed over.
+/// The best `count` qualifying GPUs: GPUs nobody uses at all first (no process, no VRAM
+/// held — the header's "free"), so a new job does not land beside a teammate's idle
+/// notebook when a clean GPU exists; then most free VRAM (to the GiB), least busy, lowest
+/// index. Errors name what is missing and why each other GPU was passed over.
 pub fn choose<'a>(state: &'a State, c: &Criteria) -> Result<Vec<&'a GpuReading>, String> {
     let mut ok: Vec<&GpuReading> = Vec::new();
     let mut passed_over = Vec::new();
@@ -65,8 +67,14 @@ pub fn choose<'a>(state: &'a State, c: &Criteria) -> Result<Vec<&'a GpuReading>,
         }
     }
     ok.sort_by_key(|g| {
+        let clean = crate::ui::owners::is_free(state, g);
         let free_gib = free_memory(g).map_or(0, |b| b.0 / Bytes::GIB);
-        (std::cmp::Reverse(free_gib), g.util.map_or(u32::MAX, |u| u.0), g.index)
+        (
+            !clean,
+            std::cmp::Reverse(free_gib),
+            g.util.map_or(u32::MAX, |u| u.0),
+            g.index,
+        )
     });
     if ok.len() < c.count {
         let mut need = format!("{} GPU{}", c.count, if c.count == 1 { "" } else { "s" });
@@ -78,8 +86,15 @@ pub fn choose<'a>(state: &'a State, c: &Criteria) -> Result<Vec<&'a GpuReading>,
             "need {need}; {} qualif{} ({}) — passed over: {}",
             ok.len(),
             if ok.len() == 1 { "ies" } else { "y" },
-            ok.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(","),
-            if passed_over.is_empty() { "none".to_string() } else { passed_over.join("; ") }
+            ok.iter()
+                .map(|g| g.index.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            if passed_over.is_empty() {
+                "none".to_string()
+            } else {
+                passed_over.join("; ")
+            }
         ));
     }
     ok.truncate(c.count);
@@ -87,18 +102,32 @@ pub fn choose<'a>(state: &'a State, c: &Criteria) -> Result<Vec<&'a GpuReading>,
 }
 
 pub fn format(gpus: &[&GpuReading], format: Format) -> String {
-    let indices = || gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
+    let indices = || {
+        gpus.iter()
+            .map(|g| g.index.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     match format {
         Format::Indices => indices(),
-        Format::Uuids => gpus.iter().map(|g| g.id.0.clone()).collect::<Vec<_>>().join(","),
-        Format::Env => format!("CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={}", indices()),
+        Format::Uuids => gpus
+            .iter()
+            .map(|g| g.id.0.clone())
+            .collect::<Vec<_>>()
+            .join(","),
+        Format::Env => format!(
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={}",
+            indices()
+        ),
     }
 }
 
 /// Parses sizes like `20GiB`, `20G`, `512MiB`, `1.5 GiB` (binary units; plain numbers are GiB).
 pub fn parse_size(text: &str) -> Result<Bytes, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let value: f64 = number
         .parse()
@@ -108,7 +137,11 @@ pub fn parse_size(text: &str) -> Result<Bytes, String> {
         "m" | "mib" | "mb" => Bytes::MIB,
         "k" | "kib" | "kb" => Bytes::KIB,
         "t" | "tib" | "tb" => Bytes::GIB * 1024,
-        other => return Err(format!("unknown size unit {other:?} in {text:?} (use GiB, MiB)")),
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?} in {text:?} (use GiB, MiB)"
+            ));
+        }
     };
     Ok(Bytes((value * scale as f64).round() as u64))
 }
@@ -116,6 +149,62 @@ pub fn parse_size(text: &str) -> Result<Bytes, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::{GpuId, HostInfo, Sample};
+    use crate::state::{Msg, ViewConfig, update};
+    use crate::units::Percent;
+
+    fn gpu(index: u32, total_gib: f64, used_gib: f64, util: u32) -> GpuReading {
+        let mut g = GpuReading::absent(GpuId(format!("GPU-{index}")), index, "g");
+        g.memory_total = Some(Bytes::from_gib(total_gib));
+        g.memory_used = Some(Bytes::from_gib(used_gib));
+        g.util = Some(Percent(util));
+        g
+    }
+
+    fn state(gpus: Vec<GpuReading>) -> State {
+        let mut s = State::new(ViewConfig::default());
+        let sample = Sample {
+            time: std::time::SystemTime::UNIX_EPOCH,
+            host: HostInfo::default(),
+            gpus,
+            processes: vec![],
+        };
+        update(&mut s, Msg::Sample(Box::new(sample)));
+        s
+    }
+
+    fn picked(s: &State, c: &Criteria) -> Result<String, String> {
+        choose(s, c).map(|g| format(&g, Format::Indices))
+    }
+
+    #[test]
+    fn clean_gpus_first_then_most_free_then_least_busy() {
+        // 0: 80 GiB with 10 GiB held (not clean), 1: clean 40 GiB, 2: clean 40 GiB but 3 % busy,
+        // 3: 90 % busy.
+        let s = state(vec![
+            gpu(0, 80.0, 10.0, 0),
+            gpu(1, 40.0, 0.5, 0),
+            gpu(2, 40.0, 0.5, 3),
+            gpu(3, 80.0, 1.0, 90),
+        ]);
+        let c = |count, min_free: Option<f64>| Criteria {
+            count,
+            min_free: min_free.map(Bytes::from_gib),
+            max_util: 10,
+        };
+        assert_eq!(picked(&s, &c(3, None)).unwrap(), "1,2,0");
+        assert_eq!(
+            picked(&s, &c(1, Some(50.0))).unwrap(),
+            "0",
+            "only GPU 0 has 50 GiB free"
+        );
+        let err = picked(&s, &c(4, None)).unwrap_err();
+        assert!(
+            err.starts_with("need 4 GPUs, ≤10% util and no warnings; 3 qualify (1,2,0)"),
+            "{err}"
+        );
+        assert!(err.contains("3 90% busy"), "{err}");
+    }
 
     #[test]
     fn sizes() {
@@ -124,6 +213,10 @@ mod tests {
         assert_eq!(parse_size("512MiB").unwrap(), Bytes(512 * Bytes::MIB));
         assert_eq!(parse_size("8").unwrap(), Bytes(8 * Bytes::GIB));
         assert!(parse_size("lots").is_err());
-        assert!(parse_size("3 parsecs").unwrap_err().contains("unknown size unit"));
+        assert!(
+            parse_size("3 parsecs")
+                .unwrap_err()
+                .contains("unknown size unit")
+        );
     }
 }

@@ -130,6 +130,15 @@ impl ProcInfo {
         HostProc::Visible(details)
     }
 
+    /// The process's identity right now — start time and owner — read fresh from /proc,
+    /// bypassing the caches: used to re-check a process just before signalling it.
+    pub fn identity(&mut self, pid: u32) -> Option<(SystemTime, u32)> {
+        let dir = self.root.join(pid.to_string());
+        let stat = parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
+        let uid = parse_uid(&std::fs::read_to_string(dir.join("status")).ok()?)?;
+        Some((self.started(stat.start_ticks), uid))
+    }
+
     /// Classifies a PID whose files cannot be read. No directory at all: the PID is not in
     /// this PID namespace (NVML reports host PIDs; inside a container they may not exist)
     /// or the process just exited. A directory we cannot read: hidden from us (hidepid).

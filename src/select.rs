@@ -42,7 +42,9 @@ impl GpuSelector {
     pub fn matches(&self, gpu: &GpuReading) -> bool {
         match self {
             GpuSelector::Index(i) => gpu.index == *i,
-            GpuSelector::Uuid(prefix) => strip_prefix(&gpu.id.0).to_ascii_lowercase().starts_with(prefix),
+            GpuSelector::Uuid(prefix) => strip_prefix(&gpu.id.0)
+                .to_ascii_lowercase()
+                .starts_with(prefix),
         }
     }
 }
@@ -67,7 +69,11 @@ mod tests {
         let list = parse_gpu_list("0, 2,GPU-5E0C0003").unwrap();
         assert_eq!(
             list,
-            vec![GpuSelector::Index(0), GpuSelector::Index(2), GpuSelector::Uuid("5e0c0003".into())]
+            vec![
+                GpuSelector::Index(0),
+                GpuSelector::Index(2),
+                GpuSelector::Uuid("5e0c0003".into())
+            ]
         );
         assert!(selected(&list, &gpu(0, "GPU-aaaa")));
         assert!(!selected(&list, &gpu(1, "GPU-aaaa")));
@@ -79,8 +85,14 @@ mod tests {
 
     #[test]
     fn bad_lists_say_what_is_wrong() {
-        assert_eq!(parse_gpu_list("0,,1").unwrap_err(), "entry 2 is empty in \"0,,1\"");
-        assert_eq!(parse_gpu_list("first").unwrap_err(), "\"first\" is neither a GPU index nor a UUID");
+        assert_eq!(
+            parse_gpu_list("0,,1").unwrap_err(),
+            "entry 2 is empty in \"0,,1\""
+        );
+        assert_eq!(
+            parse_gpu_list("first").unwrap_err(),
+            "\"first\" is neither a GPU index nor a UUID"
+        );
         assert!(parse_gpu_list("").is_err());
     }
 }

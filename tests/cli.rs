@@ -4,10 +4,10 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod common;
+
 fn gpuwatch() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuwatch"));
-    cmd.env_remove("GPUWATCH_NVML_LIB").env_remove("NO_COLOR");
-    cmd
+    common::clean_command()
 }
 
 fn json(args: &[&str]) -> Value {

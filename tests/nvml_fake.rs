@@ -107,9 +107,8 @@ impl Setup {
 
     /// The binary with `--nvml-lib` on the shared fake and the scenario named by env var.
     fn gpuwatch(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuwatch"));
-        cmd.env_remove("NO_COLOR")
-            .env("GPUWATCH_FAKE_NVML_SCENARIO", self.scenario())
+        let mut cmd = common::clean_command();
+        cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", self.scenario())
             .arg("--nvml-lib")
             .arg(fake_lib())
             .arg("--once");
@@ -448,6 +447,81 @@ fn the_tui_in_tmux_shows_the_fake_gpus_and_their_users() {
     assert!(screen.contains(&format!("{me} 4.0G")), "{screen}");
     assert!(screen.contains("fan N/A"), "{screen}");
     assert!(screen.contains("clocks: power cap, HW thermal"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
+fn signalling_your_own_process_from_the_tui_reaches_it() {
+    let Some(t) = common::tmux::Tmux::start("nvml-signal", 120, 40) else {
+        return;
+    };
+    // gpuwatch never signals root's processes, not even for root. Run as root (as CI
+    // does), the target is an unprivileged user's process, which root may signal after a
+    // second confirmation; run as anyone else, it is their own (one confirmation).
+    let as_root = unsafe { libc::geteuid() } == 0;
+    let mut job = if as_root {
+        use std::os::unix::process::CommandExt;
+        Sleeper(
+            StdCommand::new("sleep")
+                .arg("30")
+                .uid(65534)
+                .gid(65534)
+                .spawn()
+                .expect("spawn sleep as nobody"),
+        )
+    } else {
+        Sleeper::start()
+    };
+    let mut s = fixture();
+    s["gpus"][0]["processes"] = json!([
+        {"pid": job.pid(), "kind": "compute", "used_memory": 4_294_967_296u64},
+    ]);
+    let setup = Setup::new(&s);
+    let cmd = format!(
+        "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
+        setup.scenario().display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        fake_lib().display()
+    );
+    t.send(&[&cmd, "Enter"]);
+    t.wait_for("sleep 30", std::time::Duration::from_secs(15));
+    t.send(&["Down", "T"]);
+    let screen = t.wait_for(
+        "Send SIGTERM to this process?",
+        std::time::Duration::from_secs(10),
+    );
+    assert!(
+        screen.contains(&job.pid().to_string()) && screen.contains("4.0G"),
+        "{screen}"
+    );
+    t.send(&["n"]);
+    t.wait_for(
+        "cancelled: no signal sent",
+        std::time::Duration::from_secs(10),
+    );
+    assert!(job.0.try_wait().unwrap().is_none(), "n sends nothing");
+    t.send(&["T"]);
+    t.wait_for("Send SIGTERM", std::time::Duration::from_secs(10));
+    t.send(&["y"]);
+    if as_root {
+        t.wait_for(
+            "not yours. Press y AGAIN to send.",
+            std::time::Duration::from_secs(10),
+        );
+        assert!(
+            job.0.try_wait().unwrap().is_none(),
+            "one y is not enough for someone else's process"
+        );
+        t.send(&["y"]);
+    }
+    t.wait_for(
+        &format!("sent SIGTERM to PID {}", job.pid()),
+        std::time::Duration::from_secs(10),
+    );
+    let status = job.0.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
     t.send(&["q"]);
     t.wait_restored();
 }

@@ -27,7 +27,7 @@ fn help_then_quit_restores_the_shell() {
     let screen = t.capture();
     assert!(screen.contains("gpuwatch · demo-gpu-server"), "{screen}");
     t.send(&["?"]);
-    let screen = t.wait_for("Help — keys", Duration::from_secs(5));
+    let screen = t.wait_for("Help — keys", Duration::from_secs(10));
     assert!(screen.contains("sort by VRAM"), "{screen}");
     t.send(&["q"]);
     let screen = t.wait_restored();
@@ -36,7 +36,7 @@ fn help_then_quit_restores_the_shell() {
         "alternate screen gone:\n{screen}"
     );
     t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=0", Duration::from_secs(5));
+    t.wait_for("exit=0", Duration::from_secs(10));
 }
 
 #[test]
@@ -46,11 +46,11 @@ fn keys_sort_and_compact_toggle_in_a_real_terminal() {
     };
     launch(&t, "");
     t.send(&["N"]);
-    t.wait_for("PID▲", Duration::from_secs(5));
+    t.wait_for("PID▲", Duration::from_secs(10));
     t.send(&["r"]);
-    t.wait_for("PID▼", Duration::from_secs(5));
+    t.wait_for("PID▼", Duration::from_secs(10));
     t.send(&["c"]);
-    t.wait_for("╭ 0 · NVIDIA", Duration::from_secs(5));
+    t.wait_for("╭ 0 · NVIDIA", Duration::from_secs(10));
     t.send(&["C-c"]);
     t.wait_restored();
 }
@@ -71,7 +71,7 @@ fn sigterm_restores_the_terminal_and_exits_nonzero() {
     );
     t.wait_restored();
     t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=143", Duration::from_secs(5));
+    t.wait_for("exit=143", Duration::from_secs(10));
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn sighup_restores_the_terminal() {
     );
     t.wait_restored();
     t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=129", Duration::from_secs(5));
+    t.wait_for("exit=129", Duration::from_secs(10));
 }
 
 #[test]
@@ -105,14 +105,14 @@ fn resizing_to_too_small_and_back() {
             .unwrap()
             .success()
     );
-    t.wait_for("terminal too small", Duration::from_secs(5));
+    t.wait_for("terminal too small", Duration::from_secs(10));
     assert!(
         t.cmd(&["resize-window", "-t", "0", "-x", "120", "-y", "40"])
             .status()
             .unwrap()
             .success()
     );
-    t.wait_for("Processes (", Duration::from_secs(5));
+    t.wait_for("Processes (", Duration::from_secs(10));
     t.send(&["q"]);
     t.wait_restored();
 }
@@ -134,5 +134,71 @@ fn panic_restores_the_terminal_and_reports() {
         "the panic is reported:\n{screen}"
     );
     t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=101", Duration::from_secs(5));
+    t.wait_for("exit=101", Duration::from_secs(10));
+}
+
+#[test]
+fn filter_users_and_focus_by_keys() {
+    let Some(t) = Tmux::start("etiquette", 120, 40) else {
+        return;
+    };
+    launch(&t, "");
+    t.send(&["/"]);
+    t.wait_for(" filter ", Duration::from_secs(10));
+    t.send(&["-l", "user:bob"]);
+    // Keys arrive one at a time; wait for the whole text before looking at the table.
+    t.wait_for(" filter  user:bob█", Duration::from_secs(10));
+    let screen = t.wait_for("Processes (1 of 7)", Duration::from_secs(10));
+    assert!(screen.contains("python finetune.py"), "{screen}");
+    // While typing, letters are text, not commands: `q` did not quit.
+    t.send(&["-l", " q"]);
+    t.wait_for(" filter  user:bob q█", Duration::from_secs(10));
+    t.wait_for("Processes (0 of 7)", Duration::from_secs(10));
+    t.send(&["Escape"]);
+    t.wait_for("Processes (7)", Duration::from_secs(10));
+    t.send(&["u"]);
+    t.wait_for("Users (5)", Duration::from_secs(10));
+    t.send(&["Down", "Down", "Down", "Enter"]);
+    t.wait_for("user dave", Duration::from_secs(10));
+    t.send(&["Escape", "3"]);
+    let screen = t.wait_for("GPU 3 only", Duration::from_secs(10));
+    assert!(screen.contains("▶ 3 · NVIDIA"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
+fn readonly_refuses_signal_keys() {
+    let Some(t) = Tmux::start("readonly", 120, 40) else {
+        return;
+    };
+    launch(&t, "--readonly");
+    t.wait_for("READ-ONLY", Duration::from_secs(10));
+    t.send(&["Down", "T"]);
+    t.wait_for(
+        "read-only mode (--readonly): signals are disabled",
+        Duration::from_secs(10),
+    );
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
+fn mouse_clicks_sort_and_focus_when_enabled() {
+    let Some(t) = Tmux::start("mouse", 120, 40) else {
+        return;
+    };
+    launch(&t, "--mouse");
+    let screen = t.capture();
+    let (x, y) = screen
+        .lines()
+        .enumerate()
+        .find_map(|(y, l)| l.find("USER ").map(|b| (l[..b].chars().count(), y)))
+        .expect("the USER column title");
+    // An SGR mouse press and release at that cell, as a terminal reports a click.
+    let click = format!("\x1b[<0;{};{}M\x1b[<0;{};{}m", x + 1, y + 1, x + 1, y + 1);
+    t.send(&["-l", &click]);
+    t.wait_for("USER▲", Duration::from_secs(10));
+    t.send(&["q"]);
+    t.wait_restored();
 }

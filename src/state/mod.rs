@@ -2,14 +2,20 @@
 //! Pure: no I/O, no clock (time comes in with each sample), no terminal. Everything the
 //! UI and the headless modes show is derived here.
 
+mod etiquette;
+pub mod filter;
+mod interact;
+pub mod mouse;
 pub mod procs;
+pub mod signal;
+pub mod users;
 pub mod warnings;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use crate::history::GpuHistory;
-use crate::source::{GpuId, GpuReading, HostInfo, Sample};
+use crate::source::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
 use procs::{ProcRow, ProcTable, SortKey};
 use warnings::{Alarm, Thresholds, Warning};
 
@@ -32,8 +38,46 @@ pub enum Action {
     ToggleCompact,
     ScrollGpusUp,
     ScrollGpusDown,
-    /// Close an overlay (help) or otherwise step back.
+    /// Show only this GPU's processes (by GPU index) and highlight its panel.
+    FocusGpu(u32),
+    FocusNext,
+    FocusPrev,
+    /// Switch between the process table and the per-user table.
+    ToggleUsers,
+    /// Enter: in the per-user table, show that user's processes.
+    Choose,
+    OpenFilter,
+    FilterInput(char),
+    FilterBackspace,
+    /// Enter while typing: keep the filter, stop typing.
+    FilterDone,
+    /// Esc while typing: drop the filter.
+    FilterCancel,
+    /// Ask to send a signal to the selected process (opens a confirmation).
+    Signal(signal::Sig),
+    /// `y` in a confirmation dialog.
+    Confirm,
+    /// Anything else in a confirmation dialog.
+    Cancel,
+    /// Esc: close help, leave the per-user table, or clear focus and filters.
     Back,
+}
+
+/// Which table fills the lower half.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Panel {
+    Processes,
+    Users,
+}
+
+/// What keys mean right now (the keymap asks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputMode {
+    Normal,
+    /// Typing a filter after `/`.
+    Filter,
+    /// A confirmation dialog is open.
+    Dialog,
 }
 
 /// Everything that can happen to the state.
@@ -47,12 +91,17 @@ pub enum Msg {
         width: u16,
         height: u16,
     },
+    /// What happened when a confirmed signal was sent (or why it was not).
+    SignalResult(String),
+    Mouse(mouse::MouseInput),
 }
 
 /// What `update` asks the outside world to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     Quit,
+    /// Re-validate the process identity, then send the signal.
+    SendSignal(signal::SignalRequest),
 }
 
 /// How GPUs are laid out: chosen by size, or forced by the user with `c`.
@@ -127,6 +176,17 @@ pub struct State {
     pub gpu_scroll: usize,
     /// The last whole-source failure, cleared by the next good sample.
     pub source_error: Option<String>,
+    pub panel: Panel,
+    /// Selected row of the per-user table.
+    pub user_selected: usize,
+    /// The filter line as typed, and whether it is being typed now.
+    pub filter_text: String,
+    pub filter_editing: bool,
+    /// Why the filter line does not parse (the table then ignores it).
+    pub filter_error: Option<String>,
+    pub dialog: Option<signal::Dialog>,
+    /// One line of feedback (signal results, refusals).
+    pub status: Option<String>,
 }
 
 impl State {
@@ -148,7 +208,34 @@ impl State {
             viewport: (0, 0),
             gpu_scroll: 0,
             source_error: None,
+            panel: Panel::Processes,
+            user_selected: 0,
+            filter_text: String::new(),
+            filter_editing: false,
+            filter_error: None,
+            dialog: None,
+            status: None,
         }
+    }
+
+    pub fn input_mode(&self) -> InputMode {
+        if self.dialog.is_some() {
+            InputMode::Dialog
+        } else if self.filter_editing {
+            InputMode::Filter
+        } else {
+            InputMode::Normal
+        }
+    }
+
+    /// The focused GPU, if any.
+    pub fn focus(&self) -> Option<&GpuId> {
+        self.procs.view.gpu.as_ref()
+    }
+
+    /// The per-user table for the latest sample.
+    pub fn user_rows(&self) -> Vec<users::UserRow> {
+        users::summarize(&self.procs.all, &self.gpus)
     }
 
     /// The worst warning on a GPU, for colouring its panel.
@@ -178,7 +265,15 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             state.viewport = (width, height);
             Vec::new()
         }
-        Msg::Action(action) => apply_action(state, action),
+        Msg::Action(action) => interact::apply_action(state, action),
+        Msg::SignalResult(text) => {
+            state.status = Some(text);
+            Vec::new()
+        }
+        Msg::Mouse(input) => {
+            mouse::apply(state, input);
+            Vec::new()
+        }
     }
 }
 
@@ -210,8 +305,13 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
             .or_insert_with(|| GpuHistory::new(capacity));
         history.push(now, gpu);
         let prev = state.alarms.get(&gpu.id).cloned().unwrap_or_default();
+        let on_gpu: Vec<&ProcReading> = sample
+            .processes
+            .iter()
+            .filter(|p| p.gpu == gpu.id)
+            .collect();
         let (alarm, mut raised) =
-            warnings::evaluate(&prev, gpu, history, &state.config.thresholds, now);
+            warnings::evaluate(&prev, gpu, &on_gpu, history, &state.config.thresholds, now);
         state.alarms.insert(gpu.id.clone(), alarm);
         warnings.append(&mut raised);
     }
@@ -235,44 +335,4 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
     state.procs.set_rows(rows);
     state.gpus = sample.gpus;
     state.gpu_scroll = state.gpu_scroll.min(state.gpus.len().saturating_sub(1));
-}
-
-fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
-    let page = crate::ui::layout::table_page_rows(state) as isize;
-    let table = &mut state.procs;
-    match action {
-        Action::Quit => return vec![Effect::Quit],
-        Action::ToggleHelp => state.show_help = !state.show_help,
-        Action::Back => state.show_help = false,
-        Action::SelectUp => table.move_selection(-1),
-        Action::SelectDown => table.move_selection(1),
-        Action::PageUp => table.move_selection(-page),
-        Action::PageDown => table.move_selection(page),
-        Action::SelectFirst => table.select_index(0),
-        Action::SelectLast => table.select_last(),
-        Action::SortNext => {
-            let key = table.sort.next();
-            table.set_sort(key, key.default_direction());
-        }
-        Action::SortPrev => {
-            let key = table.sort.prev();
-            table.set_sort(key, key.default_direction());
-        }
-        Action::SortReverse => table.set_sort(table.sort, table.dir.flipped()),
-        Action::SortBy(key) => table.set_sort(key, key.default_direction()),
-        Action::TogglePause => state.paused = !state.paused,
-        Action::ToggleCompact => {
-            let compact_now = crate::ui::layout::is_compact(state);
-            state.layout = if compact_now {
-                LayoutPref::Full
-            } else {
-                LayoutPref::Compact
-            };
-        }
-        Action::ScrollGpusUp => state.gpu_scroll = state.gpu_scroll.saturating_sub(1),
-        Action::ScrollGpusDown => {
-            state.gpu_scroll = (state.gpu_scroll + 1).min(state.gpus.len().saturating_sub(1))
-        }
-    }
-    Vec::new()
 }

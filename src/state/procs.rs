@@ -186,6 +186,8 @@ pub struct ProcRow {
     pub elapsed: Option<Duration>,
     /// User name; `None` when the process is not visible from this host's /proc.
     pub user: Option<String>,
+    /// The owner's UID, for deciding who may signal the process.
+    pub uid: Option<u32>,
     pub command: String,
     pub visibility: Visibility,
 }
@@ -239,6 +241,7 @@ impl ProcRow {
             host_memory,
             elapsed: started.and_then(|s| now.duration_since(s).ok()),
             user,
+            uid: p.details().map(|d| d.uid),
             command,
             visibility,
         }
@@ -295,10 +298,37 @@ impl Ord for OrdF32 {
     }
 }
 
+/// Which rows the table shows: the typed filter, a focused GPU, a chosen user (all must hold).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowView {
+    pub filter: super::filter::Filter,
+    pub gpu: Option<GpuId>,
+    pub user: Option<String>,
+}
+
+impl RowView {
+    pub fn matches(&self, row: &ProcRow) -> bool {
+        self.gpu.as_ref().is_none_or(|g| *g == row.key.gpu)
+            && self
+                .user
+                .as_ref()
+                .is_none_or(|u| row.user.as_ref() == Some(u))
+            && self.filter.matches(row)
+    }
+
+    pub fn is_everything(&self) -> bool {
+        self.gpu.is_none() && self.user.is_none() && self.filter.is_empty()
+    }
+}
+
 /// The sorted table with its selection.
 #[derive(Debug, Clone)]
 pub struct ProcTable {
+    /// Every process of the latest sample (owners, totals and JSON use these).
+    pub all: Vec<ProcRow>,
+    /// The rows shown: `all` narrowed by `view`, sorted.
     pub rows: Vec<ProcRow>,
+    pub view: RowView,
     pub sort: SortKey,
     pub dir: SortDir,
     /// The selected process; `None` until the user moves the selection.
@@ -310,7 +340,9 @@ pub struct ProcTable {
 impl Default for ProcTable {
     fn default() -> Self {
         ProcTable {
+            all: Vec::new(),
             rows: Vec::new(),
+            view: RowView::default(),
             sort: SortKey::Vram,
             dir: SortDir::Descending,
             selected: None,
@@ -322,7 +354,23 @@ impl Default for ProcTable {
 impl ProcTable {
     /// Replaces the rows, keeping them sorted and the selection on the same process.
     pub fn set_rows(&mut self, rows: Vec<ProcRow>) {
-        self.rows = rows;
+        self.all = rows;
+        self.refilter();
+    }
+
+    pub fn set_view(&mut self, view: RowView) {
+        self.view = view;
+        self.refilter();
+    }
+
+    fn refilter(&mut self) {
+        let view = &self.view;
+        self.rows = self
+            .all
+            .iter()
+            .filter(|r| view.matches(r))
+            .cloned()
+            .collect();
         self.resort();
     }
 
@@ -406,6 +454,7 @@ mod tests {
             host_memory: None,
             elapsed: None,
             user: None,
+            uid: None,
             command: String::new(),
             visibility: Visibility::Visible,
         }

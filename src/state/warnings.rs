@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::history::GpuHistory;
-use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::source::{GpuId, GpuReading, GpuStatus, ProcReading};
 use crate::units::{Bytes, Celsius};
 
 /// Thresholds; all are settings (flags now, a config file later).
@@ -83,6 +83,21 @@ pub enum WarningKind {
         slowdown: Option<Celsius>,
     },
     Lost,
+    /// A process holding VRAM on a GPU that has been idle for a long time.
+    IdleHolder {
+        pid: u32,
+        user: String,
+        command: String,
+        vram: Bytes,
+        #[serde(serialize_with = "secs")]
+        idle_for: Duration,
+    },
+    /// VRAM in use on a GPU where no process is listed.
+    StaleVram {
+        used: Bytes,
+        #[serde(serialize_with = "secs")]
+        held_for: Duration,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,12 +118,16 @@ pub struct Alarm {
     heat: Option<Severity>,
     /// When the temperature first reached the critical level in the current hot spell.
     hot_since: Option<SystemTime>,
+    /// Since when the GPU has been idle / had VRAM used with no process (see `etiquette`).
+    pub(super) idle_since: Option<SystemTime>,
+    pub(super) stale_since: Option<SystemTime>,
 }
 
 /// Evaluates one GPU: returns its new alarm state and the warnings it raises now.
 pub fn evaluate(
     prev: &Alarm,
     gpu: &GpuReading,
+    procs: &[&ProcReading],
     history: &GpuHistory,
     th: &Thresholds,
     now: SystemTime,
@@ -131,6 +150,9 @@ pub fn evaluate(
     }
     if let Some((severity, kind)) = heat(prev, gpu, th, now, &mut alarm) {
         out.push(warn(severity, kind));
+    }
+    for kind in super::etiquette::evaluate(prev, gpu, procs, th, now, &mut alarm) {
+        out.push(warn(Severity::Warning, kind));
     }
     (alarm, out)
 }
@@ -274,6 +296,23 @@ fn message(index: u32, kind: &WarningKind) -> String {
             }
         }
         WarningKind::Lost => format!("GPU {index} lost — not responding (fallen off the bus?)"),
+        WarningKind::IdleHolder {
+            pid,
+            user,
+            command,
+            vram,
+            idle_for,
+        } => format!(
+            "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
+            gib(*vram),
+            duration_short(*idle_for),
+            crate::ui::format::truncate(command, 40)
+        ),
+        WarningKind::StaleVram { used, held_for } => format!(
+            "GPU {index} {} GiB held by no process for {} — stale allocation?",
+            gib(*used),
+            duration_short(*held_for)
+        ),
     }
 }
 
@@ -307,7 +346,11 @@ mod tests {
 
     /// Feeds (seconds, used GiB, °C) readings in order, returning the warnings after each.
     fn run(readings: &[(u64, f64, u32)], slowdown: Option<u32>) -> Vec<Vec<Warning>> {
-        let th = Thresholds::default();
+        // These readings list no processes; stale-VRAM warnings are `etiquette`'s to test.
+        let th = Thresholds {
+            stale_min_vram: Bytes(u64::MAX),
+            ..Thresholds::default()
+        };
         let mut alarm = Alarm::default();
         let mut hist = GpuHistory::new(300);
         readings
@@ -316,7 +359,7 @@ mod tests {
                 let mut g = gpu(used, temp);
                 g.temperature_slowdown = slowdown.map(Celsius);
                 hist.push(t(s), &g);
-                let (next, w) = evaluate(&alarm, &g, &hist, &th, t(s));
+                let (next, w) = evaluate(&alarm, &g, &[], &hist, &th, t(s));
                 alarm = next;
                 w
             })
@@ -450,12 +493,12 @@ mod tests {
         let hist = GpuHistory::new(10);
         let mut g = GpuReading::absent(GpuId("GPU-a".into()), 1, "g");
         assert!(
-            evaluate(&Alarm::default(), &g, &hist, &th, t(0))
+            evaluate(&Alarm::default(), &g, &[], &hist, &th, t(0))
                 .1
                 .is_empty()
         );
         g.status = GpuStatus::Lost;
-        let w = evaluate(&Alarm::default(), &g, &hist, &th, t(0)).1;
+        let w = evaluate(&Alarm::default(), &g, &[], &hist, &th, t(0)).1;
         assert_eq!(severities(&w), vec![Severity::Critical]);
         assert_eq!(w[0].kind, WarningKind::Lost);
     }

@@ -26,8 +26,44 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     if areas.compact {
         draw_compact(frame, areas.gpus, state, shown, start, theme);
     } else {
-        draw_panels(frame, areas, state, shown, theme);
+        for (i, rect) in gpu_rects(state, areas) {
+            draw_panel(frame, rect, state, &state.gpus[i], theme);
+        }
     }
+}
+
+/// Where each shown GPU is drawn (its panel, or its line in compact mode), by position in
+/// `state.gpus`: what a mouse click is matched against.
+pub fn gpu_rects(state: &State, areas: &Areas) -> Vec<(usize, Rect)> {
+    let visible = visible_gpus(areas).max(1);
+    let start = first_shown(state, visible, areas.columns as usize);
+    let end = (start + visible).min(state.gpus.len());
+    let a = areas.gpus;
+    if a.height == 0 {
+        return Vec::new();
+    }
+    if areas.compact {
+        // Line 0 is the column titles.
+        return (start..end)
+            .map(|i| (i, Rect::new(a.x, a.y + 1 + (i - start) as u16, a.width, 1)))
+            .filter(|(_, r)| r.bottom() <= a.bottom())
+            .collect();
+    }
+    let columns = areas.columns.max(1) as usize;
+    let rows = (end - start).div_ceil(columns);
+    let row_areas = Layout::vertical(vec![Constraint::Length(PANEL_HEIGHT); rows]).split(a);
+    let mut out = Vec::new();
+    for (r, row_area) in row_areas.iter().enumerate() {
+        let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
+            .split(*row_area);
+        for (c, cell) in cells.iter().enumerate() {
+            let i = start + r * columns + c;
+            if i < end {
+                out.push((i, *cell));
+            }
+        }
+    }
+    out
 }
 
 /// The first GPU drawn: the scroll position, clamped so the last screenful is full, and
@@ -121,10 +157,16 @@ fn compact_line(
     theme: &Theme,
 ) -> Line<'static> {
     let severity = state.gpu_severity(&g.id);
-    let mut spans = vec![Span::styled(
-        format!("{:>3} ", g.index),
-        theme.severity(severity, theme.title),
-    )];
+    let focused = state.focus() == Some(&g.id);
+    let index_style = theme.severity(severity, theme.title);
+    let mut spans = vec![if focused {
+        Span::styled(
+            format!("▶{:>2} ", g.index),
+            index_style.patch(theme.selected),
+        )
+    } else {
+        Span::styled(format!("{:>3} ", g.index), index_style)
+    }];
     if cols.name > 0 {
         spans.push(Span::raw(format!(
             "{:<w$} ",
@@ -176,40 +218,28 @@ fn compact_line(
 
 // ---- full panels ---------------------------------------------------------------------
 
-fn draw_panels(
-    frame: &mut Frame,
-    areas: &Areas,
-    state: &State,
-    shown: &[GpuReading],
-    theme: &Theme,
-) {
-    let columns = areas.columns.max(1) as usize;
-    let rows = shown.len().div_ceil(columns);
-    let row_areas =
-        Layout::vertical(vec![Constraint::Length(PANEL_HEIGHT); rows]).split(areas.gpus);
-    for (row_area, chunk) in row_areas.iter().zip(shown.chunks(columns)) {
-        let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
-            .split(*row_area);
-        for (cell, gpu) in cells.iter().zip(chunk) {
-            draw_panel(frame, *cell, state, gpu, theme);
-        }
-    }
-}
-
 fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, theme: &Theme) {
     let severity = state.gpu_severity(&g.id);
-    let border = theme.severity(severity, theme.dim);
+    let focused = state.focus() == Some(&g.id);
+    let border = theme.severity(severity, if focused { theme.focus } else { theme.dim });
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_set(if severity.is_some() {
+        .border_set(if focused {
+            symbols::border::DOUBLE
+        } else if severity.is_some() {
             symbols::border::THICK
         } else {
             symbols::border::ROUNDED
         })
         .border_style(border)
         .title(Span::styled(
-            format!(" {} · {} ", g.index, g.name),
-            theme.severity(severity, theme.title),
+            format!(
+                " {}{} · {} ",
+                if focused { "▶ " } else { "" },
+                g.index,
+                g.name
+            ),
+            theme.severity(severity, if focused { theme.focus } else { theme.title }),
         ));
     // Who holds the GPU sits in the panel's top border, read together with the GPU's name.
     let name_width = g.name.chars().count() + 10;

@@ -19,6 +19,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             theme.critical,
         ));
     }
+    if state.config.readonly {
+        right.push(Span::styled(" READ-ONLY ", theme.title));
+    }
     if state.paused {
         right.push(Span::styled(" PAUSED ", theme.warning_badge));
     }

@@ -1,25 +1,24 @@
 //! The help overlay, generated from the keymap table so it can never drift from the keys.
+//! Two columns when one does not fit the height.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::Theme;
+use super::format::truncate;
 use crate::keymap::BINDINGS;
 
+const LABEL_WIDTH: usize = 11;
+
 pub fn draw(frame: &mut Frame, area: Rect, theme: &Theme) {
-    let lines: Vec<Line> = BINDINGS
-        .iter()
-        .map(|b| {
-            Line::from(vec![
-                Span::styled(format!(" {:<12}", b.label), theme.title),
-                Span::raw(b.help),
-            ])
-        })
-        .collect();
-    let height = (lines.len() as u16 + 2).min(area.height);
-    let width = 46.min(area.width);
+    let n = BINDINGS.len();
+    let room = area.height.saturating_sub(2).max(1) as usize;
+    let columns = if n <= room { 1 } else { 2 };
+    let per_column = n.div_ceil(columns);
+    let width = (if columns == 1 { 66 } else { 120 }).min(area.width);
+    let height = (per_column as u16 + 2).min(area.height);
     let popup = Rect::new(
         area.x + (area.width - width) / 2,
         area.y + (area.height - height) / 2,
@@ -27,12 +26,24 @@ pub fn draw(frame: &mut Frame, area: Rect, theme: &Theme) {
         height,
     );
     frame.render_widget(Clear, popup);
-    frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(" Help — keys (? or Esc to close) "),
-        ),
-        popup,
-    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" Help — keys (? or Esc to close) ");
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    let cells =
+        Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns]).split(inner);
+    for (cell, chunk) in cells.iter().zip(BINDINGS.chunks(per_column)) {
+        let help_width = (cell.width as usize).saturating_sub(LABEL_WIDTH + 2);
+        let lines: Vec<Line> = chunk
+            .iter()
+            .map(|b| {
+                Line::from(vec![
+                    Span::styled(format!(" {:<w$}", b.label, w = LABEL_WIDTH), theme.title),
+                    Span::raw(truncate(b.help, help_width)),
+                ])
+            })
+            .collect();
+        frame.render_widget(Paragraph::new(lines), *cell);
+    }
 }

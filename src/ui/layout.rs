@@ -30,6 +30,8 @@ pub struct Areas {
     pub gpus: Rect,
     pub warnings: Rect,
     pub table: Rect,
+    /// The filter / status line under the table; zero height when there is nothing to say.
+    pub footer: Rect,
     pub compact: bool,
     /// Panel grid columns (1 in compact mode).
     pub columns: u16,
@@ -76,7 +78,8 @@ fn compact_for(state: &State, area: Rect) -> bool {
 pub fn areas(state: &State, area: Rect) -> Areas {
     let compact = compact_for(state, area);
     let warn_h = warning_lines(state, area.height);
-    let reserved = 1 + warn_h + TABLE_CHROME + MIN_TABLE_ROWS;
+    let reserved =
+        1 + warn_h + TABLE_CHROME + MIN_TABLE_ROWS + u16::from(super::footer::visible(state));
     let room = area.height.saturating_sub(reserved);
     let (gpu_h, columns) = if compact {
         // One title line plus a line per GPU, scrolling when they do not all fit.
@@ -102,12 +105,16 @@ pub fn areas(state: &State, area: Rect) -> Areas {
     let header = take(1);
     let gpus = take(gpu_h);
     let warnings = take(warn_h);
-    let table = take(u16::MAX);
+    let footer_h = u16::from(super::footer::visible(state));
+    let used = 1 + gpus.height + warnings.height;
+    let table = take(area.height.saturating_sub(used + footer_h));
+    let footer = take(footer_h);
     Areas {
         header,
         gpus,
         warnings,
         table,
+        footer,
         compact,
         columns,
     }
@@ -133,4 +140,23 @@ pub fn visible_gpus(a: &Areas) -> usize {
     } else {
         (a.gpus.height / PANEL_HEIGHT) as usize * a.columns as usize
     }
+}
+
+/// The first process row on screen. The table keeps the selection in view by scrolling
+/// just far enough (what ratatui does from offset 0); the draw code and mouse clicks both
+/// use this, so they agree on which row is where.
+pub fn table_first_row(state: &State) -> usize {
+    first_row(
+        state.procs.selected_index(),
+        table_page_rows(state) as usize,
+    )
+}
+
+/// The same for the per-user table.
+pub fn users_first_row(state: &State) -> usize {
+    first_row(Some(state.user_selected), table_page_rows(state) as usize)
+}
+
+fn first_row(selected: Option<usize>, page: usize) -> usize {
+    selected.map_or(0, |s| s.saturating_sub(page.max(1) - 1))
 }

@@ -1,14 +1,17 @@
 //! Drawing: `draw(frame, &State, &Theme)` lays out the screen and calls one small function
 //! per panel. Reads state only: no I/O, no clock (time is `state.now`), no mutation.
 
+mod dialog;
+mod footer;
 pub mod format;
-mod gpus;
+pub mod gpus;
 mod header;
 mod help;
 pub mod layout;
 pub mod owners;
-mod table;
+pub mod table;
 pub mod theme;
+mod users;
 mod warnings_bar;
 
 use ratatui::Frame;
@@ -16,7 +19,7 @@ use ratatui::layout::{Alignment, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use crate::state::State;
+use crate::state::{Panel, State};
 pub use theme::Theme;
 
 pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
@@ -29,7 +32,14 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
     header::draw(frame, areas.header, state, theme);
     gpus::draw(frame, &areas, state, theme);
     warnings_bar::draw(frame, areas.warnings, state, theme);
-    table::draw(frame, areas.table, state, theme);
+    match state.panel {
+        Panel::Processes => table::draw(frame, areas.table, state, theme),
+        Panel::Users => users::draw(frame, areas.table, state, theme),
+    }
+    footer::draw(frame, areas.footer, state, theme);
+    if let Some(dialog) = &state.dialog {
+        dialog::draw(frame, area, dialog, theme);
+    }
     if state.show_help {
         help::draw(frame, area, theme);
     }

@@ -16,7 +16,7 @@ const FREE_MAX_MEMORY_RATIO: f64 = 0.05;
 /// user is unknown (another PID namespace) is listed by PID.
 pub fn owners(state: &State, gpu: &GpuReading) -> Vec<(String, Bytes)> {
     let mut by_user: Vec<(String, Bytes)> = Vec::new();
-    for row in state.procs.rows.iter().filter(|r| r.key.gpu == gpu.id) {
+    for row in state.procs.all.iter().filter(|r| r.key.gpu == gpu.id) {
         let name = row
             .user
             .clone()
@@ -36,7 +36,7 @@ pub fn owners(state: &State, gpu: &GpuReading) -> Vec<(String, Bytes)> {
 pub fn unattributed(state: &State, gpu: &GpuReading) -> Option<Bytes> {
     let used = gpu.memory_used?;
     let mut listed = Bytes(0);
-    for row in state.procs.rows.iter().filter(|r| r.key.gpu == gpu.id) {
+    for row in state.procs.all.iter().filter(|r| r.key.gpu == gpu.id) {
         listed = listed + row.vram?;
     }
     let rest = used.saturating_sub(listed);
@@ -46,7 +46,7 @@ pub fn unattributed(state: &State, gpu: &GpuReading) -> Option<Bytes> {
 /// A GPU nobody is using: no process, low util, almost no VRAM, and no warning.
 pub fn is_free(state: &State, gpu: &GpuReading) -> bool {
     gpu.status == GpuStatus::Ok
-        && !state.procs.rows.iter().any(|r| r.key.gpu == gpu.id)
+        && !state.procs.all.iter().any(|r| r.key.gpu == gpu.id)
         && gpu.util.is_some_and(|u| u.0 <= FREE_MAX_UTIL)
         && gpu
             .memory_ratio()

@@ -1,29 +1,87 @@
-//! The process table: one row per process per GPU, the sort column marked in the header,
-//! the current user's rows highlighted, the selection shown in reverse video.
+//! The process table: one row per process per GPU, the visible columns from the settings,
+//! the sort column marked in the header, the current user's rows highlighted, the
+//! selection in reverse video. Also the geometry mouse clicks are matched against.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 
 use super::Theme;
 use super::format::{bytes_short, elapsed, or_na};
 use crate::state::State;
-use crate::state::procs::{ProcRow, SortDir, SortKey, Visibility};
+use crate::state::procs::{Column, ProcRow, SortDir, Visibility};
 
-/// Columns in display order: (title, the sort key it shows, width; 0 = fill the rest).
-const COLUMNS: [(&str, Option<SortKey>, u16); 10] = [
-    ("GPU", Some(SortKey::Gpu), 3),
-    ("PID", Some(SortKey::Pid), 7),
-    ("USER", Some(SortKey::User), 9),
-    ("TYPE", None, 4),
-    ("VRAM", Some(SortKey::Vram), 6),
-    ("GPU%", Some(SortKey::GpuUtil), 4),
-    ("CPU%", Some(SortKey::Cpu), 6),
-    ("HOST MEM", Some(SortKey::HostMemory), 8),
-    ("TIME", Some(SortKey::Time), 8),
-    ("COMMAND", Some(SortKey::Command), 0),
-];
+/// Space between columns.
+const SPACING: u16 = 1;
+
+fn title(c: Column) -> &'static str {
+    match c {
+        Column::Gpu => "GPU",
+        Column::Pid => "PID",
+        Column::User => "USER",
+        Column::Type => "TYPE",
+        Column::Vram => "VRAM",
+        Column::GpuUtil => "GPU%",
+        Column::Cpu => "CPU%",
+        Column::HostMemory => "HOST MEM",
+        Column::Time => "TIME",
+        Column::Command => "COMMAND",
+    }
+}
+
+/// Width in cells; the command takes whatever is left.
+fn width(c: Column) -> Constraint {
+    match c {
+        Column::Gpu => Constraint::Length(3),
+        Column::Pid => Constraint::Length(7),
+        Column::User => Constraint::Length(9),
+        Column::Type => Constraint::Length(4),
+        Column::Vram => Constraint::Length(6),
+        Column::GpuUtil => Constraint::Length(4),
+        Column::Cpu => Constraint::Length(6),
+        Column::HostMemory => Constraint::Length(8),
+        Column::Time => Constraint::Length(8),
+        Column::Command => Constraint::Fill(1),
+    }
+}
+
+/// Numbers read best right-aligned (header and values alike); names and the command left.
+fn right_aligned(c: Column) -> bool {
+    matches!(
+        c,
+        Column::Pid
+            | Column::Vram
+            | Column::GpuUtil
+            | Column::Cpu
+            | Column::HostMemory
+            | Column::Time
+    )
+}
+
+fn cell_text(c: Column, r: &ProcRow) -> String {
+    match c {
+        Column::Gpu => r.gpu_index.to_string(),
+        Column::Pid => r.key.pid.to_string(),
+        Column::User => r.user.clone().unwrap_or_else(|| "?".into()),
+        Column::Type => r.kind.label().to_string(),
+        Column::Vram => or_na(r.vram, bytes_short),
+        Column::GpuUtil => or_na(r.gpu_util, |u| format!("{u}%")),
+        Column::Cpu => or_na(r.cpu, |c| format!("{c:.1}")),
+        Column::HostMemory => or_na(r.host_memory, bytes_short),
+        Column::Time => or_na(r.elapsed, elapsed),
+        Column::Command => r.command.clone(),
+    }
+}
+
+/// The x-ranges of the visible columns within `area` (the same split the table widget
+/// makes), for matching mouse clicks on the header.
+pub fn column_spans(columns: &[Column], area: Rect) -> Vec<(Column, Rect)> {
+    let rects = Layout::horizontal(columns.iter().map(|c| width(*c)))
+        .spacing(SPACING)
+        .split(area);
+    columns.iter().copied().zip(rects.iter().copied()).collect()
+}
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let table = &state.procs;
@@ -31,48 +89,68 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         SortDir::Ascending => "▲",
         SortDir::Descending => "▼",
     };
-    let title = format!(
-        " Processes ({}) · sorted by {} {arrow} · s/S sort, r reverse, ? help ",
-        table.rows.len(),
+    let count = if table.rows.len() == table.all.len() {
+        table.rows.len().to_string()
+    } else {
+        format!("{} of {}", table.rows.len(), table.all.len())
+    };
+    let mut title = format!(
+        " Processes ({count}) · sorted by {} {arrow}",
         table.sort.name()
     );
+    if let Some(gpu) = state
+        .focus()
+        .and_then(|id| state.gpus.iter().find(|g| &g.id == id))
+    {
+        title += &format!(" · GPU {} only", gpu.index);
+    }
+    if let Some(user) = &table.view.user {
+        title += &format!(" · user {user}");
+    }
+    title += if table.view.is_everything() {
+        " · ? help "
+    } else {
+        " · Esc: show all "
+    };
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.dim)
         .title(Span::styled(title, theme.title));
 
-    let header = Row::new(COLUMNS.iter().enumerate().map(|(i, (name, key, _))| {
-        let (text, style) = if *key == Some(table.sort) {
-            (format!("{name}{arrow}"), theme.sorted_column)
+    let columns = &state.config.columns;
+    let header = Row::new(columns.iter().map(|c| {
+        let (text, style) = if c.sort_key() == Some(table.sort) {
+            (format!("{}{arrow}", title_of(*c)), theme.sorted_column)
         } else {
-            (name.to_string(), theme.table_header)
+            (title_of(*c).to_string(), theme.table_header)
         };
-        aligned(i, Line::styled(text, style))
+        aligned(*c, Line::styled(text, style))
     }));
     let rows = table.rows.iter().map(|r| row(state, r, theme));
-    let widths = COLUMNS.map(|(_, _, w)| {
-        if w == 0 {
-            Constraint::Fill(1)
-        } else {
-            Constraint::Length(w)
-        }
-    });
-    let widget = Table::new(rows, widths)
+    let widget = Table::new(rows, columns.iter().map(|c| width(*c)))
         .header(header)
         .block(block)
-        .column_spacing(1)
+        .column_spacing(SPACING)
         .row_highlight_style(theme.selected);
-    let mut view = TableState::default().with_selected(table.selected_index());
+    let mut view = TableState::default()
+        .with_offset(super::layout::table_first_row(state))
+        .with_selected(table.selected_index());
     frame.render_stateful_widget(widget, area, &mut view);
     if table.rows.is_empty() && area.height > 2 {
         let msg = Rect::new(area.x + 1, area.y + 2, area.width.saturating_sub(2), 1);
         let text = if state.now.is_none() {
             "waiting for the first sample…"
-        } else {
+        } else if table.all.is_empty() {
             "no GPU processes"
+        } else {
+            "no process matches (Esc shows all)"
         };
         frame.render_widget(Line::styled(text, theme.dim), msg);
     }
+}
+
+fn title_of(c: Column) -> &'static str {
+    title(c)
 }
 
 fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {
@@ -82,29 +160,20 @@ fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {
         Visibility::Visible => theme.text,
         Visibility::OtherNamespace | Visibility::Hidden => theme.dim,
     };
-    let cells = [
-        r.gpu_index.to_string(),
-        r.key.pid.to_string(),
-        r.user.clone().unwrap_or_else(|| "?".into()),
-        r.kind.label().to_string(),
-        or_na(r.vram, bytes_short),
-        or_na(r.gpu_util, |u| format!("{u}%")),
-        or_na(r.cpu, |c| format!("{c:.1}")),
-        or_na(r.host_memory, bytes_short),
-        or_na(r.elapsed, elapsed),
-        r.command.clone(),
-    ];
     Row::new(
-        cells
-            .into_iter()
-            .enumerate()
-            .map(|(i, text)| aligned(i, Line::from(text))),
+        state
+            .config
+            .columns
+            .iter()
+            .map(|c| aligned(*c, Line::from(cell_text(*c, r)))),
     )
     .style(style)
 }
 
-/// Numbers read best right-aligned (header and values alike); names and the command left.
-fn aligned(column: usize, line: Line<'static>) -> Cell<'static> {
-    let right = matches!(column, 1 | 4 | 5 | 6 | 7 | 8);
-    Cell::from(if right { line.right_aligned() } else { line })
+fn aligned(c: Column, line: Line<'static>) -> Cell<'static> {
+    Cell::from(if right_aligned(c) {
+        line.right_aligned()
+    } else {
+        line
+    })
 }

@@ -1,5 +1,6 @@
-//! Styles for every role on screen, in two flavours: the 16 ANSI colours, and monochrome
-//! (`NO_COLOR`, `--no-color`) where warnings still stand out through bold and reverse video.
+//! Styles for every role on screen, in three flavours: the 16 ANSI colours for a dark
+//! background, the same for a light one, and monochrome (`NO_COLOR`, `--no-color`) where
+//! warnings still stand out through bold and reverse video.
 
 use ratatui::style::{Color, Modifier, Style};
 
@@ -30,6 +31,8 @@ pub struct Theme {
     pub warning_badge: Style,
     pub critical_badge: Style,
     pub selected: Style,
+    /// The focused GPU's panel.
+    pub focus: Style,
     pub own_process: Style,
     pub table_header: Style,
     pub sorted_column: Style,
@@ -46,8 +49,7 @@ impl Theme {
     pub fn named(name: ThemeName) -> Theme {
         match name {
             ThemeName::Dark => Self::ansi(),
-            // TODO(issue 4): a palette tuned for light backgrounds.
-            ThemeName::Light => Self::ansi(),
+            ThemeName::Light => Self::light(),
             ThemeName::Mono => Self::mono(),
         }
     }
@@ -71,11 +73,43 @@ impl Theme {
                 .bg(Color::Red)
                 .add_modifier(Modifier::BOLD),
             selected: Style::new().add_modifier(Modifier::REVERSED),
+            focus: fg(Color::LightCyan).add_modifier(Modifier::BOLD),
             own_process: fg(Color::Cyan).add_modifier(Modifier::BOLD),
             table_header: Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
             sorted_column: fg(Color::Cyan).add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
             spark_temp: fg(Color::Red),
             spark_power: fg(Color::Yellow),
+            spark_util: fg(Color::Green),
+        }
+    }
+
+    /// The same roles on a white background: dark text, and no yellow or cyan text (both
+    /// wash out on white); yellow survives only as a background behind black text.
+    fn light() -> Theme {
+        let fg = |c| Style::new().fg(c);
+        Theme {
+            text: fg(Color::Black),
+            dim: fg(Color::DarkGray),
+            title: fg(Color::Black).add_modifier(Modifier::BOLD),
+            header_bar: Style::new().fg(Color::White).bg(Color::Blue),
+            good: fg(Color::Green),
+            warning: fg(Color::Magenta).add_modifier(Modifier::BOLD),
+            critical: fg(Color::Red).add_modifier(Modifier::BOLD),
+            warning_badge: Style::new()
+                .fg(Color::Black)
+                .bg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+            critical_badge: Style::new()
+                .fg(Color::White)
+                .bg(Color::Red)
+                .add_modifier(Modifier::BOLD),
+            selected: Style::new().add_modifier(Modifier::REVERSED),
+            own_process: fg(Color::Blue).add_modifier(Modifier::BOLD),
+            focus: fg(Color::Blue).add_modifier(Modifier::BOLD),
+            table_header: fg(Color::Black).add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            sorted_column: fg(Color::Blue).add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            spark_temp: fg(Color::Red),
+            spark_power: fg(Color::Magenta),
             spark_util: fg(Color::Green),
         }
     }
@@ -96,6 +130,7 @@ impl Theme {
             critical_badge: Style::new()
                 .add_modifier(Modifier::REVERSED | Modifier::BOLD | Modifier::SLOW_BLINK),
             selected: Style::new().add_modifier(Modifier::REVERSED),
+            focus: bold,
             own_process: bold,
             table_header: Style::new().add_modifier(Modifier::UNDERLINED),
             sorted_column: Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD),
@@ -122,5 +157,48 @@ impl Theme {
             Some(_) => self.good,
             None => self.dim,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn light_text_is_dark_and_never_yellow_or_cyan() {
+        let light = Theme::named(ThemeName::Light);
+        assert_eq!(light.text.fg, Some(Color::Black));
+        for style in [
+            light.text,
+            light.dim,
+            light.title,
+            light.good,
+            light.warning,
+            light.critical,
+            light.own_process,
+            light.focus,
+            light.table_header,
+            light.sorted_column,
+            light.spark_temp,
+            light.spark_power,
+            light.spark_util,
+        ] {
+            assert!(
+                !matches!(
+                    style.fg,
+                    Some(
+                        Color::Yellow
+                            | Color::LightYellow
+                            | Color::Cyan
+                            | Color::LightCyan
+                            | Color::White
+                    )
+                ),
+                "{style:?} washes out on white"
+            );
+        }
+        // Warnings stay distinct from critical alerts and from plain text.
+        assert_ne!(light.warning, light.critical);
+        assert_ne!(light.warning.fg, light.text.fg);
     }
 }

@@ -3,6 +3,19 @@
 
 pub mod tmux;
 
+/// A HOME with no config file in it, so a developer's own ~/.config/gpuwatch never changes
+/// what a test sees (a missing default config file is fine).
+pub const EMPTY_HOME: &str = "/nonexistent/gpuwatch-test-home";
+
+/// The binary with a clean environment: only PATH, and HOME pointing at nothing.
+pub fn clean_command() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_gpuwatch"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", EMPTY_HOME);
+    cmd
+}
+
 use std::time::{Duration, SystemTime};
 
 use gpuwatch::source::GpuSource;

@@ -28,13 +28,12 @@ impl Tmux {
                 &h.to_string(),
             ])
             .args([
+                // A clean environment: no NO_COLOR, RUST_BACKTRACE or GPUWATCH_* from the
+                // caller, and a HOME without a config file.
                 "env",
-                "-u",
-                "NO_COLOR",
-                "-u",
-                "RUST_BACKTRACE",
-                "-u",
-                "RUST_LIB_BACKTRACE",
+                "-i",
+                &format!("PATH={}", std::env::var("PATH").unwrap_or_default()),
+                &format!("HOME={}", super::EMPTY_HOME),
                 "PS1=READY$ ",
                 "TERM=xterm-256color",
                 "bash",

@@ -1,0 +1,192 @@
+//! `gpuwatch config init` and `gpuwatch config check`: the commented default file (written
+//! from the real defaults, so it cannot drift from them), writing it without clobbering,
+//! and checking a file exactly as a normal start would read it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::values::theme_config_name;
+use super::{DEFAULT_HISTORY, DEFAULT_INTERVAL, DEFAULT_SORT, Env, Settings, SettingsError};
+use crate::cli::{Cli, ConfigCommand};
+use crate::state::procs::{Column, SortDir};
+use crate::state::warnings::Thresholds;
+use crate::ui::theme::ThemeName;
+use crate::units::Bytes;
+
+/// The file `config init` writes: every key, set to its default, with what it means.
+pub fn default_file_text() -> String {
+    let t = Thresholds::default();
+    let dur = |d: Duration| format!("\"{}\"", humantime::format_duration(d));
+    let columns: Vec<_> = Column::ALL
+        .iter()
+        .map(|c| format!("\"{}\"", c.config_name()))
+        .collect();
+    // Only columns that can be sorted by (not `type`).
+    let column_names: Vec<_> = Column::ALL
+        .iter()
+        .filter(|c| c.sort_key().is_some())
+        .map(|c| c.config_name())
+        .collect();
+    format!(
+        r#"# gpuwatch settings. Every value below is the default; delete a line to go back to it.
+# A flag (see gpuwatch --help) beats the environment (GPUWATCH_<FLAG>), which beats this file.
+# Durations: "500ms", "2s", "5m", "1h", or a number of seconds.
+# Sizes: "1GiB", "512MiB", or a number of GiB.
+
+# Time between samples, at least 100ms (--interval).
+interval = {interval}
+# How far back sparklines and VRAM trends reach (--history).
+history = {history}
+# Start with one line per GPU instead of panels (--compact).
+compact = false
+# Never send signals to processes (--readonly).
+readonly = false
+# Let the mouse select rows and scroll; off keeps text selection in tmux working (--mouse).
+mouse = false
+# "dark" or "light" for the terminal's background, or "mono" for no colour (--theme).
+# NO_COLOR or --no-color always means mono.
+theme = "{theme}"
+
+[sort]
+# Column the process table starts sorted by (--sort): {column_list}.
+column = "{sort}"
+# Largest first. A --sort flag uses its column's own direction instead.
+descending = {descending}
+
+[columns]
+# Process-table columns shown, in this order; at least one.
+visible = [{columns}]
+
+[thresholds]
+# VRAM use (%) that warns (--oom-warn) and that is critical (--oom-critical).
+oom_warn_percent = {oom_warn}
+oom_critical_percent = {oom_critical}
+# Also warn when VRAM would be full this soon at its recent growth rate (--oom-time-to-full).
+oom_time_to_full = {ttf}
+# °C that warns (--temp-warn), and that is critical once held for temp_hold (--temp-critical,
+# --temp-hold); a GPU's own lower slowdown temperature is used instead of temp_critical.
+temp_warn = {temp_warn}
+temp_critical = {temp_critical}
+temp_hold = {temp_hold}
+# A process holding at least idle_min_vram on a GPU idle for idle_after is reported as
+# holding it idle (--idle-min-vram, --idle-after).
+idle_min_vram = {idle_min}
+idle_after = {idle_after}
+# VRAM in use with no process listed, at least stale_min_vram for stale_after, is reported as
+# a stale allocation (--stale-min-vram, --stale-after).
+stale_min_vram = {stale_min}
+stale_after = {stale_after}
+"#,
+        interval = dur(DEFAULT_INTERVAL),
+        history = dur(DEFAULT_HISTORY),
+        theme = theme_config_name(ThemeName::Dark),
+        column_list = column_names.join(", "),
+        sort = DEFAULT_SORT.config_name(),
+        descending = DEFAULT_SORT.default_direction() == SortDir::Descending,
+        columns = columns.join(", "),
+        oom_warn = t.oom_warn_percent,
+        oom_critical = t.oom_critical_percent,
+        ttf = dur(t.oom_time_to_full),
+        temp_warn = t.temp_warn,
+        temp_critical = t.temp_critical,
+        temp_hold = dur(t.temp_hold),
+        idle_min = size(t.idle_min_vram),
+        idle_after = dur(t.idle_after),
+        stale_min = size(t.stale_min_vram),
+        stale_after = dur(t.stale_after),
+    )
+}
+
+/// `"1GiB"`, `"512MiB"`: the largest binary unit that divides the size exactly.
+fn size(b: Bytes) -> String {
+    for (unit, scale) in [
+        ("GiB", Bytes::GIB),
+        ("MiB", Bytes::MIB),
+        ("KiB", Bytes::KIB),
+    ] {
+        if b.0.is_multiple_of(scale) {
+            return format!("\"{}{unit}\"", b.0 / scale);
+        }
+    }
+    format!("\"{}KiB\"", b.0 as f64 / Bytes::KIB as f64)
+}
+
+/// Why `config init` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error("{0}: already exists; use --force to replace it")]
+    Exists(PathBuf),
+    #[error("cannot write {path}: {err}")]
+    Write { path: PathBuf, err: std::io::Error },
+}
+
+/// Writes the default file to `path`, making its folders; refuses to replace a file
+/// unless `force`.
+pub fn init_file(path: &Path, force: bool) -> Result<(), InitError> {
+    let write_err = |err| InitError::Write {
+        path: path.to_path_buf(),
+        err,
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(write_err)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    // create_new checks and creates in one step, so a file that appears meanwhile is kept.
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    let mut file = options.open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => InitError::Exists(path.to_path_buf()),
+        _ => write_err(e),
+    })?;
+    file.write_all(default_file_text().as_bytes())
+        .map_err(write_err)
+}
+
+/// Resolves `path` alone, as a start with no flags and no environment would: the file's
+/// own values against the defaults.
+pub fn check_file(path: &Path) -> Result<Settings, SettingsError> {
+    if let Err(e) = std::fs::metadata(path) {
+        return Err(SettingsError::new(
+            path.display().to_string(),
+            format!("cannot read: {e}"),
+            None,
+        ));
+    }
+    let mut cli = <Cli as clap::Parser>::parse_from(["gpuwatch"]);
+    cli.config = Some(path.to_path_buf());
+    Settings::resolve(&cli, &|_| None, true)
+}
+
+/// The outcome of `gpuwatch config …`: a line for stdout, or a line for stderr and an exit code.
+pub fn run_config_command(
+    action: &ConfigCommand,
+    cli: &Cli,
+    env: Env,
+) -> Result<String, (String, u8)> {
+    let (ConfigCommand::Init { path, .. } | ConfigCommand::Check { path }) = action;
+    let target = path
+        .clone()
+        .or_else(|| super::config_location(cli.config.as_deref(), env).map(|l| l.path))
+        .ok_or_else(|| {
+            (
+                "no config path: give one, or set HOME or XDG_CONFIG_HOME".to_string(),
+                2,
+            )
+        })?;
+    match action {
+        ConfigCommand::Init { force, .. } => match init_file(&target, *force) {
+            Ok(()) => Ok(target.display().to_string()),
+            Err(e @ InitError::Exists(_)) => Err((e.to_string(), 2)),
+            Err(e) => Err((e.to_string(), 1)),
+        },
+        ConfigCommand::Check { .. } => match check_file(&target) {
+            Ok(_) => Ok(format!("ok: {}", target.display())),
+            Err(e) => Err((e.to_string(), 2)),
+        },
+    }
+}

@@ -1,0 +1,154 @@
+//! Flag resolution without a file or an environment: values, defaults and messages.
+
+use super::*;
+use clap::Parser;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn resolve(args: &[&str]) -> Result<Settings, SettingsError> {
+    let mut argv = vec!["gpuwatch"];
+    argv.extend_from_slice(args);
+    Settings::resolve(&Cli::parse_from(argv), &no_env, true)
+}
+
+#[test]
+fn defaults() {
+    let s = resolve(&[]).unwrap();
+    assert_eq!(s.interval, Duration::from_secs(1));
+    assert_eq!(s.history_len(), 300);
+    assert_eq!(s.source, SourceKind::Nvml);
+    assert_eq!(s.theme, ThemeName::Dark);
+    assert!(!s.once && !s.readonly && !s.mouse && !s.compact);
+    assert_eq!(s.thresholds, Thresholds::default());
+    assert_eq!(s.columns, Column::ALL.to_vec());
+    assert_eq!((s.sort, s.sort_dir), (SortKey::Vram, SortDir::Descending));
+    assert_eq!(s.only, None);
+    assert_eq!(s.config_path, None, "no HOME, no file");
+    assert_eq!(s.pick, None);
+}
+
+#[test]
+fn intervals() {
+    assert_eq!(
+        resolve(&["--interval", "500ms"]).unwrap().interval,
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        resolve(&["--interval", "2s"]).unwrap().interval,
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        resolve(&["--interval", "2"]).unwrap().interval,
+        Duration::from_secs(2)
+    );
+    let err = resolve(&["--interval", "50ms"]).unwrap_err().to_string();
+    assert_eq!(err, "--interval: must be at least 100ms (got \"50ms\")");
+    let err = resolve(&["--interval", "soon"]).unwrap_err().to_string();
+    assert!(err.starts_with("--interval: not a duration"), "{err}");
+}
+
+#[test]
+fn history_len_follows_interval() {
+    let s = resolve(&["--interval", "500ms", "--history", "1m"]).unwrap();
+    assert_eq!(s.history_len(), 120);
+}
+
+#[test]
+fn bad_values_name_their_flag() {
+    for (args, flag) in [
+        (&["--demo-gpus", "0"][..], "--demo-gpus"),
+        (&["--demo-gpus", "65"][..], "--demo-gpus"),
+        (&["--oom-warn", "120"][..], "--oom-warn"),
+        (&["--oom-warn", "much"][..], "--oom-warn"),
+        (
+            &["--oom-warn", "95", "--oom-critical", "90"][..],
+            "--oom-critical",
+        ),
+        // The critical level was left at its default, so the warning level is what to change.
+        (&["--temp-warn", "95"][..], "--temp-warn"),
+        (&["--temp-warn=-3"][..], "--temp-warn"),
+        (&["--history", "10ms"][..], "--history"),
+        (&["--idle-after", "later"][..], "--idle-after"),
+        (&["--stale-min-vram", "lots"][..], "--stale-min-vram"),
+        (&["--only", "0,,1"][..], "--only"),
+        (&["pick", "-n", "0"][..], "--count"),
+        (&["pick", "--max-util", "101"][..], "--max-util"),
+        (&["pick", "--min-free", "some"][..], "--min-free"),
+    ] {
+        let err = resolve(args).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{flag}: ")), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn conflicts_say_what_the_other_value_is() {
+    assert_eq!(
+        resolve(&["--temp-warn", "95"]).unwrap_err().to_string(),
+        "--temp-warn: must not be above --temp-critical, which is 90 (got \"95\")"
+    );
+    assert_eq!(
+        resolve(&["--oom-warn", "95", "--oom-critical", "90"])
+            .unwrap_err()
+            .to_string(),
+        "--oom-critical: must not be below --oom-warn, which is 95 (got \"90\")"
+    );
+}
+
+#[test]
+fn values_that_quote_themselves_are_not_repeated() {
+    assert_eq!(
+        resolve(&["--only", "first"]).unwrap_err().to_string(),
+        "--only: \"first\" is neither a GPU index nor a UUID"
+    );
+}
+
+#[test]
+fn theme_and_once_resolution() {
+    let cli = Cli::parse_from(["gpuwatch", "--theme", "light"]);
+    let env = |value: &'static str| move |name: &str| (name == "NO_COLOR").then(|| value.into());
+    assert_eq!(
+        Settings::resolve(&cli, &env("1"), true).unwrap().theme,
+        ThemeName::Mono,
+        "NO_COLOR beats --theme"
+    );
+    assert_eq!(
+        Settings::resolve(&cli, &env(""), true).unwrap().theme,
+        ThemeName::Light,
+        "empty NO_COLOR is unset"
+    );
+    assert!(
+        Settings::resolve(&cli, &no_env, false).unwrap().once,
+        "not a TTY implies --once"
+    );
+    assert_eq!(
+        resolve(&["--no-color", "--theme", "light"]).unwrap().theme,
+        ThemeName::Mono
+    );
+    assert_eq!(resolve(&["--demo"]).unwrap().source, SourceKind::Demo);
+    assert!(resolve(&["--json"]).unwrap().once);
+}
+
+#[test]
+fn sort_flag_takes_its_columns_direction() {
+    let s = resolve(&["--sort", "user"]).unwrap();
+    assert_eq!((s.sort, s.sort_dir), (SortKey::User, SortDir::Ascending));
+    let s = resolve(&["--sort", "cpu"]).unwrap();
+    assert_eq!((s.sort, s.sort_dir), (SortKey::Cpu, SortDir::Descending));
+}
+
+#[test]
+fn clap_sort_names_are_the_sort_keys() {
+    let names: Vec<_> = SortKey::ALL.iter().map(|k| k.config_name()).collect();
+    assert_eq!(names, crate::cli::SORT_NAMES);
+    for name in crate::cli::THEME_NAMES {
+        assert!(theme_by_name(name).is_ok(), "{name}");
+    }
+}
+
+#[test]
+fn env_names_follow_the_flags() {
+    assert_eq!(env_var("temp-warn"), "GPUWATCH_TEMP_WARN");
+    assert_eq!(env_var("interval"), "GPUWATCH_INTERVAL");
+}

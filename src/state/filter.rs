@@ -1,0 +1,196 @@
+//! The process filter typed after `/`: plain words match user, command or PID; fields
+//! `user:` `gpu:` `cmd:` `pid:` and comparisons `vram>10G` `vram<1G` narrow further; all terms
+//! must hold (AND). Parsing and matching only; invalid text is an error to show, never a crash.
+
+use crate::pick::parse_size;
+use crate::state::procs::ProcRow;
+use crate::units::Bytes;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Term {
+    /// Matches user or command (case-insensitive substring) or PID (prefix).
+    Text(String),
+    User(String),
+    Gpu(Vec<u32>),
+    Command(String),
+    Pid(u32),
+    /// `vram>SIZE` (strictly) or `vram>=SIZE`; `inclusive` tells which.
+    VramAbove(Bytes, bool),
+    VramBelow(Bytes, bool),
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Filter {
+    terms: Vec<Term>,
+}
+
+const HELP: &str = "use words, user:NAME, gpu:N[,N], cmd:TEXT, pid:N, vram>SIZE, vram<SIZE";
+
+impl Filter {
+    /// Parses the filter line; an empty line is the empty filter (matches everything).
+    pub fn parse(text: &str) -> Result<Filter, String> {
+        let mut terms = Vec::new();
+        for word in text.split_whitespace() {
+            terms.push(parse_term(word)?);
+        }
+        Ok(Filter { terms })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    pub fn matches(&self, row: &ProcRow) -> bool {
+        self.terms.iter().all(|t| term_matches(t, row))
+    }
+}
+
+fn parse_term(word: &str) -> Result<Term, String> {
+    let lower = word.to_lowercase();
+    for (op, above, inclusive) in [
+        (">=", true, true),
+        ("<=", false, true),
+        (">", true, false),
+        ("<", false, false),
+    ] {
+        if let Some(rest) = lower.strip_prefix("vram").and_then(|r| r.strip_prefix(op)) {
+            let size = parse_size(rest).map_err(|e| format!("vram{op}: {e}"))?;
+            return Ok(if above {
+                Term::VramAbove(size, inclusive)
+            } else {
+                Term::VramBelow(size, inclusive)
+            });
+        }
+    }
+    let Some((field, value)) = lower.split_once(':') else {
+        return Ok(Term::Text(lower));
+    };
+    if value.is_empty() {
+        return Err(format!("{field}: needs a value ({HELP})"));
+    }
+    match field {
+        "user" | "u" => Ok(Term::User(value.to_string())),
+        "cmd" | "command" | "c" => Ok(Term::Command(value.to_string())),
+        "gpu" | "g" => value
+            .split(',')
+            .map(|v| {
+                v.parse::<u32>()
+                    .map_err(|_| format!("gpu: {v:?} is not a GPU index"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Term::Gpu),
+        "pid" | "p" => value
+            .parse::<u32>()
+            .map(Term::Pid)
+            .map_err(|_| format!("pid: {value:?} is not a PID")),
+        other => Err(format!("unknown filter field {other:?} ({HELP})")),
+    }
+}
+
+fn term_matches(term: &Term, row: &ProcRow) -> bool {
+    let user = row.user.as_deref().unwrap_or("").to_lowercase();
+    match term {
+        Term::Text(t) => {
+            user.contains(t.as_str())
+                || row.command.to_lowercase().contains(t.as_str())
+                || row.key.pid.to_string().starts_with(t.as_str())
+        }
+        Term::User(u) => user == *u,
+        Term::Gpu(list) => list.contains(&row.gpu_index),
+        Term::Command(c) => row.command.to_lowercase().contains(c.as_str()),
+        Term::Pid(p) => row.key.pid == *p,
+        Term::VramAbove(b, inclusive) => {
+            row.vram.is_some_and(|v| v > *b || (*inclusive && v == *b))
+        }
+        Term::VramBelow(b, inclusive) => {
+            row.vram.is_some_and(|v| v < *b || (*inclusive && v == *b))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{GpuId, ProcKind};
+    use crate::state::procs::{ProcKey, Visibility};
+
+    fn row(pid: u32, gpu: u32, user: &str, cmd: &str, vram_gib: f64) -> ProcRow {
+        ProcRow {
+            key: ProcKey {
+                pid,
+                started: None,
+                gpu: GpuId(format!("GPU-{gpu}")),
+            },
+            gpu_index: gpu,
+            kind: ProcKind::Compute,
+            vram: Some(Bytes::from_gib(vram_gib)),
+            gpu_util: None,
+            cpu: None,
+            host_memory: None,
+            elapsed: None,
+            user: Some(user.into()),
+            uid: Some(1000),
+            command: cmd.into(),
+            visibility: Visibility::Visible,
+        }
+    }
+
+    fn pids(filter: &str) -> Vec<u32> {
+        let rows = [
+            row(1000, 0, "alice", "python train.py", 70.0),
+            row(2020, 2, "bob", "python finetune.py", 40.0),
+            row(3030, 3, "carol", "./bench_matmul", 52.0),
+            row(4000, 4, "dave", "jupyter kernel", 0.5),
+        ];
+        let f = Filter::parse(filter).unwrap();
+        rows.iter()
+            .filter(|r| f.matches(r))
+            .map(|r| r.key.pid)
+            .collect()
+    }
+
+    #[test]
+    fn plain_words_match_user_command_or_pid() {
+        assert_eq!(pids(""), vec![1000, 2020, 3030, 4000]);
+        assert_eq!(pids("ALICE"), vec![1000]);
+        assert_eq!(pids("python"), vec![1000, 2020]);
+        assert_eq!(pids("30"), vec![3030]);
+    }
+
+    #[test]
+    fn fields_and_comparisons_combine_with_and() {
+        assert_eq!(pids("user:bob"), vec![2020]);
+        assert_eq!(pids("user:bo"), Vec::<u32>::new(), "user: is an exact name");
+        assert_eq!(pids("gpu:3"), vec![3030]);
+        assert_eq!(pids("gpu:0,4"), vec![1000, 4000]);
+        assert_eq!(pids("cmd:python vram>50G"), vec![1000]);
+        assert_eq!(pids("vram<1G"), vec![4000]);
+        assert_eq!(pids("vram>40GiB"), vec![1000, 3030]);
+        assert_eq!(pids("vram>=40GiB"), vec![1000, 2020, 3030]);
+        assert_eq!(pids("pid:2020"), vec![2020]);
+    }
+
+    #[test]
+    fn invalid_syntax_is_an_error_message() {
+        assert!(
+            Filter::parse("foo:bar")
+                .unwrap_err()
+                .starts_with("unknown filter field \"foo\"")
+        );
+        assert_eq!(
+            Filter::parse("gpu:x").unwrap_err(),
+            "gpu: \"x\" is not a GPU index"
+        );
+        assert!(
+            Filter::parse("vram>lots")
+                .unwrap_err()
+                .starts_with("vram>:")
+        );
+        assert!(
+            Filter::parse("user:")
+                .unwrap_err()
+                .starts_with("user: needs a value")
+        );
+        assert!(Filter::parse("pid:abc").is_err());
+    }
+}

@@ -1,0 +1,78 @@
+//! The per-user table (`u`): who holds how much, where, and how much of it sits idle.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Row, Table, TableState};
+
+use super::Theme;
+use super::format::{bytes_short, elapsed};
+use crate::state::State;
+
+pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let rows = state.user_rows();
+    let title = format!(
+        " Users ({}) · by VRAM · Enter: their processes · u: back ",
+        rows.len()
+    );
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.dim)
+        .title(Span::styled(title, theme.title));
+    // Numbers are right-aligned, their titles too.
+    let header = Row::new(
+        [
+            "USER",
+            "GPUS",
+            "VRAM",
+            "PROCS",
+            "GPU%",
+            "LONGEST",
+            "IDLE VRAM",
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let line = Line::styled(h, theme.table_header);
+            if i >= 2 { line.right_aligned() } else { line }
+        }),
+    );
+    let body = rows.iter().map(|u| {
+        let own = state.config.current_user.as_deref() == Some(u.user.as_str());
+        let gpus: Vec<String> = u.gpus.iter().map(u32::to_string).collect();
+        let idle_style = if u.idle_vram.0 > 0 {
+            theme.warning
+        } else {
+            theme.text
+        };
+        Row::new(vec![
+            Line::from(u.user.clone()),
+            Line::from(gpus.join(",")),
+            Line::from(bytes_short(u.vram)).right_aligned(),
+            Line::from(u.processes.to_string()).right_aligned(),
+            Line::from(format!("{}%", u.gpu_util)).right_aligned(),
+            Line::from(u.longest.map(elapsed).unwrap_or_default()).right_aligned(),
+            Line::styled(bytes_short(u.idle_vram), idle_style).right_aligned(),
+        ])
+        .style(if own { theme.own_process } else { theme.text })
+    });
+    let widths = [
+        Constraint::Length(12),
+        Constraint::Length(16),
+        Constraint::Length(7),
+        Constraint::Length(5),
+        Constraint::Length(6),
+        Constraint::Length(8),
+        Constraint::Length(9),
+    ];
+    let table = Table::new(body, widths)
+        .header(header)
+        .block(block)
+        .column_spacing(1)
+        .row_highlight_style(theme.selected);
+    let selected = (!rows.is_empty()).then_some(state.user_selected.min(rows.len() - 1));
+    let mut view = TableState::default()
+        .with_offset(super::layout::users_first_row(state))
+        .with_selected(selected);
+    frame.render_stateful_widget(table, area, &mut view);
+}

@@ -1,0 +1,501 @@
+//! Settings from flags, environment, the config file and defaults (flag > env > file >
+//! default), every kind of config error naming file, line and key, and the `config`,
+//! `completions` and `pick` subcommands run through the binary. No test reads the real HOME.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use clap::Parser;
+use gpuwatch::cli::Cli;
+use gpuwatch::config::{Settings, check_file, default_file_text};
+use gpuwatch::state::procs::{Column, SortDir, SortKey};
+use gpuwatch::state::warnings::Thresholds;
+use gpuwatch::ui::theme::ThemeName;
+use gpuwatch::units::Bytes;
+use predicates::prelude::*;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/config")
+        .join(name)
+}
+
+/// Resolves `args` against exactly the variables in `vars`.
+fn resolve(args: &[&str], vars: &[(&str, &str)]) -> Result<Settings, String> {
+    let vars: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let cli = Cli::try_parse_from(std::iter::once("gpuwatch").chain(args.iter().copied()))
+        .map_err(|e| e.to_string())?;
+    Settings::resolve(&cli, &|name| vars.get(name).cloned(), true).map_err(|e| e.to_string())
+}
+
+fn resolve_file(path: &Path) -> Result<Settings, String> {
+    resolve(&["--config", path.to_str().unwrap()], &[])
+}
+
+/// A config home holding `gpuwatch/config.toml` with `text`, found as XDG_CONFIG_HOME.
+fn config_home(text: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("gpuwatch")).unwrap();
+    std::fs::write(dir.path().join("gpuwatch/config.toml"), text).unwrap();
+    dir
+}
+
+#[test]
+fn interval_flag_beats_env_beats_file_beats_default() {
+    let home = config_home("interval = \"3s\"\n");
+    let xdg = home.path().to_str().unwrap();
+    let interval = |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().interval;
+    assert_eq!(interval(&[], &[]), Duration::from_secs(1), "default");
+    assert_eq!(
+        interval(&[], &[("XDG_CONFIG_HOME", xdg)]),
+        Duration::from_secs(3),
+        "file"
+    );
+    let env = [("XDG_CONFIG_HOME", xdg), ("GPUWATCH_INTERVAL", "4s")];
+    assert_eq!(interval(&[], &env), Duration::from_secs(4), "env");
+    assert_eq!(
+        interval(&["-i", "5s"], &env),
+        Duration::from_secs(5),
+        "flag"
+    );
+    // An empty variable counts as unset, so the file shows through again.
+    let empty = [("XDG_CONFIG_HOME", xdg), ("GPUWATCH_INTERVAL", "")];
+    assert_eq!(interval(&[], &empty), Duration::from_secs(3));
+}
+
+#[test]
+fn threshold_flag_beats_env_beats_file_beats_default() {
+    let home = config_home("[thresholds]\ntemp_warn = 70\nidle_after = \"10m\"\n");
+    let xdg = home.path().to_str().unwrap();
+    let temp_warn =
+        |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().thresholds.temp_warn;
+    assert_eq!(temp_warn(&[], &[]), 85, "default");
+    assert_eq!(temp_warn(&[], &[("XDG_CONFIG_HOME", xdg)]), 70, "file");
+    let env = [("XDG_CONFIG_HOME", xdg), ("GPUWATCH_TEMP_WARN", "75")];
+    assert_eq!(temp_warn(&[], &env), 75, "env");
+    assert_eq!(temp_warn(&["--temp-warn", "80"], &env), 80, "flag");
+    let s = resolve(&["--idle-min-vram", "2GiB"], &env).unwrap();
+    assert_eq!(s.thresholds.idle_after, Duration::from_secs(600), "file");
+    assert_eq!(s.thresholds.idle_min_vram, Bytes(2 * Bytes::GIB), "flag");
+}
+
+#[test]
+fn switches_from_env_can_turn_the_file_off() {
+    let home = config_home("compact = true\nmouse = true\n");
+    let xdg = home.path().to_str().unwrap();
+    let s = resolve(&[], &[("XDG_CONFIG_HOME", xdg), ("GPUWATCH_COMPACT", "0")]).unwrap();
+    assert!(!s.compact && s.mouse);
+    let err = resolve(&[], &[("GPUWATCH_READONLY", "maybe")]).unwrap_err();
+    assert_eq!(
+        err,
+        "GPUWATCH_READONLY: not a switch: use 1, true, yes, on or 0, false, no, off (got \"maybe\")"
+    );
+    assert!(
+        resolve(&["--readonly"], &[("GPUWATCH_READONLY", "no")])
+            .unwrap()
+            .readonly
+    );
+}
+
+#[test]
+fn config_file_location() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().to_str().unwrap();
+    // Nothing at the usual place is fine.
+    assert_eq!(resolve(&[], &[("HOME", h)]).unwrap().config_path, None);
+    let file = home.path().join(".config/gpuwatch/config.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "theme = \"mono\"\n").unwrap();
+    let s = resolve(&[], &[("HOME", h)]).unwrap();
+    assert_eq!(
+        (s.config_path, s.theme),
+        (Some(file.clone()), ThemeName::Mono)
+    );
+    // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
+    let s = resolve(&[], &[("HOME", h), ("XDG_CONFIG_HOME", "rel")]).unwrap();
+    assert_eq!(s.config_path, Some(file.clone()));
+    // GPUWATCH_CONFIG and --config name a file that must exist.
+    let missing = home.path().join("missing.toml");
+    let m = missing.to_str().unwrap();
+    let err = resolve(&[], &[("HOME", h), ("GPUWATCH_CONFIG", m)]).unwrap_err();
+    assert!(
+        err.starts_with(&format!("GPUWATCH_CONFIG: cannot read {m}: ")),
+        "{err}"
+    );
+    let err = resolve(&["--config", m], &[]).unwrap_err();
+    assert!(
+        err.starts_with(&format!("--config: cannot read {m}: ")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_valid_file_sets_what_it_says() {
+    let s = resolve_file(&fixture("valid.toml")).unwrap();
+    assert_eq!(s.interval, Duration::from_secs(2));
+    assert_eq!(s.theme, ThemeName::Light);
+    assert!(s.readonly && s.mouse && !s.compact);
+    assert_eq!((s.sort, s.sort_dir), (SortKey::User, SortDir::Ascending));
+    assert_eq!(
+        s.columns,
+        [
+            Column::Gpu,
+            Column::Pid,
+            Column::User,
+            Column::Vram,
+            Column::Command
+        ]
+    );
+    assert_eq!(
+        s.thresholds,
+        Thresholds {
+            temp_warn: 80,
+            idle_min_vram: Bytes(512 * Bytes::MIB),
+            stale_after: Duration::from_secs(90),
+            ..Thresholds::default()
+        }
+    );
+    assert_eq!(s.config_path, Some(fixture("valid.toml")));
+}
+
+#[test]
+fn sort_direction_belongs_to_the_files_column() {
+    let home = config_home("[sort]\ncolumn = \"pid\"\ndescending = true\n");
+    let xdg = [("XDG_CONFIG_HOME", home.path().to_str().unwrap())];
+    let s = resolve(&[], &xdg).unwrap();
+    assert_eq!((s.sort, s.sort_dir), (SortKey::Pid, SortDir::Descending));
+    // A flag picks another column, which sorts its own way (CPU%: busiest first).
+    let s = resolve(&["--sort", "cpu"], &xdg).unwrap();
+    assert_eq!((s.sort, s.sort_dir), (SortKey::Cpu, SortDir::Descending));
+    let s = resolve(&["--sort", "user"], &xdg).unwrap();
+    assert_eq!((s.sort, s.sort_dir), (SortKey::User, SortDir::Ascending));
+}
+
+#[test]
+fn every_file_error_names_file_line_and_key() {
+    for (name, message) in [
+        (
+            "unknown_key.toml",
+            "4: thresholds.temp_wran: unknown key (known keys here: oom_warn_percent, \
+             oom_critical_percent, oom_time_to_full, temp_warn, temp_critical, temp_hold, \
+             idle_min_vram, idle_after, stale_min_vram, stale_after)",
+        ),
+        (
+            "wrong_type.toml",
+            "2: compact: expected a boolean, not string \"yes\"",
+        ),
+        (
+            "bad_duration.toml",
+            "3: thresholds.temp_hold: not a duration like 500ms, 2s or 5m: expected number at 0 \
+             (got \"half a minute\")",
+        ),
+        (
+            "bad_size.toml",
+            "3: thresholds.idle_min_vram: unknown size unit \"gb-ish\" in \"1 GB-ish\" (use GiB, MiB)",
+        ),
+        (
+            "bad_column.toml",
+            "4: columns.visible: unknown column; use one of gpu, pid, user, type, vram, gpu_util, \
+             cpu, host_memory, time, command (got \"gpu_memory\")",
+        ),
+        (
+            "warn_above_critical.toml",
+            "7: thresholds.temp_warn: must not be above thresholds.temp_critical, which is 90 \
+             (got 95)",
+        ),
+        (
+            "not_toml.toml",
+            "2: not valid TOML: string values must be quoted, expected literal string",
+        ),
+    ] {
+        let path = fixture(name);
+        let err = resolve_file(&path).unwrap_err();
+        assert_eq!(err, format!("{}:{message}", path.display()), "{name}");
+    }
+}
+
+/// Errors that need a file of their own shape, checked the same way.
+#[test]
+fn more_file_errors() {
+    for (text, message) in [
+        (
+            "\n[columns]\nvisible = []\n",
+            "3: columns.visible: must list at least one column (got [])",
+        ),
+        (
+            "[columns]\nvisible = [\"pid\", \"pid\"]\n",
+            "2: columns.visible: listed twice (got \"pid\")",
+        ),
+        (
+            "theme = \"solarized\"\n",
+            "1: theme: unknown theme; use dark, light or mono (got \"solarized\")",
+        ),
+        (
+            "sort = { colum = \"pid\" }\n",
+            "1: sort.colum: unknown key (known keys here: column, descending)",
+        ),
+        (
+            "thresholds = 5\n",
+            "1: thresholds: expected a table, not integer `5`",
+        ),
+        (
+            "interval = \"10ms\"\n",
+            "1: interval: must be at least 100ms (got \"10ms\")",
+        ),
+        (
+            "[thresholds]\noom_warn_percent = 101\n",
+            "2: thresholds.oom_warn_percent: must be a percentage between 0 and 100 (got 101)",
+        ),
+        (
+            "[thresholds]\ntemp_critical = -1\n",
+            "2: thresholds.temp_critical: expected a whole number ≥ 0, not integer `-1`",
+        ),
+        (
+            "[sort]\ncolumn = \"type\"\n",
+            "2: sort.column: unknown column; use one of gpu, pid, user, vram, gpu_util, cpu, host_memory, time, command (got \"type\")",
+        ),
+    ] {
+        let home = config_home(text);
+        let path = home.path().join("gpuwatch/config.toml");
+        let err = resolve_file(&path).unwrap_err();
+        assert_eq!(err, format!("{}:{message}", path.display()), "{text}");
+    }
+}
+
+#[test]
+fn conflicts_across_places_blame_the_stronger_one() {
+    let home = config_home("[thresholds]\ntemp_critical = 80\n");
+    let xdg = [("XDG_CONFIG_HOME", home.path().to_str().unwrap())];
+    assert_eq!(
+        resolve(&["--temp-warn", "85"], &xdg).unwrap_err(),
+        "--temp-warn: must not be above thresholds.temp_critical, which is 80 (got \"85\")"
+    );
+    let env = [xdg[0], ("GPUWATCH_OOM_CRITICAL", "50")];
+    assert_eq!(
+        resolve(&[], &env).unwrap_err(),
+        "GPUWATCH_OOM_CRITICAL: must not be below --oom-warn, which is 90 (got \"50\")"
+    );
+}
+
+#[test]
+fn the_default_file_is_exactly_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, default_file_text()).unwrap();
+    let from_file = check_file(&path).unwrap();
+    let defaults = resolve(&[], &[]).unwrap();
+    assert_eq!(from_file.config_path.as_deref(), Some(path.as_path()));
+    assert_eq!(
+        Settings {
+            config_path: None,
+            ..from_file
+        },
+        defaults
+    );
+    // Every key is written out, not just mentioned.
+    for key in [
+        "interval",
+        "history",
+        "compact",
+        "readonly",
+        "mouse",
+        "theme",
+        "column",
+        "descending",
+        "visible",
+        "oom_warn_percent",
+        "oom_critical_percent",
+        "oom_time_to_full",
+        "temp_warn",
+        "temp_critical",
+        "temp_hold",
+        "idle_min_vram",
+        "idle_after",
+        "stale_min_vram",
+        "stale_after",
+    ] {
+        assert!(
+            default_file_text().contains(&format!("\n{key} = ")),
+            "{key}"
+        );
+    }
+}
+
+/// The binary with a clean environment and a HOME of its own.
+fn gpuwatch(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuwatch"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("GPUWATCH_") || name == "XDG_CONFIG_HOME" || name == "NO_COLOR" {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.env("HOME", home).timeout(Duration::from_secs(30));
+    cmd
+}
+
+#[test]
+fn config_init_then_check() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join(".config/gpuwatch/config.toml");
+    gpuwatch(home.path())
+        .args(["config", "init"])
+        .assert()
+        .success()
+        .stdout(format!("{}\n", path.display()));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), default_file_text());
+    gpuwatch(home.path())
+        .args(["config", "check"])
+        .assert()
+        .success()
+        .stdout(format!("ok: {}\n", path.display()));
+    // A second init keeps the file.
+    std::fs::write(&path, "interval = \"2s\"\n").unwrap();
+    gpuwatch(home.path())
+        .args(["config", "init"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(format!(
+            "gpuwatch: {}: already exists; use --force to replace it\n",
+            path.display()
+        ));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "interval = \"2s\"\n"
+    );
+    gpuwatch(home.path())
+        .args(["config", "init", "--force"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), default_file_text());
+}
+
+#[test]
+fn config_init_and_check_at_a_path() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("a/b/gpuwatch.toml");
+    let p = path.to_str().unwrap();
+    gpuwatch(home.path())
+        .args(["config", "init", p])
+        .assert()
+        .success()
+        .stdout(format!("{p}\n"));
+    gpuwatch(home.path())
+        .args(["config", "check", p])
+        .assert()
+        .success()
+        .stdout(format!("ok: {p}\n"));
+    let bad = fixture("warn_above_critical.toml");
+    gpuwatch(home.path())
+        .args(["config", "check", bad.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(format!(
+            "gpuwatch: {}:7: thresholds.temp_warn: must not be above \
+             thresholds.temp_critical, which is 90 (got 95)\n",
+            bad.display()
+        ));
+    gpuwatch(home.path())
+        .args(["config", "check"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("config.toml: cannot read: "));
+}
+
+#[test]
+fn a_bad_file_stops_the_monitor_with_one_line() {
+    let home = tempfile::tempdir().unwrap();
+    let bad = fixture("unknown_key.toml");
+    let out = gpuwatch(home.path())
+        .args(["--demo", "--once", "--config", bad.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stdout("")
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!(
+        "gpuwatch: {}:4: thresholds.temp_wran: unknown key",
+        bad.display()
+    )));
+}
+
+#[test]
+fn completions_for_three_shells() {
+    let home = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = gpuwatch(home.path())
+            .args(["completions", shell])
+            .assert()
+            .success();
+        let script = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        // fish spells a flag `-l interval`, bash and zsh `--interval`.
+        assert!(
+            script.contains("gpuwatch") && script.contains("interval"),
+            "{shell}"
+        );
+    }
+}
+
+// `pick` on the demo fleet's first sample (seed 42): GPUs 0-3 run jobs at 88-100 %, so
+// they are passed over at the default --max-util 10. The rest are at 0 % and rank by free
+// VRAM: 6 (nothing on it), 7 (dave's 1.1 GiB notebook), 5 (12.9 GiB held by no process,
+// too new in one sample to be a stale-allocation warning), 4 (dave's 30 GiB notebook).
+#[test]
+fn pick_on_the_demo_fleet() {
+    let home = tempfile::tempdir().unwrap();
+    let pick = |args: &[&str]| {
+        let out = gpuwatch(home.path())
+            .arg("pick")
+            .args(args)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    // Global flags work after the subcommand.
+    assert_eq!(pick(&["-n", "2", "--demo"]), "6,7\n");
+    assert_eq!(pick(&["--demo", "-n", "4"]), "6,7,5,4\n");
+    assert_eq!(
+        pick(&["--demo", "-n", "2", "--format", "env"]),
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=6,7\n"
+    );
+    assert_eq!(
+        pick(&["--demo", "--format", "uuids"]),
+        "GPU-5e0c0006-1a2b-4c3d-8e9f-000000000006\n"
+    );
+    // --only leaves 0 (busy) and 7.
+    assert_eq!(pick(&["--demo", "--only", "0,7"]), "7\n");
+}
+
+#[test]
+fn pick_says_why_when_too_few_qualify() {
+    let home = tempfile::tempdir().unwrap();
+    gpuwatch(home.path())
+        .args(["pick", "--demo", "-n", "2", "--only", "0,7"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(
+            "gpuwatch pick: need 2 GPUs, ≤10% util and no warnings; 1 qualifies (7) — \
+             passed over: 0 98% busy\n",
+        );
+    gpuwatch(home.path())
+        .args(["pick", "--demo", "-n", "5"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with(
+            "gpuwatch pick: need 5 GPUs, ≤10% util",
+        ));
+    gpuwatch(home.path())
+        .args(["pick", "--demo", "--min-free", "lots"])
+        .assert()
+        .code(2)
+        .stderr("gpuwatch: --min-free: \"lots\" is not a size like 20GiB or 512MiB\n");
+}
