@@ -153,3 +153,27 @@ fn source_auto_falls_back_to_the_demo() {
         .stderr(predicate::str::contains("showing the simulated demo fleet"))
         .stdout(predicate::str::contains("demo-gpu-server"));
 }
+
+#[test]
+fn only_restricts_what_is_shown() {
+    let doc = json(&["--demo", "--only", "0,GPU-5e0c0002"]);
+    let indices: Vec<u64> = doc["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(indices, vec![0, 2]);
+    assert!(
+        doc["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["gpu_index"] == 0 || p["gpu_index"] == 2)
+    );
+    gpuwatch()
+        .args(["--demo", "--once", "--only", "0,,2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--only").and(predicate::str::contains("empty")));
+}
