@@ -15,8 +15,11 @@ use crate::keymap;
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::{DemoSignaller, Signaller, SystemSignaller};
 use crate::source::GpuSource;
+use crate::source::replay::{ReplayHandle, SPEEDS};
 use crate::state::mouse::{MouseInput, MouseKind};
-use crate::state::{Effect, LayoutPref, Msg, State, ViewConfig, update};
+use crate::state::{
+    Effect, LayoutPref, Msg, ReplayCommand, ReplayStatus, State, ViewConfig, update,
+};
 use crate::ui::{self, Theme};
 
 /// How the loop ended.
@@ -29,7 +32,7 @@ pub enum Exit {
 }
 
 /// Start-up choices of the interactive mode.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Start with compact GPU lines.
     pub compact: bool,
@@ -39,6 +42,12 @@ pub struct Options {
     pub mouse: bool,
     /// The processes are simulated: confirmed signals are not sent anywhere.
     pub demo: bool,
+    /// Replaying a recording: the handle that pauses, seeks and changes speed.
+    pub replay: Option<ReplayHandle>,
+    /// How many samples one seek step jumps (30 s of recorded time).
+    pub seek_samples: i64,
+    /// A line for the status bar at start.
+    pub notice: Option<String>,
 }
 
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
@@ -50,8 +59,9 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     if options.mouse {
         ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
     }
+    let mouse = options.mouse;
     let result = event_loop(&mut terminal, source, config, options, &theme).await;
-    if options.mouse {
+    if mouse {
         let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     }
     ratatui::restore();
@@ -73,6 +83,7 @@ async fn event_loop(
     let mut sigint = signal(SignalKind::interrupt())?;
 
     let mut state = State::new(config);
+    state.status = options.notice.clone();
     if options.compact {
         state.layout = LayoutPref::Compact;
     }
@@ -97,6 +108,10 @@ async fn event_loop(
         let msg = tokio::select! {
             event = next_sample(&mut samples) => match event {
                 Some(SamplerEvent::Sample(s)) => {
+                    if let Some(handle) = &options.replay {
+                        let status = replay_status(handle, &mut state);
+                        update(&mut state, Msg::Replay(status));
+                    }
                     samples_seen += 1;
                     if options.panic_after_samples.is_some_and(|n| samples_seen > n) {
                         panic!("--debug-panic-after: deliberate panic after {} samples", samples_seen - 1);
@@ -136,6 +151,13 @@ async fn event_loop(
                     let outcome = signaller.send(&request);
                     effects.extend(update(&mut state, Msg::SignalResult(outcome)));
                 }
+                Effect::Replay(command) => {
+                    if let Some(handle) = &options.replay {
+                        steer_replay(handle, command, options.seek_samples);
+                        let status = replay_status(handle, &mut state);
+                        effects.extend(update(&mut state, Msg::Replay(status)));
+                    }
+                }
             }
         }
         terminal.draw(|f| ui::draw(f, &state, theme))?;
@@ -170,6 +192,38 @@ fn mouse_input(event: MouseEvent) -> Option<MouseInput> {
         column: event.column,
         row: event.row,
     })
+}
+
+/// Applies a replay key to the shared control; the replay source acts on it next tick.
+fn steer_replay(handle: &ReplayHandle, command: ReplayCommand, seek_samples: i64) {
+    let Ok(mut c) = handle.lock() else { return };
+    match command {
+        ReplayCommand::Seek(steps) => c.pending_seek += steps * seek_samples,
+        ReplayCommand::Faster => c.speed_index = (c.speed_index + 1).min(SPEEDS.len() - 1),
+        ReplayCommand::Slower => c.speed_index = c.speed_index.saturating_sub(1),
+        ReplayCommand::TogglePause => c.paused = !c.paused,
+    }
+}
+
+/// Reads the replay's position; a backward jump first clears history from the "future".
+fn replay_status(handle: &ReplayHandle, state: &mut State) -> ReplayStatus {
+    let Ok(mut c) = handle.lock() else {
+        return ReplayStatus {
+            position: 0,
+            total: 0,
+            speed: 1.0,
+            paused: true,
+        };
+    };
+    if std::mem::take(&mut c.rewound) {
+        update(state, Msg::Rewound);
+    }
+    ReplayStatus {
+        position: c.position,
+        total: c.total,
+        speed: c.speed(),
+        paused: c.paused,
+    }
 }
 
 /// The next sampler event, or never once the sampler has gone.

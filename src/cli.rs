@@ -123,6 +123,26 @@ pub struct Cli {
     #[arg(long, value_name = "COLUMN", value_parser = PossibleValuesParser::new(SORT_NAMES))]
     pub sort: Option<String>,
 
+    /// Write every sample to FILE as NDJSON, in any mode (play it back with `gpuwatch replay`).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub record: Option<PathBuf>,
+
+    /// With --record: past this size start a new file, keeping the old one as FILE.1 (e.g. 100MiB).
+    #[arg(long, value_name = "SIZE", global = true, requires = "record")]
+    pub record_max_size: Option<String>,
+
+    /// Watch other hosts' `gpuwatch serve`: HOST:PORT, comma-separated.
+    #[arg(long, value_name = "HOST:PORT,...", global = true)]
+    pub remote: Option<String>,
+
+    /// Hosts to watch, one HOST:PORT a line (blank lines and # comments ignored).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub hosts_file: Option<PathBuf>,
+
+    /// With --remote or --hosts-file: show this machine's GPUs too.
+    #[arg(long, global = true)]
+    pub with_local: bool,
+
     /// Testing aid: panic after this many samples, to prove the terminal is restored.
     #[arg(long, hide = true, value_name = "N")]
     pub debug_panic_after: Option<u64>,
@@ -186,6 +206,14 @@ pub enum Command {
     /// Print the best free GPUs for a new job, e.g. `export $(gpuwatch pick -n 2 --format env)`;
     /// exits 1 when not enough GPUs qualify.
     Pick(PickArgs),
+    /// Serve Prometheus metrics (and a JSON snapshot) over HTTP, e.g. `gpuwatch serve --listen
+    /// 0.0.0.0:9400`; the global flags (--interval, --only, --demo, ...) apply.
+    Serve(ServeArgs),
+    /// Play a recording (from --record) in the monitor: p pauses, ←/→ jump 30 s, +/- change speed.
+    Replay {
+        /// The NDJSON recording.
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -232,4 +260,22 @@ pub enum PickFormat {
     Uuids,
     /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`, for `export $(…)`.
     Env,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:9400 listens on
+    /// every interface).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9400")]
+    pub listen: String,
+
+    /// Also export the dcgm-exporter metric names (DCGM_FI_DEV_*) that existing Grafana
+    /// dashboards query.
+    #[arg(long)]
+    pub dcgm_compat: bool,
+
+    /// Also export per-process series labelled by PID, user and command (more series that
+    /// come and go with the processes).
+    #[arg(long)]
+    pub process_metrics: bool,
 }

@@ -68,6 +68,10 @@ struct JsonProc<'a> {
     cpu_percent: Option<f32>,
     host_memory: Option<u64>,
     elapsed_seconds: Option<u64>,
+    /// Start time, seconds since the Unix epoch: with the PID, the process identity (lets a
+    /// remote gpuwatch rebuild the process exactly).
+    started: Option<f64>,
+    uid: Option<u32>,
     command: &'a str,
     visibility: &'a str,
 }
@@ -86,6 +90,12 @@ impl<'a> JsonProc<'a> {
             cpu_percent: r.cpu,
             host_memory: r.host_memory.map(|b| b.0),
             elapsed_seconds: r.elapsed.map(|d| d.as_secs()),
+            started: r
+                .key
+                .started
+                .and_then(|t| t.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs_f64()),
+            uid: r.uid,
             command: &r.command,
             visibility: match r.visibility {
                 Visibility::Visible => "visible",

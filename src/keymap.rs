@@ -208,10 +208,43 @@ pub const BINDINGS: &[Binding] = &[
     },
 ];
 
+/// Keys that mean something else while replaying a recording (checked before `BINDINGS`).
+pub const REPLAY_BINDINGS: &[Binding] = &[
+    Binding {
+        keys: &[KeyCode::Left],
+        label: "← (replay)",
+        action: Action::SeekBack,
+        help: "jump back 30 s",
+    },
+    Binding {
+        keys: &[KeyCode::Right],
+        label: "→ (replay)",
+        action: Action::SeekForward,
+        help: "jump forward 30 s",
+    },
+    Binding {
+        keys: &[ch('-')],
+        label: "- (replay)",
+        action: Action::SpeedDown,
+        help: "slower",
+    },
+    Binding {
+        keys: &[ch('+'), ch('=')],
+        label: "+ (replay)",
+        action: Action::SpeedUp,
+        help: "faster",
+    },
+];
+
+/// Every binding, for the help screen and the README.
+pub fn all_bindings() -> impl Iterator<Item = &'static Binding> {
+    BINDINGS.iter().chain(REPLAY_BINDINGS)
+}
+
 /// The keys as a Markdown table, for the README (a test keeps the two identical).
 pub fn markdown_table() -> String {
     let mut out = String::from("| key | action |\n| --- | --- |\n");
-    for b in BINDINGS {
+    for b in all_bindings() {
         let keys: Vec<String> = b.label.split(", ").map(|k| format!("`{k}`")).collect();
         out += &format!("| {} | {} |\n", keys.join(", "), b.help);
     }
@@ -241,15 +274,21 @@ pub fn action_for(key: KeyEvent, mode: InputMode) -> Option<Action> {
             KeyCode::Char(c) if !ctrl => Some(Action::FilterInput(c)),
             _ => None,
         },
-        InputMode::Normal => {
+        InputMode::Normal | InputMode::Replay => {
             if ctrl {
                 return None;
             }
             if let KeyCode::Char(c @ '0'..='9') = key.code {
                 return Some(Action::FocusGpu(c as u32 - '0' as u32));
             }
-            BINDINGS
+            let replay: &[Binding] = if mode == InputMode::Replay {
+                REPLAY_BINDINGS
+            } else {
+                &[]
+            };
+            replay
                 .iter()
+                .chain(BINDINGS)
                 .find(|b| b.keys.contains(&key.code))
                 .map(|b| b.action)
         }
@@ -298,6 +337,19 @@ mod tests {
     }
 
     #[test]
+    fn arrows_seek_only_while_replaying() {
+        assert_eq!(normal(press(KeyCode::Left)), Some(Action::SortPrev));
+        let replay = |k| action_for(k, InputMode::Replay);
+        assert_eq!(replay(press(KeyCode::Left)), Some(Action::SeekBack));
+        assert_eq!(replay(press(ch('+'))), Some(Action::SpeedUp));
+        assert_eq!(
+            replay(press(ch('s'))),
+            Some(Action::SortNext),
+            "other keys as usual"
+        );
+    }
+
+    #[test]
     fn a_dialog_takes_only_y_as_yes() {
         let d = |k| action_for(k, InputMode::Dialog);
         assert_eq!(d(press(ch('y'))), Some(Action::Confirm));
@@ -316,7 +368,11 @@ mod tests {
     #[test]
     fn no_key_is_bound_twice() {
         let mut seen = std::collections::HashSet::new();
-        for b in BINDINGS {
+        for b in BINDINGS
+            .iter()
+            .chain(REPLAY_BINDINGS)
+            .filter(|b| !b.label.contains("replay"))
+        {
             for k in b.keys {
                 assert!(seen.insert(format!("{k:?}")), "{k:?} bound twice");
             }

@@ -12,8 +12,12 @@ use gpuwatch::cli::{Cli, Command, SourceKind};
 use gpuwatch::config::{self, PickRequest, Settings};
 use gpuwatch::headless;
 use gpuwatch::pick;
+use gpuwatch::record::{self, RecordingSource};
 use gpuwatch::source::GpuSource;
+use gpuwatch::source::multi::MultiSource;
 use gpuwatch::source::nvml::NvmlSource;
+use gpuwatch::source::remote;
+use gpuwatch::source::replay::{ReplayHandle, ReplaySource};
 use gpuwatch::source::sim::{SimClock, SimSource};
 use gpuwatch::state::ViewConfig;
 
@@ -43,17 +47,20 @@ fn main() -> ExitCode {
             );
             return ExitCode::SUCCESS;
         }
-        Some(Command::Pick(_)) | None => {}
+        Some(Command::Pick(_) | Command::Replay { .. } | Command::Serve(_)) | None => {}
     }
     let settings =
         match Settings::resolve(&cli, &config::process_env, std::io::stdout().is_terminal()) {
             Ok(s) => s,
             Err(e) => return fail(&e, EXIT_USAGE),
         };
-    let (source, demo) = match build_source(&settings) {
+    let built = match build_source(&cli, &settings) {
         Ok(s) => s,
         Err(e) => return fail(&e, EXIT_USAGE),
     };
+    if let Some(Command::Serve(args)) = &cli.command {
+        return gpuwatch::serve::main(args, built.source, view_config(&settings));
+    }
     if let Err(e) = color_eyre::install() {
         return fail(&e, 1);
     }
@@ -64,7 +71,7 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e, 1),
     };
-    match runtime.block_on(run(source, demo, &settings)) {
+    match runtime.block_on(run(built, &settings)) {
         Ok(code) => code,
         Err(e) => fail(&format!("{e:#}"), 1),
     }
@@ -75,8 +82,123 @@ fn fail(e: &dyn std::fmt::Display, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The source, and whether it is the simulated fleet (whose processes cannot be signalled).
-fn build_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String> {
+/// The source and what the TUI needs to know about it.
+struct Built {
+    source: Box<dyn GpuSource>,
+    /// The simulated fleet: its processes cannot be signalled.
+    demo: bool,
+    /// Time between samples (a replay goes at its recording's pace).
+    interval: std::time::Duration,
+    replay: Option<(ReplayHandle, i64)>,
+    /// Something to say on the status line at start (e.g. skipped recording lines).
+    notice: Option<String>,
+}
+
+fn build_source(cli: &Cli, settings: &Settings) -> Result<Built, String> {
+    let remotes = remote_addresses(cli)?;
+    let mut built = match &cli.command {
+        Some(Command::Replay { file }) => replay_source(file)?,
+        _ if !remotes.is_empty() => {
+            let local = if cli.with_local {
+                let (source, _) = live_source(settings)?;
+                Some((gpuwatch::source::hostname(), source))
+            } else {
+                None
+            };
+            let multi = MultiSource::new(local, &remotes, settings.interval);
+            // Remote processes are never signalled (the rule lives in state::signal); local
+            // ones are, so the local source decides.
+            let demo = cli.with_local && settings.source == SourceKind::Demo;
+            Built {
+                source: Box::new(multi),
+                demo,
+                interval: settings.interval,
+                replay: None,
+                notice: None,
+            }
+        }
+        _ => {
+            let (source, demo) = live_source(settings)?;
+            Built {
+                source,
+                demo,
+                interval: settings.interval,
+                replay: None,
+                notice: None,
+            }
+        }
+    };
+    if let Some(path) = &cli.record {
+        let max = cli
+            .record_max_size
+            .as_deref()
+            .map(|s| {
+                pick::parse_size(s)
+                    .map(|b| b.0)
+                    .map_err(|e| format!("--record-max-size: {e}"))
+            })
+            .transpose()?;
+        let inner = std::mem::replace(&mut built.source, Box::new(NoSource));
+        built.source = Box::new(RecordingSource::new(inner, path, built.interval, max)?);
+    }
+    Ok(built)
+}
+
+/// `--remote` and `--hosts-file` together, checked.
+fn remote_addresses(cli: &Cli) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    if let Some(list) = &cli.remote {
+        for entry in list.split(',') {
+            out.push(remote::parse_address(entry).map_err(|e| format!("--remote: {e}"))?);
+        }
+    }
+    if let Some(path) = &cli.hosts_file {
+        out.extend(remote::read_hosts_file(path)?);
+    }
+    if cli.with_local && out.is_empty() {
+        return Err("--with-local: only with --remote or --hosts-file".into());
+    }
+    Ok(out)
+}
+
+/// A placeholder while a source is moved into a wrapper; never sampled.
+struct NoSource;
+
+impl GpuSource for NoSource {
+    fn sample(&mut self) -> Result<gpuwatch::source::Sample, gpuwatch::source::SourceError> {
+        Err(gpuwatch::source::SourceError::Unavailable(
+            "no source".into(),
+        ))
+    }
+}
+
+fn replay_source(file: &std::path::Path) -> Result<Built, String> {
+    let recording = record::read(file)?;
+    let interval = recording.header.interval();
+    let notice = (!recording.skipped.is_empty()).then(|| {
+        let (line, why) = &recording.skipped[0];
+        format!(
+            "{}: skipped {} unreadable line(s), first at line {line}: {why}",
+            file.display(),
+            recording.skipped.len()
+        )
+    });
+    if let Some(n) = &notice {
+        eprintln!("gpuwatch: {n}");
+    }
+    let (source, handle) = ReplaySource::new(recording);
+    let seek = ReplaySource::samples_per(interval, std::time::Duration::from_secs(30));
+    Ok(Built {
+        source: Box::new(source),
+        demo: true,
+        interval,
+        replay: Some((handle, seek)),
+        notice,
+    })
+}
+
+/// The source for live monitoring, and whether it is the simulated fleet.
+fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String> {
     let demo = || -> (Box<dyn GpuSource>, bool) {
         let sim = SimSource::new(
             settings.demo_gpus,
@@ -120,8 +242,13 @@ fn view_config(settings: &Settings) -> ViewConfig {
     }
 }
 
-async fn run(source: Box<dyn GpuSource>, demo: bool, settings: &Settings) -> Result<ExitCode> {
-    let config = view_config(settings);
+async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
+    let mut config = view_config(settings);
+    config.interval = built.interval;
+    config.history_len = (settings.history.as_secs_f64() / built.interval.as_secs_f64())
+        .ceil()
+        .max(1.0) as usize;
+    let source = built.source;
     if let Some(request) = &settings.pick {
         return pick(source, config, request).await;
     }
@@ -139,7 +266,10 @@ async fn run(source: Box<dyn GpuSource>, demo: bool, settings: &Settings) -> Res
         compact: settings.compact,
         panic_after_samples: settings.debug_panic_after,
         mouse: settings.mouse,
-        demo,
+        demo: built.demo,
+        seek_samples: built.replay.as_ref().map_or(0, |r| r.1),
+        replay: built.replay.map(|r| r.0),
+        notice: built.notice,
     };
     Ok(match app::run(source, config, options).await? {
         Exit::Quit => ExitCode::SUCCESS,

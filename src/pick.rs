@@ -168,6 +168,7 @@ mod tests {
             host: HostInfo::default(),
             gpus,
             processes: vec![],
+            hosts: Vec::new(),
         };
         update(&mut s, Msg::Sample(Box::new(sample)));
         s

@@ -90,6 +90,14 @@ impl ProcInfo {
         out
     }
 
+    /// How many processes and user names are cached: bounded by the GPU processes of the
+    /// latest sample and the distinct owners seen, never by uptime or PIDs ever seen. For
+    /// the long-run test that checks exactly that.
+    #[doc(hidden)]
+    pub fn cache_sizes(&self) -> (usize, usize) {
+        (self.known.len(), self.users.len())
+    }
+
     /// One process's host facts at `now` (the caller's clock, so tests need no sleeping).
     pub fn lookup(&mut self, pid: u32, now: Instant) -> HostProc {
         let dir = self.root.join(pid.to_string());

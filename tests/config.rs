@@ -468,7 +468,7 @@ fn pick_on_the_demo_fleet() {
     );
     assert_eq!(
         pick(&["--demo", "--format", "uuids"]),
-        "GPU-5e0c0006-1a2b-4c3d-8e9f-000000000006\n"
+        "GPU-5e0c0006-1a2b-4c3d-8e9f-0000002a0006\n"
     );
     // --only leaves 0 (busy) and 7.
     assert_eq!(pick(&["--demo", "--only", "0,7"]), "7\n");

@@ -140,6 +140,7 @@ fn absent_zero_lost_sample() -> Sample {
         },
         gpus: vec![absent, zero, lost],
         processes: vec![],
+        hosts: Vec::new(),
     }
 }
 

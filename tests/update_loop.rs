@@ -182,6 +182,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
                 WarningKind::Lost => "lost",
                 WarningKind::IdleHolder { .. } => "idle",
                 WarningKind::StaleVram { .. } => "stale",
+                WarningKind::HostDown { .. } => "host",
             };
             let key = (w.gpu_index, kind, w.severity);
             if !seen.contains(&key) {

@@ -66,6 +66,9 @@ pub(crate) fn with_gpu(
         if gpu.lost_at(s.tick) {
             return ERROR_GPU_IS_LOST;
         }
+        if gpu.all_not_supported {
+            return ERROR_NOT_SUPPORTED;
+        }
         f(gpu, s.tick)
     })
 }

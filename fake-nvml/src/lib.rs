@@ -49,13 +49,16 @@ pub(crate) struct State {
     /// Number of `nvmlDeviceGetCount_v2` calls so far, minus one (the first sample is tick 0).
     pub tick: u64,
     count_calls: u64,
+    /// Process-list calls so far this tick, per (GPU index, graphics list?): tells the size
+    /// query (first call) from the fill call, for `Process::between_calls`.
+    pub list_calls: BTreeMap<(usize, bool), u32>,
     calls: BTreeMap<&'static str, u64>,
 }
 
 /// `None` until `nvmlInit*` succeeds and after `nvmlShutdown`, like the real library.
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-fn lock() -> MutexGuard<'static, Option<State>> {
+pub(crate) fn lock() -> MutexGuard<'static, Option<State>> {
     // A panic inside an extern "C" function aborts the process, so poisoning cannot be
     // observed in practice; recover rather than add a second failure mode.
     STATE.lock().unwrap_or_else(|e| e.into_inner())
@@ -147,6 +150,7 @@ fn init() -> u32 {
         scenario,
         tick: 0,
         count_calls: 0,
+        list_calls: BTreeMap::new(),
         calls,
     });
     SUCCESS
@@ -240,6 +244,7 @@ pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> u32 {
     with_state("nvmlDeviceGetCount_v2", |s| {
         s.tick = s.count_calls;
         s.count_calls += 1;
+        s.list_calls.clear();
         // SAFETY: NVML's contract: `count` points to a c_uint.
         unsafe { put(count, s.scenario.gpus.len() as c_uint) }
     })

@@ -69,11 +69,21 @@ fn running(
     count: *mut c_uint,
     buf: *mut ProcessInfo,
 ) -> u32 {
+    // Which call of this tick this is (1 = the size query), counted apart from `calls` so
+    // the per-symbol call counts tests read stay one per call.
+    let call = crate::lock().as_mut().map_or(0, |s| {
+        let calls = s
+            .list_calls
+            .entry(((d as usize).wrapping_sub(1), graphics))
+            .or_default();
+        *calls += 1;
+        *calls
+    });
     with_gpu(symbol, d, |g, tick| {
         let listed: Vec<ProcessInfo> = g
             .processes
             .iter()
-            .filter(|p| p.alive_at(tick))
+            .filter(|p| p.listed_at(tick, call))
             .filter(|p| match p.kind {
                 ProcKind::Both => true,
                 ProcKind::Graphics => graphics,

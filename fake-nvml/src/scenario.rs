@@ -138,11 +138,25 @@ pub struct Process {
     /// driver has no sample for this process at that tick.
     #[serde(default)]
     pub sm_util: Option<Reading>,
+    /// The start (at `from_tick`) or exit (at `until_tick`) happens *between* NVML's two
+    /// list calls of that tick: the first call (the size query) still sees the old list,
+    /// later calls the new one — the race real drivers have with processes that come and go.
+    #[serde(default)]
+    pub between_calls: bool,
 }
 
 impl Process {
     pub fn alive_at(&self, tick: u64) -> bool {
         tick >= self.from_tick && self.until_tick.is_none_or(|end| tick < end)
+    }
+
+    /// Whether the `call`-th list call (1-based) of this tick lists the process.
+    pub fn listed_at(&self, tick: u64, call: u32) -> bool {
+        if self.between_calls && call <= 1 && tick > 0 {
+            // The size query answers as the list stood at the end of the previous tick.
+            return self.alive_at(tick - 1);
+        }
+        self.alive_at(tick)
     }
 }
 
@@ -169,6 +183,10 @@ pub struct Gpu {
     /// What `nvmlDeviceGetProcessUtilization` answers instead of samples, if anything.
     #[serde(default)]
     pub process_utilization_error: Option<ErrorName>,
+    /// Every query on this device (name, UUID and PCI info included, not just `fields`)
+    /// answers NOT_SUPPORTED: the most a board can refuse while still being enumerated.
+    #[serde(default)]
+    pub all_not_supported: bool,
 }
 
 fn default_bus_id() -> String {

@@ -336,7 +336,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         && secs.is_finite()
         && secs >= 0.0
     {
-        return Ok(Duration::from_secs_f64(secs));
+        return Duration::try_from_secs_f64(secs).map_err(|_| format!("{secs} s is too long"));
     }
     humantime::parse_duration(trimmed)
         .map_err(|e| format!("not a duration like 500ms, 2s or 5m: {e}"))

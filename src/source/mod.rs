@@ -2,7 +2,10 @@
 //! source (NVML, the simulated fleet, later remote hosts) implements.
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
+pub mod multi;
 pub mod nvml;
+pub mod remote;
+pub mod replay;
 pub mod sim;
 
 use std::time::{Duration, SystemTime};
@@ -26,6 +29,17 @@ pub struct Sample {
     pub host: HostInfo,
     pub gpus: Vec<GpuReading>,
     pub processes: Vec<ProcReading>,
+    /// Remote hosts and whether they answer, when watching several (`--remote`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostStatus>,
+}
+
+/// One watched host's reachability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostStatus {
+    pub name: String,
+    /// Why the last poll failed; `None` while the host answers.
+    pub error: Option<String>,
 }
 
 /// Facts about the host that change rarely.
@@ -50,6 +64,9 @@ pub enum GpuStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuReading {
     pub id: GpuId,
+    /// Which host the GPU is on, when watching several (`--remote`); `None` for one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub index: u32,
     pub name: String,
     pub status: GpuStatus,
@@ -103,6 +120,7 @@ impl GpuReading {
     pub fn absent(id: GpuId, index: u32, name: impl Into<String>) -> Self {
         GpuReading {
             id,
+            host: None,
             index,
             name: name.into(),
             status: GpuStatus::Ok,
@@ -134,6 +152,14 @@ impl GpuReading {
             throttle_reasons: None,
             ecc_errors_uncorrected: None,
             mig_enabled: None,
+        }
+    }
+
+    /// How the GPU is named on screen: `3`, or `gpu1:3` when watching several hosts.
+    pub fn label(&self) -> String {
+        match &self.host {
+            Some(h) => format!("{h}:{}", self.index),
+            None => self.index.to_string(),
         }
     }
 
@@ -242,12 +268,20 @@ pub(crate) mod epoch_seconds {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
         let secs = f64::deserialize(d)?;
+        from_secs(secs).ok_or_else(|| {
+            serde::de::Error::custom(format!("time {secs} is not a valid number of seconds"))
+        })
+    }
+
+    /// Seconds since the epoch as a time; `None` for negative, non-finite or absurdly
+    /// large values (which would overflow rather than mean anything).
+    pub fn from_secs(secs: f64) -> Option<SystemTime> {
         if !secs.is_finite() || secs < 0.0 {
-            return Err(serde::de::Error::custom(
-                "time must be a non-negative number of seconds",
-            ));
+            return None;
         }
-        Ok(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(secs))
+        Duration::try_from_secs_f64(secs)
+            .ok()
+            .and_then(|d| SystemTime::UNIX_EPOCH.checked_add(d))
     }
 }
 

@@ -241,6 +241,7 @@ impl GpuSource for NvmlSource {
             host: self.host.clone(),
             gpus,
             processes,
+            hosts: Vec::new(),
         })
     }
 }
@@ -390,11 +391,31 @@ fn throttle_names(reasons: ThrottleReasons) -> Vec<String> {
         .collect()
 }
 
+/// NVML lists processes in two calls (how many, then fill) and nvml-wrapper leaves room
+/// for only 5 more, so a burst of processes starting between the calls answers
+/// INSUFFICIENT_SIZE. That is not "unknown": asking again at once (the count call then sees
+/// the burst) beats showing the GPU with no processes for a whole interval.
+fn retry_on_growth<T>(mut list: impl FnMut() -> Result<T, NvmlError>) -> Result<T, NvmlError> {
+    const TRIES: usize = 3;
+    let mut result = list();
+    for _ in 1..TRIES {
+        if !matches!(result, Err(NvmlError::InsufficientSize(_))) {
+            break;
+        }
+        result = list();
+    }
+    result
+}
+
 /// Compute and graphics lists merged per PID (a process in both is `C+G`), with each
 /// process's SM utilization since the previous sample.
 fn read_processes(d: &Device, s: &mut Slot) -> Result<Vec<GpuProc>, Lost> {
-    let compute = s.ask(Query::ComputeProcs, || d.running_compute_processes())?;
-    let graphics = s.ask(Query::GraphicsProcs, || d.running_graphics_processes())?;
+    let compute = s.ask(Query::ComputeProcs, || {
+        retry_on_growth(|| d.running_compute_processes())
+    })?;
+    let graphics = s.ask(Query::GraphicsProcs, || {
+        retry_on_growth(|| d.running_graphics_processes())
+    })?;
     let mut by_pid: BTreeMap<u32, GpuProc> = BTreeMap::new();
     let lists = [
         (ProcKind::Compute, compute.unwrap_or_default()),
@@ -464,6 +485,36 @@ mod tests {
             vec!["sw_power_cap", "hw_thermal_slowdown"]
         );
         assert!(throttle_names(ThrottleReasons::NONE).is_empty());
+    }
+
+    #[test]
+    fn a_list_that_outgrew_its_buffer_is_asked_again_a_few_times() {
+        let mut calls = 0;
+        let r = retry_on_growth(|| {
+            calls += 1;
+            if calls < 3 {
+                Err(NvmlError::InsufficientSize(None))
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(r.ok(), Some(3));
+        let mut calls = 0;
+        let r: Result<(), _> = retry_on_growth(|| {
+            calls += 1;
+            Err(NvmlError::InsufficientSize(None))
+        });
+        assert!(matches!(r, Err(NvmlError::InsufficientSize(_))));
+        assert_eq!(
+            calls, 3,
+            "bounded: a list that keeps growing is given up on"
+        );
+        let mut calls = 0;
+        let _: Result<(), _> = retry_on_growth(|| {
+            calls += 1;
+            Err(NvmlError::NotSupported)
+        });
+        assert_eq!(calls, 1, "other errors are not retried");
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub struct SimSource {
     /// Wall time of the first sample; process start times are placed before it.
     origin: SystemTime,
     tick: u64,
+    seed: u64,
     rng: fastrand::Rng,
     /// Per-GPU smoothed temperature (a random walk needs memory).
     temps: Vec<f64>,
@@ -103,6 +104,7 @@ impl SimSource {
             clock,
             origin,
             tick: 0,
+            seed,
             rng: fastrand::Rng::with_seed(seed),
             temps,
             // As if the driver had been loaded for about a day at 300 W.
@@ -128,7 +130,7 @@ impl SimSource {
     }
 
     fn gpu(&mut self, i: usize, procs: &mut Vec<ProcReading>) -> GpuReading {
-        let id = gpu_uuid(i);
+        let id = gpu_uuid(self.seed, i);
         let role = role_of(i);
         let (user, uid) = user_of(i);
         let t = self.elapsed_secs();
@@ -350,10 +352,12 @@ fn user_of(i: usize) -> (&'static str, u32) {
     USERS[(block * 2 + slot) % USERS.len()]
 }
 
-fn gpu_uuid(i: usize) -> GpuId {
+/// A UUID per GPU and seed: two demo fleets with different seeds (say, two `gpuwatch serve
+/// --demo` watched together) never share a GPU identity.
+fn gpu_uuid(seed: u64, i: usize) -> GpuId {
     GpuId(format!(
-        "GPU-5e0c{:04x}-1a2b-4c3d-8e9f-00000000{:04x}",
-        i, i
+        "GPU-5e0c{:04x}-1a2b-4c3d-8e9f-{:08x}{:04x}",
+        i, seed as u32, i
     ))
 }
 
@@ -435,6 +439,7 @@ impl GpuSource for SimSource {
             },
             gpus,
             processes,
+            hosts: Vec::new(),
         };
         self.tick += 1;
         Ok(sample)

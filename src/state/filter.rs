@@ -122,6 +122,7 @@ mod tests {
                 gpu: GpuId(format!("GPU-{gpu}")),
             },
             gpu_index: gpu,
+            host: None,
             kind: ProcKind::Compute,
             vram: Some(Bytes::from_gib(vram_gib)),
             gpu_util: None,

@@ -3,7 +3,7 @@
 
 use super::filter::Filter;
 use super::signal;
-use super::{Action, Effect, LayoutPref, Panel, State};
+use super::{Action, Effect, LayoutPref, Panel, ReplayCommand, State};
 
 pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
@@ -57,6 +57,12 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
                 Some(id) => set_focus(state, Some(id)),
                 None => state.status = Some(format!("no GPU {index} here")),
             }
+        }
+        Action::SeekBack | Action::SeekForward | Action::SpeedDown | Action::SpeedUp => {
+            return replay_command(state, action);
+        }
+        Action::TogglePause if state.replay.is_some() => {
+            return vec![Effect::Replay(ReplayCommand::TogglePause)];
         }
         Action::FocusNext => step_focus(state, 1),
         Action::FocusPrev => step_focus(state, -1),
@@ -214,4 +220,18 @@ fn back(state: &mut State) {
         state.procs.set_view(Default::default());
         state.status = None;
     }
+}
+
+fn replay_command(state: &mut State, action: Action) -> Vec<Effect> {
+    if state.replay.is_none() {
+        state.status = Some("seeking and speed work when replaying a recording".into());
+        return Vec::new();
+    }
+    let command = match action {
+        Action::SeekBack => ReplayCommand::Seek(-1),
+        Action::SeekForward => ReplayCommand::Seek(1),
+        Action::SpeedDown => ReplayCommand::Slower,
+        _ => ReplayCommand::Faster,
+    };
+    vec![Effect::Replay(command)]
 }

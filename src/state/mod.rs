@@ -59,6 +59,11 @@ pub enum Action {
     Confirm,
     /// Anything else in a confirmation dialog.
     Cancel,
+    /// Replay only: jump back / forward, slower / faster.
+    SeekBack,
+    SeekForward,
+    SpeedDown,
+    SpeedUp,
     /// Esc: close help, leave the per-user table, or clear focus and filters.
     Back,
 }
@@ -78,6 +83,27 @@ pub enum InputMode {
     Filter,
     /// A confirmation dialog is open.
     Dialog,
+    /// Replaying a recording: arrows seek, +/- change speed.
+    Replay,
+}
+
+/// Where a replay is, as the TUI shows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplayStatus {
+    pub position: usize,
+    pub total: usize,
+    pub speed: f64,
+    pub paused: bool,
+}
+
+/// What the TUI asks of a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayCommand {
+    /// Jump by this many seek steps (negative: back).
+    Seek(i64),
+    Faster,
+    Slower,
+    TogglePause,
 }
 
 /// Everything that can happen to the state.
@@ -94,6 +120,10 @@ pub enum Msg {
     /// What happened when a confirmed signal was sent (or why it was not).
     SignalResult(String),
     Mouse(mouse::MouseInput),
+    /// Replay progress, after each replayed sample.
+    Replay(ReplayStatus),
+    /// The replay jumped back in time: history and alarms from the "future" are dropped.
+    Rewound,
 }
 
 /// What `update` asks the outside world to do.
@@ -102,6 +132,7 @@ pub enum Effect {
     Quit,
     /// Re-validate the process identity, then send the signal.
     SendSignal(signal::SignalRequest),
+    Replay(ReplayCommand),
 }
 
 /// How GPUs are laid out: chosen by size, or forced by the user with `c`.
@@ -187,6 +218,8 @@ pub struct State {
     pub dialog: Option<signal::Dialog>,
     /// One line of feedback (signal results, refusals).
     pub status: Option<String>,
+    /// Set when replaying a recording.
+    pub replay: Option<ReplayStatus>,
 }
 
 impl State {
@@ -215,6 +248,7 @@ impl State {
             filter_error: None,
             dialog: None,
             status: None,
+            replay: None,
         }
     }
 
@@ -223,6 +257,8 @@ impl State {
             InputMode::Dialog
         } else if self.filter_editing {
             InputMode::Filter
+        } else if self.replay.is_some() {
+            InputMode::Replay
         } else {
             InputMode::Normal
         }
@@ -274,6 +310,16 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             mouse::apply(state, input);
             Vec::new()
         }
+        Msg::Replay(status) => {
+            state.replay = Some(status);
+            Vec::new()
+        }
+        Msg::Rewound => {
+            state.histories.clear();
+            state.alarms.clear();
+            state.warnings.clear();
+            Vec::new()
+        }
     }
 }
 
@@ -315,6 +361,12 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
         state.alarms.insert(gpu.id.clone(), alarm);
         warnings.append(&mut raised);
     }
+    for h in sample.hosts.iter().filter(|h| h.error.is_some()) {
+        warnings.push(warnings::host_down(
+            &h.name,
+            h.error.as_deref().unwrap_or(""),
+        ));
+    }
     // Critical first, then by GPU, so the most urgent line is always the top one.
     warnings.sort_by(|a, b| {
         b.severity
@@ -323,13 +375,15 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
     });
     state.warnings = warnings;
 
-    let index_of: HashMap<&GpuId, u32> = sample.gpus.iter().map(|g| (&g.id, g.index)).collect();
+    let gpu_of: HashMap<&GpuId, &GpuReading> = sample.gpus.iter().map(|g| (&g.id, g)).collect();
     let rows: Vec<ProcRow> = sample
         .processes
         .iter()
         .map(|p| {
-            let index = index_of.get(&p.gpu).copied().unwrap_or(u32::MAX);
-            ProcRow::from_reading(p, index, now)
+            let gpu = gpu_of.get(&p.gpu);
+            let mut row = ProcRow::from_reading(p, gpu.map_or(u32::MAX, |g| g.index), now);
+            row.host = gpu.and_then(|g| g.host.clone());
+            row
         })
         .collect();
     state.procs.set_rows(rows);

@@ -106,7 +106,7 @@ fn table_area(state: &mut State, areas: &Areas, at: Position, kind: MouseKind) {
 }
 
 fn click_header(state: &mut State, table: Rect, x: u16) {
-    let spans = crate::ui::table::column_spans(&state.config.columns, table);
+    let spans = crate::ui::table::column_spans(&crate::ui::table::visible_columns(state), table);
     let Some(key) = spans
         .iter()
         .find(|(_, r)| x >= r.x && x < r.right())

@@ -71,6 +71,8 @@ impl SortKey {
 /// Columns of the process table, in display order. Which are visible is a setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Column {
+    /// Shown (first) only when watching several hosts; not a config-file column.
+    Host,
     Gpu,
     Pid,
     User,
@@ -100,6 +102,7 @@ impl Column {
     /// The name used in the config file (`columns.visible`).
     pub fn config_name(self) -> &'static str {
         match self {
+            Column::Host => "host",
             Column::Gpu => "gpu",
             Column::Pid => "pid",
             Column::User => "user",
@@ -120,6 +123,7 @@ impl Column {
     /// The sort key this column shows, if it can be sorted by.
     pub fn sort_key(self) -> Option<SortKey> {
         match self {
+            Column::Host => Some(SortKey::Gpu),
             Column::Gpu => Some(SortKey::Gpu),
             Column::Pid => Some(SortKey::Pid),
             Column::User => Some(SortKey::User),
@@ -178,6 +182,8 @@ pub struct ProcKey {
 pub struct ProcRow {
     pub key: ProcKey,
     pub gpu_index: u32,
+    /// The GPU's host when watching several; `None` for one host.
+    pub host: Option<String>,
     pub kind: ProcKind,
     pub vram: Option<Bytes>,
     pub gpu_util: Option<u32>,
@@ -234,6 +240,7 @@ impl ProcRow {
                 gpu: p.gpu.clone(),
             },
             gpu_index,
+            host: None,
             kind: p.kind,
             vram: p.gpu_memory,
             gpu_util: p.sm_util.map(|u| u.0),
@@ -252,7 +259,11 @@ impl ProcRow {
 /// fall back to PID then GPU so the order never jitters between samples.
 pub fn compare(a: &ProcRow, b: &ProcRow, key: SortKey, dir: SortDir) -> Ordering {
     let primary = match key {
-        SortKey::Gpu => known(Some(a.gpu_index), Some(b.gpu_index), dir),
+        SortKey::Gpu => known(
+            Some((&a.host, a.gpu_index)),
+            Some((&b.host, b.gpu_index)),
+            dir,
+        ),
         SortKey::Pid => known(Some(a.key.pid), Some(b.key.pid), dir),
         SortKey::User => known(a.user.as_ref(), b.user.as_ref(), dir),
         SortKey::Vram => known(a.vram, b.vram, dir),
@@ -447,6 +458,7 @@ mod tests {
                 gpu: GpuId(format!("GPU-{gpu}")),
             },
             gpu_index: gpu,
+            host: None,
             kind: ProcKind::Compute,
             vram: None,
             gpu_util: None,

@@ -61,6 +61,9 @@ pub fn request(
     }
     let row = row.ok_or("select a process first (↑/↓)")?;
     let pid = row.key.pid;
+    if let Some(host) = &row.host {
+        return Err(format!("PID {pid} runs on {host}: signal it from there"));
+    }
     match row.visibility {
         Visibility::Visible => {}
         Visibility::OtherNamespace => {
@@ -132,6 +135,7 @@ mod tests {
                 gpu: GpuId("GPU-0".into()),
             },
             gpu_index: 0,
+            host: None,
             kind: ProcKind::Compute,
             vram: Some(Bytes::from_gib(4.0)),
             gpu_util: None,
@@ -166,6 +170,9 @@ mod tests {
             "not even as root"
         );
         assert!(r(Some(&row(1001, "bob")), false, Some(1000)).contains("belongs to bob, not you"));
+        let mut remote = row(1000, "alice");
+        remote.host = Some("gpu2".into());
+        assert!(r(Some(&remote), false, Some(1000)).contains("runs on gpu2"));
         let mut hidden = row(1000, "alice");
         hidden.visibility = Visibility::OtherNamespace;
         assert!(r(Some(&hidden), false, Some(1000)).contains("another PID namespace"));

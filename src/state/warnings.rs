@@ -92,6 +92,11 @@ pub enum WarningKind {
         #[serde(serialize_with = "secs")]
         idle_for: Duration,
     },
+    /// A watched remote host does not answer (or answers nonsense).
+    HostDown {
+        host: String,
+        reason: String,
+    },
     /// VRAM in use on a GPU where no process is listed.
     StaleVram {
         used: Bytes,
@@ -138,7 +143,7 @@ pub fn evaluate(
         gpu_index: gpu.index,
         gpu: gpu.id.clone(),
         severity,
-        message: message(gpu.index, &kind),
+        message: message(&gpu.label(), &kind),
         kind,
     };
     if gpu.status == GpuStatus::Lost {
@@ -255,8 +260,25 @@ fn heat(
     ))
 }
 
+/// A critical warning for a watched host that does not answer. It belongs to no GPU: its
+/// index sorts after every real one.
+pub fn host_down(host: &str, reason: &str) -> Warning {
+    let kind = WarningKind::HostDown {
+        host: host.to_string(),
+        reason: reason.to_string(),
+    };
+    Warning {
+        gpu_index: u32::MAX,
+        gpu: GpuId(format!("host:{host}")),
+        severity: Severity::Critical,
+        message: message("", &kind),
+        kind,
+    }
+}
+
 /// The one-line text shown in the warnings bar and printed by `--once`.
-fn message(index: u32, kind: &WarningKind) -> String {
+/// `index` is how the GPU is named: its index, or `host:index` when watching several hosts.
+fn message(index: &str, kind: &WarningKind) -> String {
     use crate::ui::format::{duration_short, gib};
     match kind {
         WarningKind::OomRisk {
@@ -308,6 +330,9 @@ fn message(index: u32, kind: &WarningKind) -> String {
             duration_short(*idle_for),
             crate::ui::format::truncate(command, 40)
         ),
+        WarningKind::HostDown { host, reason } => {
+            format!("host {host} not answering: {reason} — its GPUs are shown lost; retrying")
+        }
         WarningKind::StaleVram { used, held_for } => format!(
             "GPU {index} {} GiB held by no process for {} — stale allocation?",
             gib(*used),

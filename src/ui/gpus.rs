@@ -78,15 +78,24 @@ fn first_shown(state: &State, visible: usize, columns: usize) -> usize {
 
 /// Column widths of a compact line, chosen once per frame from the available width.
 struct CompactColumns {
+    /// Width of the GPU label (`3`, or `gpu1:3` when watching several hosts).
+    label: usize,
     name: usize,
     bar: usize,
     extras: bool,
 }
 
 impl CompactColumns {
-    fn for_width(width: u16) -> Self {
+    fn for_width(width: u16, state: &State) -> Self {
         let wide = width >= 120;
+        let longest = state
+            .gpus
+            .iter()
+            .map(|g| g.label().chars().count())
+            .max()
+            .unwrap_or(1);
         CompactColumns {
+            label: longest.clamp(3, 16),
             name: if wide { 14 } else { 0 },
             bar: if width >= 100 { 12 } else { 8 },
             extras: wide,
@@ -102,7 +111,7 @@ fn draw_compact(
     start: usize,
     theme: &Theme,
 ) {
-    let cols = CompactColumns::for_width(area.width);
+    let cols = CompactColumns::for_width(area.width, state);
     let mut lines = vec![compact_title(
         &cols,
         state,
@@ -127,7 +136,7 @@ fn compact_title<'a>(
     width: u16,
     theme: &Theme,
 ) -> Line<'a> {
-    let mut text = format!("{:>3} ", "GPU");
+    let mut text = format!("{:>w$} ", "GPU", w = cols.label);
     if cols.name > 0 {
         text += &format!("{:<w$} ", "NAME", w = cols.name);
     }
@@ -161,11 +170,11 @@ fn compact_line(
     let index_style = theme.severity(severity, theme.title);
     let mut spans = vec![if focused {
         Span::styled(
-            format!("▶{:>2} ", g.index),
+            format!("▶{:>w$} ", g.label(), w = cols.label - 1),
             index_style.patch(theme.selected),
         )
     } else {
-        Span::styled(format!("{:>3} ", g.index), index_style)
+        Span::styled(format!("{:>w$} ", g.label(), w = cols.label), index_style)
     }];
     if cols.name > 0 {
         spans.push(Span::raw(format!(
@@ -236,7 +245,7 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
             format!(
                 " {}{} · {} ",
                 if focused { "▶ " } else { "" },
-                g.index,
+                g.label(),
                 g.name
             ),
             theme.severity(severity, if focused { theme.focus } else { theme.title }),

@@ -7,7 +7,7 @@ use ratatui::widgets::Paragraph;
 
 use super::Theme;
 use super::format::truncate;
-use super::owners::free_gpus;
+use super::owners::free_labels;
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
@@ -17,6 +17,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         right.push(Span::styled(
             format!(" source error: {err} "),
             theme.critical,
+        ));
+    }
+    if let Some(r) = &state.replay {
+        let pct = (r.position + 1) * 100 / r.total.max(1);
+        let pause = if r.paused { " paused" } else { "" };
+        right.push(Span::styled(
+            format!(" REPLAY {}× {pct}%{pause} ", r.speed),
+            theme.warning_badge,
         ));
     }
     if state.config.readonly {
@@ -80,11 +88,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 }
 
 fn free_text(state: &State) -> String {
-    let free = free_gpus(state);
+    let free = free_labels(state);
     if free.is_empty() {
         "free: none".to_string()
     } else {
-        let list: Vec<String> = free.iter().map(u32::to_string).collect();
-        format!("free: {}", list.join(","))
+        format!("free: {}", free.join(","))
     }
 }

@@ -8,12 +8,13 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::Theme;
 use super::format::truncate;
-use crate::keymap::BINDINGS;
+use crate::keymap::{Binding, all_bindings};
 
 const LABEL_WIDTH: usize = 11;
 
 pub fn draw(frame: &mut Frame, area: Rect, theme: &Theme) {
-    let n = BINDINGS.len();
+    let bindings: Vec<&Binding> = all_bindings().collect();
+    let n = bindings.len();
     let room = area.height.saturating_sub(2).max(1) as usize;
     let columns = if n <= room { 1 } else { 2 };
     let per_column = n.div_ceil(columns);
@@ -33,7 +34,7 @@ pub fn draw(frame: &mut Frame, area: Rect, theme: &Theme) {
     frame.render_widget(block, popup);
     let cells =
         Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns]).split(inner);
-    for (cell, chunk) in cells.iter().zip(BINDINGS.chunks(per_column)) {
+    for (cell, chunk) in cells.iter().zip(bindings.chunks(per_column)) {
         let help_width = (cell.width as usize).saturating_sub(LABEL_WIDTH + 2);
         let lines: Vec<Line> = chunk
             .iter()

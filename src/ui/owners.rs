@@ -63,3 +63,13 @@ pub fn free_gpus(state: &State) -> Vec<u32> {
         .map(|g| g.index)
         .collect()
 }
+
+/// Labels of the free GPUs (`6`, or `gpu1:6` when watching several hosts), in order.
+pub fn free_labels(state: &State) -> Vec<String> {
+    state
+        .gpus
+        .iter()
+        .filter(|g| is_free(state, g))
+        .map(GpuReading::label)
+        .collect()
+}

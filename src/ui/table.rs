@@ -17,6 +17,7 @@ const SPACING: u16 = 1;
 
 fn title(c: Column) -> &'static str {
     match c {
+        Column::Host => "HOST",
         Column::Gpu => "GPU",
         Column::Pid => "PID",
         Column::User => "USER",
@@ -33,6 +34,7 @@ fn title(c: Column) -> &'static str {
 /// Width in cells; the command takes whatever is left.
 fn width(c: Column) -> Constraint {
     match c {
+        Column::Host => Constraint::Length(10),
         Column::Gpu => Constraint::Length(3),
         Column::Pid => Constraint::Length(7),
         Column::User => Constraint::Length(9),
@@ -61,6 +63,7 @@ fn right_aligned(c: Column) -> bool {
 
 fn cell_text(c: Column, r: &ProcRow) -> String {
     match c {
+        Column::Host => r.host.clone().unwrap_or_else(|| "(here)".into()),
         Column::Gpu => r.gpu_index.to_string(),
         Column::Pid => r.key.pid.to_string(),
         Column::User => r.user.clone().unwrap_or_else(|| "?".into()),
@@ -72,6 +75,15 @@ fn cell_text(c: Column, r: &ProcRow) -> String {
         Column::Time => or_na(r.elapsed, elapsed),
         Column::Command => r.command.clone(),
     }
+}
+
+/// The configured columns, with HOST first when the GPUs come from several hosts.
+pub fn visible_columns(state: &State) -> Vec<Column> {
+    let mut columns = state.config.columns.clone();
+    if state.gpus.iter().any(|g| g.host.is_some()) {
+        columns.insert(0, Column::Host);
+    }
+    columns
 }
 
 /// The x-ranges of the visible columns within `area` (the same split the table widget
@@ -117,7 +129,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .border_style(theme.dim)
         .title(Span::styled(title, theme.title));
 
-    let columns = &state.config.columns;
+    let columns = &visible_columns(state);
     let header = Row::new(columns.iter().map(|c| {
         let (text, style) = if c.sort_key() == Some(table.sort) {
             (format!("{}{arrow}", title_of(*c)), theme.sorted_column)
@@ -161,9 +173,7 @@ fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {
         Visibility::OtherNamespace | Visibility::Hidden => theme.dim,
     };
     Row::new(
-        state
-            .config
-            .columns
+        visible_columns(state)
             .iter()
             .map(|c| aligned(*c, Line::from(cell_text(*c, r)))),
     )

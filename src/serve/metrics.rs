@@ -1,0 +1,231 @@
+//! The native `gpuwatch_*` metrics: one Prometheus document rendered from `&State`, in base
+//! units (bytes, celsius, watts, joules, hertz, ratios 0–1). Pure: no I/O, no clock. An
+//! unknown reading (`None`) is left out, never written as 0 or a sentinel.
+
+use std::collections::BTreeMap;
+
+use crate::source::{GpuReading, GpuStatus};
+use crate::state::State;
+use crate::state::warnings::{Severity, WarningKind};
+
+use super::readings::{GPU_SERIES, write_gpu_series};
+use super::text::{Exposition, Family, Kind, Labels};
+use super::{dcgm, process};
+
+/// Which optional groups of series a scrape carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetricOptions {
+    /// Also the dcgm-exporter names (`DCGM_FI_DEV_*`) that existing dashboards query.
+    pub dcgm_compat: bool,
+    /// Per-process series (PID, user and command as labels: opt-in, they churn).
+    pub process_metrics: bool,
+}
+
+/// Reasons NVML can hold clocks down, as the sources name them. Each known reason gets a
+/// 0/1 series so "not throttled" is a value, not a gap; the NVML source's own table is
+/// private to it, so an unexpected name still shows (as 1) through `throttle`.
+const THROTTLE_REASONS: &[&str] = &[
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting",
+];
+
+const BUILD_INFO: Family = Family {
+    name: "gpuwatch_build_info",
+    kind: Kind::Gauge,
+    help: "Always 1; the version label says which gpuwatch is exporting.",
+};
+const SOURCE_UP: Family = Family {
+    name: "gpuwatch_source_up",
+    kind: Kind::Gauge,
+    help: "1 when the latest poll of the GPU source worked, 0 when it failed (readings are then the last good ones).",
+};
+const LAST_SAMPLE: Family = Family {
+    name: "gpuwatch_last_sample_timestamp_seconds",
+    kind: Kind::Gauge,
+    help: "When the readings were taken, in seconds since the Unix epoch.",
+};
+const GPU_INFO: Family = Family {
+    name: "gpuwatch_gpu_info",
+    kind: Kind::Gauge,
+    help: "Always 1; labels identify the GPU (PCI bus id, driver and CUDA version when known).",
+};
+const GPU_LOST: Family = Family {
+    name: "gpuwatch_gpu_lost",
+    kind: Kind::Gauge,
+    help: "1 when the GPU stopped answering (fell off the bus), else 0.",
+};
+const THROTTLE: Family = Family {
+    name: "gpuwatch_gpu_throttle_active",
+    kind: Kind::Gauge,
+    help: "1 when this reason is holding the GPU's clocks down right now, else 0.",
+};
+const WARNINGS: Family = Family {
+    name: "gpuwatch_gpu_warnings",
+    kind: Kind::Gauge,
+    help: "Warnings gpuwatch raises on the GPU now (the same as the TUI's), by kind and severity.",
+};
+const PROCESSES: Family = Family {
+    name: "gpuwatch_gpu_processes",
+    kind: Kind::Gauge,
+    help: "Processes with a context on the GPU.",
+};
+
+/// The whole `/metrics` document for the current state.
+pub fn render(state: &State, options: MetricOptions) -> String {
+    let mut e = Exposition::new();
+    e.family(
+        BUILD_INFO,
+        [(
+            vec![("version", env!("CARGO_PKG_VERSION").to_string())],
+            1.0,
+        )],
+    );
+    header_series(&mut e, state);
+    e.family(
+        GPU_INFO,
+        state.gpus.iter().map(|g| (info_labels(state, g), 1.0)),
+    );
+    e.family(
+        GPU_LOST,
+        state.gpus.iter().map(|g| (gpu_labels(g), lost(g))),
+    );
+    write_gpu_series(&mut e, GPU_SERIES, &state.gpus, gpu_labels);
+    e.family(THROTTLE, state.gpus.iter().flat_map(throttle));
+    e.family(WARNINGS, warning_counts(state));
+    e.family(PROCESSES, process_counts(state));
+    if options.process_metrics {
+        process::render(&mut e, state);
+    }
+    if options.dcgm_compat {
+        dcgm::render(&mut e, state);
+    }
+    e.finish()
+}
+
+/// Whether the source answers, and when the readings were taken (absent before any poll).
+fn header_series(e: &mut Exposition, state: &State) {
+    let polled = state.now.is_some() || state.source_error.is_some();
+    let up = f64::from(u8::from(state.source_error.is_none()));
+    e.family(SOURCE_UP, polled.then(|| (Labels::new(), up)));
+    let taken = state
+        .now
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    e.family(LAST_SAMPLE, taken.map(|d| (Labels::new(), d.as_secs_f64())));
+}
+
+/// The labels every native per-GPU series carries; `host` too when the state holds several
+/// hosts' GPUs (`--remote`), whose indices would otherwise collide.
+pub(super) fn gpu_labels(g: &GpuReading) -> Labels {
+    let mut labels = vec![
+        ("gpu", g.index.to_string()),
+        ("uuid", g.id.0.clone()),
+        ("name", g.name.clone()),
+    ];
+    if let Some(host) = &g.host {
+        labels.push(("host", host.clone()));
+    }
+    labels
+}
+
+fn info_labels(state: &State, g: &GpuReading) -> Labels {
+    let mut labels = gpu_labels(g);
+    // Unknown identity facts are left out rather than written as "" (which means the same
+    // to Prometheus but reads like a real, empty value).
+    let known = [
+        ("pci_bus_id", g.pci_bus_id.as_ref()),
+        ("driver_version", state.host.driver_version.as_ref()),
+        ("cuda_version", state.host.cuda_version.as_ref()),
+    ];
+    labels.extend(
+        known
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v.clone()))),
+    );
+    labels
+}
+
+fn lost(g: &GpuReading) -> f64 {
+    f64::from(u8::from(g.status == GpuStatus::Lost))
+}
+
+/// One 0/1 series per known reason (plus any unexpected active one); none when unknown.
+fn throttle(g: &GpuReading) -> Vec<(Labels, f64)> {
+    let Some(active) = &g.throttle_reasons else {
+        return Vec::new();
+    };
+    let unexpected = active
+        .iter()
+        .map(String::as_str)
+        .filter(|r| !THROTTLE_REASONS.contains(r));
+    THROTTLE_REASONS
+        .iter()
+        .copied()
+        .chain(unexpected)
+        .map(|reason| {
+            let mut labels = gpu_labels(g);
+            labels.push(("reason", reason.to_string()));
+            let on = active.iter().any(|a| a == reason);
+            (labels, f64::from(u8::from(on)))
+        })
+        .collect()
+}
+
+/// The name a warning kind has in the JSON document (its serde `kind` tag), so both
+/// outputs agree and a new kind needs no change here.
+fn warning_kind(kind: &WarningKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.get("kind")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Warning => "warning",
+        Severity::Critical => "critical",
+    }
+}
+
+/// Warnings counted per GPU, kind and severity (a GPU can have several idle holders).
+fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
+    let mut counts: BTreeMap<(usize, String, &str), u32> = BTreeMap::new();
+    for w in &state.warnings {
+        if let Some(pos) = state.gpus.iter().position(|g| g.id == w.gpu) {
+            let key = (pos, warning_kind(&w.kind), severity_name(w.severity));
+            *counts.entry(key).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|((pos, kind, severity), n)| {
+            let mut labels = gpu_labels(&state.gpus[pos]);
+            labels.push(("kind", kind));
+            labels.push(("severity", severity.to_string()));
+            (labels, f64::from(n))
+        })
+        .collect()
+}
+
+/// Process count per answering GPU (a lost GPU's process list is unknown, so absent).
+fn process_counts(state: &State) -> Vec<(Labels, f64)> {
+    state
+        .gpus
+        .iter()
+        .filter(|g| g.status == GpuStatus::Ok)
+        .map(|g| {
+            let n = state.procs.all.iter().filter(|r| r.key.gpu == g.id).count();
+            (gpu_labels(g), n as f64)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -1,0 +1,193 @@
+//! `gpuwatch serve`: a Prometheus exporter. Runs the same sampler and `state::update` as
+//! the TUI (so warnings and the process table agree), renders each sample's documents once,
+//! and serves the latest over HTTP. Owns the listener, the sample loop and shutdown; never
+//! touches the terminal code.
+
+mod dcgm;
+mod http;
+pub mod metrics;
+mod process;
+mod readings;
+pub mod text;
+
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
+
+use crate::cli::ServeArgs;
+use crate::sampler::{self, SamplerEvent};
+use crate::source::GpuSource;
+use crate::state::{Msg, State, ViewConfig, update};
+
+use http::Published;
+pub use metrics::MetricOptions;
+
+/// Bad input (`--listen`) or a port we cannot have: the same code as other usage errors.
+const EXIT_USAGE: u8 = 2;
+
+/// How long open connections may take to finish after SIGINT/SIGTERM before we exit anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// `gpuwatch serve` after the source is built: binds, serves until SIGINT/SIGTERM (exit 0).
+/// A bad `--listen` or a port in use is one line and exit 2; runtime failures exit 1.
+pub fn main(args: &ServeArgs, source: Box<dyn GpuSource>, config: ViewConfig) -> ExitCode {
+    let options = MetricOptions {
+        dcgm_compat: args.dcgm_compat,
+        process_metrics: args.process_metrics,
+    };
+    let listener = match parse_listen(&args.listen).and_then(bind) {
+        Ok(l) => l,
+        Err(why) => return fail(&why, EXIT_USAGE),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}"), 1),
+    };
+    match runtime.block_on(serve(listener, source, config, options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => fail(&why, 1),
+    }
+}
+
+fn fail(why: &str, code: u8) -> ExitCode {
+    eprintln!("gpuwatch: {why}");
+    ExitCode::from(code)
+}
+
+/// `IP:PORT` only: a host name would need a resolver, and which interface to expose
+/// metrics on should be explicit.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| {
+        format!(
+            "--listen: not an IP:PORT address such as 127.0.0.1:9400 or 0.0.0.0:9400 (got {text:?})"
+        )
+    })
+}
+
+/// Binds before the runtime starts, so a port in use is reported as a usage error.
+fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, String> {
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| format!("--listen: cannot listen on {addr}: {e}"))?;
+    // Tokio requires a non-blocking socket.
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("--listen: cannot use {addr}: {e}"))?;
+    Ok(listener)
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    options: MetricOptions,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let stop = stop_on_signal().map_err(|e| format!("cannot watch for signals: {e}"))?;
+    let state = State::new(config);
+    let (publish, latest) = watch::channel(Arc::new(Published::render(&state, options)));
+    let (tx, rx) = sampler::channel();
+    let sampler = tokio::spawn(sampler::run(source, state.config.interval, tx));
+    // Tests (and scripts using port 0) read the real address from this line.
+    eprintln!("gpuwatch: serving http://{addr}/metrics");
+
+    let graceful = wait_for(stop.clone());
+    let server = axum::serve(listener, http::router(latest)).with_graceful_shutdown(graceful);
+    let deadline = async move {
+        wait_for(stop).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    let result = tokio::select! {
+        served = server.into_future() => served.map_err(|e| format!("serving HTTP failed: {e}")),
+        () = deadline => Ok(()),
+        why = follow(rx, state, options, publish) => Err(why),
+    };
+    sampler.abort();
+    result
+}
+
+/// Applies every sampler event to the state and publishes the freshly rendered documents.
+/// Returns only when the sampler is gone, with why.
+async fn follow(
+    mut rx: mpsc::Receiver<SamplerEvent>,
+    mut state: State,
+    options: MetricOptions,
+    publish: watch::Sender<Arc<Published>>,
+) -> String {
+    while let Some(event) = rx.recv().await {
+        let msg = match event {
+            SamplerEvent::Sample(sample) => {
+                if state.source_error.is_some() {
+                    eprintln!("gpuwatch: reading GPUs works again");
+                }
+                Msg::Sample(sample)
+            }
+            SamplerEvent::Failed(why) => {
+                // Once per outage, not once per interval.
+                if state.source_error.is_none() {
+                    eprintln!("gpuwatch: reading GPUs failed: {why} (retrying)");
+                }
+                Msg::SourceFailed(why)
+            }
+        };
+        update(&mut state, msg);
+        publish.send_replace(Arc::new(Published::render(&state, options)));
+    }
+    let last = state.source_error.unwrap_or_default();
+    format!("the GPU sampler stopped: {last}")
+}
+
+/// A flag that turns true on the first SIGINT or SIGTERM.
+fn stop_on_signal() -> std::io::Result<watch::Receiver<bool>> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        let _ = tx.send(true);
+    });
+    Ok(rx)
+}
+
+async fn wait_for(mut stop: watch::Receiver<bool>) {
+    // An error means the signal task is gone, which only happens at shutdown anyway.
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_ip_and_port_only() {
+        assert_eq!(
+            parse_listen("127.0.0.1:9400").unwrap(),
+            "127.0.0.1:9400".parse::<SocketAddr>().unwrap()
+        );
+        assert!(parse_listen("[::1]:0").is_ok());
+        let err = parse_listen("localhost:9400").unwrap_err();
+        assert!(err.starts_with("--listen: "), "{err}");
+        assert!(err.contains("\"localhost:9400\""), "{err}");
+        assert!(parse_listen("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn a_port_in_use_is_a_usage_error_naming_the_address() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        let err = bind(addr).unwrap_err();
+        assert!(err.contains(&addr.to_string()), "{err}");
+        assert!(!err.contains('\n'));
+    }
+}

@@ -1,0 +1,173 @@
+//! The Prometheus text exposition format 0.0.4, written by hand: metric families with HELP,
+//! TYPE and samples, escaped as the format requires. Knows nothing of GPUs.
+//!
+//! Why not the prometheus-client crate: it encodes OpenMetrics 1.0 only (a `# EOF` line,
+//! counters renamed to `<name>_total` under a `<name>` TYPE line, `# UNIT` lines) and wants
+//! metrics registered once and updated in place. We render a fresh snapshot per sample and
+//! were asked for the 0.0.4 format with exact names, which this ~100-line writer gives.
+
+use std::fmt::Write;
+
+/// The Content-Type of the 0.0.4 text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+        }
+    }
+}
+
+/// A sample's labels, in the order they are written.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// One family: its name, type and help line.
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+}
+
+/// A document being written; `finish` returns the text.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    out: String,
+}
+
+impl Exposition {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Writes one family with its samples. A family with no samples writes nothing at all:
+    /// an unknown reading is absent, never a zero or a bare header.
+    pub fn family(&mut self, family: Family, samples: impl IntoIterator<Item = (Labels, f64)>) {
+        let mut header_written = false;
+        for (labels, value) in samples {
+            // NaN or infinity would only come from a broken reading: treat it as unknown.
+            if !value.is_finite() {
+                continue;
+            }
+            if !header_written {
+                self.header(family);
+                header_written = true;
+            }
+            self.sample(family.name, &labels, value);
+        }
+    }
+
+    pub fn finish(self) -> String {
+        self.out
+    }
+
+    fn header(&mut self, family: Family) {
+        let _ = writeln!(
+            self.out,
+            "# HELP {} {}",
+            family.name,
+            escape_help(family.help)
+        );
+        let _ = writeln!(self.out, "# TYPE {} {}", family.name, family.kind.as_str());
+    }
+
+    fn sample(&mut self, name: &str, labels: &Labels, value: f64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (key, val)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{key}=\"{}\"", escape_label(val));
+            }
+            self.out.push('}');
+        }
+        // Rust prints finite floats in plain decimal (never exponent form) and whole
+        // numbers without a fraction, both of which the format accepts.
+        let _ = writeln!(self.out, " {value}");
+    }
+}
+
+/// Label values escape backslash, double quote and line feed.
+fn escape_label(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// HELP text escapes backslash and line feed (quotes stay as they are).
+fn escape_help(help: &str) -> String {
+    help.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEMP: Family = Family {
+        name: "t_celsius",
+        kind: Kind::Gauge,
+        help: "Temp.",
+    };
+
+    #[test]
+    fn family_writes_help_type_and_samples() {
+        let mut e = Exposition::new();
+        e.family(TEMP, [(vec![("gpu", "0".to_string())], 61.0)]);
+        e.family(
+            Family {
+                name: "e_joules_total",
+                kind: Kind::Counter,
+                help: "Energy.",
+            },
+            [(Labels::new(), 1.5)],
+        );
+        assert_eq!(
+            e.finish(),
+            "# HELP t_celsius Temp.\n# TYPE t_celsius gauge\nt_celsius{gpu=\"0\"} 61\n\
+             # HELP e_joules_total Energy.\n# TYPE e_joules_total counter\ne_joules_total 1.5\n"
+        );
+    }
+
+    #[test]
+    fn a_family_without_samples_writes_nothing() {
+        let mut e = Exposition::new();
+        e.family(TEMP, std::iter::empty());
+        e.family(TEMP, [(Labels::new(), f64::NAN)]);
+        assert_eq!(e.finish(), "");
+    }
+
+    #[test]
+    fn label_values_and_help_are_escaped() {
+        assert_eq!(escape_label("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        assert_eq!(escape_help("x\\y\nz \"q\""), "x\\\\y\\nz \"q\"");
+    }
+
+    #[test]
+    fn large_and_fractional_values_print_plainly() {
+        let mut e = Exposition::new();
+        e.family(
+            TEMP,
+            [(Labels::new(), 85_899_345_920.0), (Labels::new(), 0.37)],
+        );
+        let text = e.finish();
+        assert!(text.contains("t_celsius 85899345920\n"), "{text}");
+        assert!(text.contains("t_celsius 0.37\n"), "{text}");
+    }
+}

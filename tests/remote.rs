@@ -1,0 +1,259 @@
+//! Watching several hosts: snapshots polled over HTTP from stand-in exporters on loopback
+//! (each serves what `gpuwatch --once --json` prints), merged with every GPU tagged by host;
+//! a host that refuses connections or answers garbage is shown with the reason and never
+//! holds up the others; a host that comes back resumes.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gpuwatch::source::multi::MultiSource;
+use gpuwatch::source::{GpuSource, GpuStatus, Sample};
+use gpuwatch::state::warnings::WarningKind;
+use gpuwatch::state::{Msg, State, update};
+
+/// A one-route HTTP server on 127.0.0.1 that answers every request with `body()`.
+struct Exporter {
+    address: String,
+    body: Arc<Mutex<String>>,
+}
+
+impl Exporter {
+    fn start(body: String) -> Exporter {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let body = Arc::new(Mutex::new(body));
+        let shared = body.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                // Read the request head; the body of a GET is empty.
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let body = shared.lock().unwrap().clone();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Exporter { address, body }
+    }
+}
+
+/// What `gpuwatch --demo --demo-gpus N --once --json` prints: a real snapshot document.
+fn demo_snapshot(gpus: &str, seed: &str) -> String {
+    let out = common::clean_command()
+        .args([
+            "--demo",
+            "--demo-gpus",
+            gpus,
+            "--seed",
+            seed,
+            "--once",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+/// A port with nothing listening (bound, then released).
+fn closed_port() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// Samples until `ok` holds, for at most 10 s (the pollers run in the background).
+fn sample_until(source: &mut MultiSource, ok: impl Fn(&Sample) -> bool) -> Sample {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = source.sample().unwrap();
+        if ok(&s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "never settled: {:?}", s.hosts);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn hosts_merge_and_a_bad_host_is_shown_with_its_reason() {
+    let a = Exporter::start(demo_snapshot("2", "1"));
+    let b = Exporter::start("<html>not a snapshot</html>".into());
+    let dead = closed_port();
+    let addresses = vec![a.address.clone(), b.address.clone(), dead.clone()];
+    let mut multi = MultiSource::new(None, &addresses, Duration::from_millis(200));
+    let s = sample_until(&mut multi, |s| {
+        s.gpus.len() == 2
+            && s.hosts
+                .iter()
+                .filter(|h| {
+                    h.error
+                        .as_deref()
+                        .is_some_and(|e| e != "waiting for the first answer")
+                })
+                .count()
+                == 2
+    });
+    // Three hosts on 127.0.0.1: the names keep their ports to stay apart.
+    assert!(
+        s.gpus
+            .iter()
+            .all(|g| g.host.as_deref() == Some(a.address.as_str())),
+        "tagged with the host"
+    );
+    assert_eq!(s.gpus[1].label(), format!("{}:1", a.address));
+    assert!(!s.processes.is_empty());
+    let errors: Vec<String> = s.hosts.iter().filter_map(|h| h.error.clone()).collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("not a gpuwatch snapshot")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.to_lowercase().contains("refused")),
+        "{errors:?}"
+    );
+
+    // Through the state: both failing hosts are critical warnings; the GPUs are fine.
+    let mut state = State::new(common::config());
+    update(&mut state, Msg::Sample(Box::new(s)));
+    let down: Vec<_> = state
+        .warnings
+        .iter()
+        .filter(|w| matches!(w.kind, WarningKind::HostDown { .. }))
+        .collect();
+    assert_eq!(down.len(), 2);
+    assert!(down.iter().all(|w| w.message.contains("not answering")));
+    let text = common::screen(&state, 120, 40);
+    assert!(text.contains("HOST") && text.contains(&a.address), "{text}");
+    drop(b);
+}
+
+#[test]
+fn a_host_that_stops_answering_keeps_its_gpus_as_lost_then_resumes() {
+    let a = Exporter::start(demo_snapshot("1", "1"));
+    let mut multi = MultiSource::new(
+        None,
+        std::slice::from_ref(&a.address),
+        Duration::from_millis(100),
+    );
+    sample_until(&mut multi, |s| {
+        s.gpus.len() == 1 && s.gpus[0].status == GpuStatus::Ok
+    });
+    *a.body.lock().unwrap() = "garbled".into();
+    let s = sample_until(&mut multi, |s| s.hosts[0].error.is_some());
+    assert_eq!(s.gpus.len(), 1, "the slot stays");
+    assert_eq!(s.gpus[0].status, GpuStatus::Lost);
+    assert!(s.processes.is_empty());
+    *a.body.lock().unwrap() = demo_snapshot("1", "1");
+    // Backoff is at most 2 × 100 ms × 2 here; it recovers on the next poll.
+    sample_until(&mut multi, |s| {
+        s.hosts[0].error.is_none() && s.gpus[0].status == GpuStatus::Ok
+    });
+}
+
+#[test]
+fn remote_processes_are_never_signalled_from_here() {
+    let a = Exporter::start(demo_snapshot("2", "1"));
+    let mut multi = MultiSource::new(
+        None,
+        std::slice::from_ref(&a.address),
+        Duration::from_millis(100),
+    );
+    let s = sample_until(&mut multi, |s| !s.processes.is_empty());
+    let mut state = State::new(gpuwatch::state::ViewConfig {
+        current_uid: Some(0),
+        ..common::config()
+    });
+    update(&mut state, Msg::Sample(Box::new(s)));
+    update(
+        &mut state,
+        Msg::Action(gpuwatch::state::Action::SelectFirst),
+    );
+    update(
+        &mut state,
+        Msg::Action(gpuwatch::state::Action::Signal(
+            gpuwatch::state::signal::Sig::Kill,
+        )),
+    );
+    assert!(state.dialog.is_none());
+    assert!(
+        state
+            .status
+            .as_deref()
+            .unwrap()
+            .contains("runs on 127.0.0.1"),
+        "{:?}",
+        state.status
+    );
+}
+
+#[test]
+fn bad_remote_arguments_are_one_line_errors() {
+    common::clean_command()
+        .args(["--remote", "gpu1", "--once"])
+        .assert()
+        .code(2)
+        .stderr("gpuwatch: --remote: \"gpu1\" needs a port, e.g. gpu1:9400\n");
+    common::clean_command()
+        .args(["--with-local", "--demo", "--once"])
+        .assert()
+        .code(2)
+        .stderr("gpuwatch: --with-local: only with --remote or --hosts-file\n");
+}
+
+#[test]
+fn the_tui_watches_several_hosts_in_one_pane() {
+    let Some(t) = common::tmux::Tmux::start("remote", 160, 50) else {
+        return;
+    };
+    let a = Exporter::start(demo_snapshot("2", "1"));
+    let dead = closed_port();
+    let cmd = format!(
+        "{} --remote {},{} --with-local --demo --demo-gpus 1",
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        a.address,
+        dead
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for(
+        &format!("{}:1 · NVIDIA", a.address),
+        Duration::from_secs(15),
+    );
+    assert!(
+        screen.contains("0 · NVIDIA"),
+        "the local GPU, unprefixed:\n{screen}"
+    );
+    let screen = t.wait_for("not answering", Duration::from_secs(15));
+    assert!(screen.contains("HOST"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
+fn once_waits_for_the_first_answers() {
+    let a = Exporter::start(demo_snapshot("2", "5"));
+    let out = common::clean_command()
+        .args(["--remote", &a.address, "--once", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(doc["gpus"].as_array().unwrap().len(), 2, "{doc}");
+    assert_eq!(doc["gpus"][0]["host"], "127.0.0.1");
+}

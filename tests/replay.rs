@@ -1,0 +1,191 @@
+//! Record and replay: the shipped demo recording plays through the same pipeline and the
+//! same warnings fire as they did live; a damaged recording still plays, with the bad
+//! lines reported by number; the replay TUI pauses, seeks and changes speed.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use gpuwatch::record;
+use gpuwatch::source::GpuSource;
+use gpuwatch::source::replay::ReplaySource;
+use gpuwatch::state::warnings::{Severity, WarningKind};
+use gpuwatch::state::{Msg, State, update};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/demo-recording.ndjson"
+);
+
+/// (GPU, kind, severity) of every warning raised while playing the whole recording.
+fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
+    let recording = record::read(path).unwrap();
+    let n = recording.samples.len();
+    let (mut source, _control) = ReplaySource::new(recording);
+    let mut state = State::new(common::config());
+    let mut fired = Vec::new();
+    for _ in 0..n {
+        update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+        for w in &state.warnings {
+            let kind = match w.kind {
+                WarningKind::OomRisk { .. } => "oom",
+                WarningKind::Overheating { .. } => "heat",
+                WarningKind::Lost => "lost",
+                WarningKind::IdleHolder { .. } => "idle",
+                WarningKind::StaleVram { .. } => "stale",
+                WarningKind::HostDown { .. } => "host",
+            };
+            if !fired.contains(&(w.gpu_index, kind, w.severity)) {
+                fired.push((w.gpu_index, kind, w.severity));
+            }
+        }
+    }
+    fired
+}
+
+#[test]
+fn the_demo_recording_fires_the_warnings_it_fired_live() {
+    let mut fired = warnings_fired(Path::new(FIXTURE));
+    fired.sort_by_key(|w| (w.0, w.1, w.2));
+    assert_eq!(
+        fired,
+        vec![
+            (2, "oom", Severity::Warning),
+            (2, "oom", Severity::Critical),
+            (3, "heat", Severity::Warning),
+            (3, "heat", Severity::Critical),
+            (5, "stale", Severity::Warning),
+        ]
+    );
+}
+
+#[test]
+fn replay_matches_the_live_run_sample_for_sample() {
+    // The fixture is what `cargo run --example record_demo` writes: the same simulation,
+    // replayed, gives the same state as running it live.
+    let recording = record::read(Path::new(FIXTURE)).unwrap();
+    assert_eq!(recording.header.interval(), Duration::from_secs(2));
+    let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+    let mut live = gpuwatch::source::sim::SimSource::new(
+        6,
+        42,
+        Duration::from_secs(2),
+        gpuwatch::source::sim::SimClock::Virtual { start },
+    );
+    for recorded in &recording.samples {
+        assert_eq!(&live.sample().unwrap(), recorded);
+    }
+}
+
+#[test]
+fn a_damaged_recording_plays_and_names_the_bad_lines() {
+    let text = std::fs::read_to_string(FIXTURE).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[5] = lines[5][..lines[5].len() / 3].to_string(); // truncated mid-sample
+    lines[9] = "this is not json".into();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.ndjson");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let r = record::read(&path).unwrap();
+    assert_eq!(
+        r.skipped.iter().map(|s| s.0).collect::<Vec<_>>(),
+        vec![6, 10]
+    );
+    assert_eq!(r.samples.len(), lines.len() - 3);
+    // The warnings still fire from what is left.
+    assert!(warnings_fired(&path).contains(&(3, "heat", Severity::Critical)));
+}
+
+#[test]
+fn replaying_something_else_is_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "hello\n").unwrap();
+    let out = common::clean_command()
+        .args(["replay"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with(&format!(
+            "gpuwatch: {}:1: not a gpuwatch recording header",
+            path.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1);
+}
+
+#[test]
+fn record_then_replay_headless() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.ndjson");
+    common::clean_command()
+        .args(["--demo", "--once", "--record"])
+        .arg(&path)
+        .assert()
+        .success();
+    let r = record::read(&path).unwrap();
+    assert_eq!(r.samples.len(), 1);
+    // The recording plays back as a source: --once (implied off a terminal) shows it.
+    let out = common::clean_command()
+        .arg("replay")
+        .arg(&path)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("demo-gpu-server")
+    );
+}
+
+#[test]
+fn replay_keys_in_a_real_terminal() {
+    let Some(t) = common::tmux::Tmux::start("replay", 120, 40) else {
+        return;
+    };
+    t.send(&[
+        &format!("{} replay {FIXTURE}", env!("CARGO_BIN_EXE_gpuwatch")),
+        "Enter",
+    ]);
+    t.wait_for("REPLAY 1×", Duration::from_secs(10));
+    t.send(&["+"]);
+    t.wait_for("REPLAY 2×", Duration::from_secs(10));
+    t.send(&["p"]);
+    let before = percent(&t.wait_for("% paused", Duration::from_secs(10)));
+    t.send(&["Right"]);
+    // 30 s of a 2 s recording is 15 samples, 31 % of 48; it lands on the next tick.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = percent(&t.capture());
+        if now >= before + 25 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no jump: {before}% → {now}%"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+/// The N of "REPLAY 2× N%" in the header.
+fn percent(screen: &str) -> usize {
+    let at = screen.find("× ").expect("a replay header") + "× ".len();
+    screen[at..]
+        .split('%')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .expect("a percentage")
+}
