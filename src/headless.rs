@@ -123,7 +123,7 @@ pub fn render_json(state: &State) -> String {
                 unattributed_memory: unattributed(state, g).map(|b| b.0),
             })
             .collect(),
-        processes: state.procs.rows.iter().map(JsonProc::from_row).collect(),
+        processes: state.procs.rows().map(JsonProc::from_row).collect(),
         warnings: &state.warnings,
         free_gpus: free_gpus(state),
     };
@@ -202,7 +202,7 @@ pub fn render_text(state: &State) -> String {
         "\n{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  COMMAND",
         "GPU", "PID", "USER", "TYPE", "VRAM", "GPU%", "CPU%", "HOST MEM", "TIME"
     );
-    for r in &state.procs.rows {
+    for r in state.procs.rows() {
         let _ = writeln!(
             out,
             "{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  {}",
@@ -218,7 +218,7 @@ pub fn render_text(state: &State) -> String {
             r.command,
         );
     }
-    if state.procs.rows.is_empty() {
+    if state.procs.is_empty() {
         let _ = writeln!(out, "  (no GPU processes)");
     }
     out

@@ -30,8 +30,7 @@ fn typed(state: &mut State, text: &str) {
 fn users_of(state: &State) -> Vec<String> {
     state
         .procs
-        .rows
-        .iter()
+        .rows()
         .map(|r| r.user.clone().unwrap())
         .collect()
 }
@@ -57,14 +56,10 @@ fn state_with(cfg: ViewConfig, samples: usize, w: u16, h: u16) -> State {
 #[test]
 fn focusing_a_gpu_shows_only_its_processes_and_esc_shows_all() {
     let mut state = demo_state(8, 5, 120, 40);
-    let all = state.procs.rows.len();
+    let all = state.procs.len();
     act(&mut state, Action::FocusGpu(0));
-    assert!(state.procs.rows.iter().all(|r| r.gpu_index == 0));
-    assert_eq!(
-        state.procs.rows.len(),
-        2,
-        "alice's job and root's health check"
-    );
+    assert!(state.procs.rows().all(|r| r.gpu_index == 0));
+    assert_eq!(state.procs.len(), 2, "alice's job and root's health check");
     let text = screen(&state, 120, 40);
     assert!(text.contains("▶ 0 · NVIDIA"), "{text}");
     assert!(
@@ -72,7 +67,7 @@ fn focusing_a_gpu_shows_only_its_processes_and_esc_shows_all() {
         "{text}"
     );
     act(&mut state, Action::Back);
-    assert_eq!(state.procs.rows.len(), all);
+    assert_eq!(state.procs.len(), all);
     act(&mut state, Action::FocusGpu(42));
     assert_eq!(state.status.as_deref(), Some("no GPU 42 here"));
 }
@@ -126,7 +121,7 @@ fn filter_narrows_live_and_esc_clears_it() {
     let mut state = demo_state(8, 5, 120, 40);
     typed(&mut state, "user:bo");
     assert!(
-        state.procs.rows.is_empty(),
+        state.procs.is_empty(),
         "user: is exact, so 'bo' matches nobody yet"
     );
     act(&mut state, Action::FilterInput('b'));
@@ -137,7 +132,7 @@ fn filter_narrows_live_and_esc_clears_it() {
     // Keys are actions again once the filter is kept.
     act(&mut state, Action::FilterCancel);
     act(&mut state, Action::Back);
-    assert_eq!(state.procs.rows.len(), 7);
+    assert_eq!(state.procs.len(), 7);
     assert_eq!(state.filter_text, "");
 }
 
@@ -154,7 +149,7 @@ fn combined_filters_and_invalid_syntax_inline() {
         state.filter_error.as_deref(),
         Some("gpu: \"x\" is not a GPU index")
     );
-    assert_eq!(state.procs.rows.len(), 7, "an invalid filter hides nothing");
+    assert_eq!(state.procs.len(), 7, "an invalid filter hides nothing");
     let text = screen(&state, 120, 40);
     assert!(text.contains("gpu: \"x\" is not a GPU index"), "{text}");
     assert_snapshot!(text);

@@ -34,7 +34,7 @@ fn default_sort_is_vram_descending() {
         (state.procs.sort, state.procs.dir),
         (SortKey::Vram, SortDir::Descending)
     );
-    let vram: Vec<_> = state.procs.rows.iter().map(|r| r.vram.unwrap()).collect();
+    let vram: Vec<_> = state.procs.rows().map(|r| r.vram.unwrap()).collect();
     assert!(vram.windows(2).all(|w| w[0] >= w[1]), "{vram:?}");
 }
 
@@ -53,13 +53,12 @@ fn sort_keys_cycle_reverse_and_jump() {
     assert_eq!(state.procs.dir, SortDir::Descending);
     let users: Vec<_> = state
         .procs
-        .rows
-        .iter()
+        .rows()
         .map(|r| r.user.clone().unwrap())
         .collect();
     assert!(users.windows(2).all(|w| w[0] >= w[1]), "{users:?}");
     act(&mut state, Action::SortBy(SortKey::Pid));
-    let pids: Vec<_> = state.procs.rows.iter().map(|r| r.key.pid).collect();
+    let pids: Vec<_> = state.procs.rows().map(|r| r.key.pid).collect();
     assert!(pids.windows(2).all(|w| w[0] <= w[1]), "{pids:?}");
 }
 
@@ -78,8 +77,7 @@ fn selection_follows_the_process_through_new_samples() {
     // Select bob's growing fine-tune job (GPU 2); it climbs the VRAM ranking over time.
     let idx = state
         .procs
-        .rows
-        .iter()
+        .rows()
         .position(|r| r.user.as_deref() == Some("bob"))
         .unwrap();
     act(&mut state, Action::SelectFirst);
@@ -102,7 +100,7 @@ fn selection_follows_the_process_through_new_samples() {
 #[test]
 fn navigation_keys_clamp_and_page() {
     let mut state = demo_state(16, 2, 80, 24);
-    let n = state.procs.rows.len();
+    let n = state.procs.len();
     act(&mut state, Action::SelectUp);
     assert_eq!(
         state.procs.selected_index(),
@@ -213,7 +211,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
         state.warnings
     );
     assert!(
-        state.procs.rows.iter().all(|r| r.gpu_index != 2),
+        state.procs.rows().all(|r| r.gpu_index != 2),
         "the crashed job is gone"
     );
     // ...and is restarted a few seconds later as a new process (new PID).
@@ -222,8 +220,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
     }
     let restarted = state
         .procs
-        .rows
-        .iter()
+        .rows()
         .find(|r| r.gpu_index == 2)
         .expect("restarted");
     assert_eq!(restarted.key.pid, 2021);

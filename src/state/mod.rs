@@ -4,6 +4,7 @@
 
 mod etiquette;
 pub mod filter;
+pub mod holders;
 mod interact;
 pub mod mouse;
 pub mod procs;
@@ -198,6 +199,8 @@ pub struct State {
     alarms: HashMap<GpuId, Alarm>,
     pub warnings: Vec<Warning>,
     pub procs: ProcTable,
+    /// Who holds each GPU, derived from the latest sample's processes.
+    pub holders: HashMap<GpuId, holders::Holders>,
     pub paused: bool,
     pub show_help: bool,
     pub layout: LayoutPref,
@@ -235,6 +238,7 @@ impl State {
             alarms: HashMap::new(),
             warnings: Vec::new(),
             procs,
+            holders: HashMap::new(),
             paused: false,
             show_help: false,
             layout: LayoutPref::Auto,
@@ -337,12 +341,14 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
     // History and alarms are keyed by UUID; GPUs that disappeared are forgotten so memory
     // stays bounded by the current fleet.
     let capacity = state.config.history_len;
-    state
-        .histories
-        .retain(|id, _| sample.gpus.iter().any(|g| &g.id == id));
-    state
-        .alarms
-        .retain(|id, _| sample.gpus.iter().any(|g| &g.id == id));
+    let present: std::collections::HashSet<&GpuId> = sample.gpus.iter().map(|g| &g.id).collect();
+    state.histories.retain(|id, _| present.contains(id));
+    state.alarms.retain(|id, _| present.contains(id));
+    // Processes grouped by GPU once, not filtered again for every GPU.
+    let mut by_gpu: HashMap<&GpuId, Vec<&ProcReading>> = HashMap::new();
+    for p in &sample.processes {
+        by_gpu.entry(&p.gpu).or_default().push(p);
+    }
     let mut warnings = Vec::new();
     for gpu in &sample.gpus {
         let history = state
@@ -351,13 +357,9 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
             .or_insert_with(|| GpuHistory::new(capacity));
         history.push(now, gpu);
         let prev = state.alarms.get(&gpu.id).cloned().unwrap_or_default();
-        let on_gpu: Vec<&ProcReading> = sample
-            .processes
-            .iter()
-            .filter(|p| p.gpu == gpu.id)
-            .collect();
+        let on_gpu = by_gpu.get(&gpu.id).map_or(&[][..], Vec::as_slice);
         let (alarm, mut raised) =
-            warnings::evaluate(&prev, gpu, &on_gpu, history, &state.config.thresholds, now);
+            warnings::evaluate(&prev, gpu, on_gpu, history, &state.config.thresholds, now);
         state.alarms.insert(gpu.id.clone(), alarm);
         warnings.append(&mut raised);
     }
@@ -386,6 +388,7 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
             row
         })
         .collect();
+    state.holders = holders::by_gpu(&rows);
     state.procs.set_rows(rows);
     state.gpus = sample.gpus;
     state.gpu_scroll = state.gpu_scroll.min(state.gpus.len().saturating_sub(1));

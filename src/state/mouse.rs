@@ -89,7 +89,7 @@ fn table_area(state: &mut State, areas: &Areas, at: Position, kind: MouseKind) {
                     Panel::Processes => {
                         let first = layout::table_first_row(state);
                         let index = first + visible;
-                        if index < state.procs.rows.len() {
+                        if index < state.procs.len() {
                             state.procs.select_index(index);
                         }
                     }

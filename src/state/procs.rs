@@ -337,8 +337,9 @@ impl RowView {
 pub struct ProcTable {
     /// Every process of the latest sample (owners, totals and JSON use these).
     pub all: Vec<ProcRow>,
-    /// The rows shown: `all` narrowed by `view`, sorted.
-    pub rows: Vec<ProcRow>,
+    /// The rows shown, as indices into `all`: narrowed by `view`, sorted. Indices rather
+    /// than copies, so a new sample costs a sort of integers, not thousands of clones.
+    order: Vec<usize>,
     pub view: RowView,
     pub sort: SortKey,
     pub dir: SortDir,
@@ -352,7 +353,7 @@ impl Default for ProcTable {
     fn default() -> Self {
         ProcTable {
             all: Vec::new(),
-            rows: Vec::new(),
+            order: Vec::new(),
             view: RowView::default(),
             sort: SortKey::Vram,
             dir: SortDir::Descending,
@@ -376,11 +377,8 @@ impl ProcTable {
 
     fn refilter(&mut self) {
         let view = &self.view;
-        self.rows = self
-            .all
-            .iter()
-            .filter(|r| view.matches(r))
-            .cloned()
+        self.order = (0..self.all.len())
+            .filter(|&i| view.matches(&self.all[i]))
             .collect();
         self.resort();
     }
@@ -392,23 +390,45 @@ impl ProcTable {
     }
 
     fn resort(&mut self) {
-        let (key, dir) = (self.sort, self.dir);
-        self.rows.sort_by(|a, b| compare(a, b, key, dir));
+        let (key, dir, all) = (self.sort, self.dir, &self.all);
+        // The comparison ends in a total tie-break (PID, GPU), so an unstable sort is exact.
+        self.order
+            .sort_unstable_by(|&a, &b| compare(&all[a], &all[b], key, dir));
         self.reselect();
+    }
+
+    /// The rows shown, in order.
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = &ProcRow> + DoubleEndedIterator + Clone {
+        self.order.iter().map(|&i| &self.all[i])
+    }
+
+    /// The `i`th row shown.
+    pub fn row(&self, i: usize) -> Option<&ProcRow> {
+        self.order.get(i).map(|&j| &self.all[j])
+    }
+
+    /// How many rows are shown.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
     }
 
     /// Finds the selected process again after the rows changed; if it is gone, selects
     /// whatever now sits where it was.
     fn reselect(&mut self) {
         let Some(key) = &self.selected else { return };
-        if let Some(i) = self.rows.iter().position(|r| &r.key == key) {
+        let found = self.rows().position(|r| &r.key == key);
+        if let Some(i) = found {
             self.selected_index = i;
-        } else if self.rows.is_empty() {
+        } else if self.is_empty() {
             self.selected = None;
             self.selected_index = 0;
         } else {
-            self.selected_index = self.selected_index.min(self.rows.len() - 1);
-            self.selected = Some(self.rows[self.selected_index].key.clone());
+            self.selected_index = self.selected_index.min(self.len() - 1);
+            self.selected = self.row(self.selected_index).map(|r| r.key.clone());
         }
     }
 
@@ -417,31 +437,31 @@ impl ProcTable {
     }
 
     pub fn selected_row(&self) -> Option<&ProcRow> {
-        self.selected_index().and_then(|i| self.rows.get(i))
+        self.selected_index().and_then(|i| self.row(i))
     }
 
     /// Moves the selection by `delta` rows, clamped to the table; the first move selects.
     pub fn move_selection(&mut self, delta: isize) {
-        if self.rows.is_empty() {
+        if self.is_empty() {
             return;
         }
         let target = match self.selected_index() {
             None => 0,
-            Some(i) => (i as isize + delta).clamp(0, self.rows.len() as isize - 1) as usize,
+            Some(i) => (i as isize + delta).clamp(0, self.len() as isize - 1) as usize,
         };
         self.select_index(target);
     }
 
     pub fn select_index(&mut self, i: usize) {
-        if let Some(row) = self.rows.get(i) {
+        if let Some(key) = self.row(i).map(|r| r.key.clone()) {
             self.selected_index = i;
-            self.selected = Some(row.key.clone());
+            self.selected = Some(key);
         }
     }
 
     pub fn select_last(&mut self) {
-        if !self.rows.is_empty() {
-            self.select_index(self.rows.len() - 1);
+        if !self.is_empty() {
+            self.select_index(self.len() - 1);
         }
     }
 }
@@ -502,7 +522,7 @@ mod tests {
         let mut t = ProcTable::default();
         t.set_rows(rows_for(key));
         t.set_sort(key, dir);
-        t.rows.iter().map(|r| r.key.pid).collect()
+        t.rows().map(|r| r.key.pid).collect()
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::Theme;
 use super::format::{NA, bar, bytes_short, gib, or_na, truncate};
 use super::layout::{Areas, PANEL_HEIGHT, visible_gpus};
 use super::owners::{is_free, owners, unattributed};
-use crate::history::Ring;
+use crate::history::{Ring, buckets};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
@@ -411,11 +411,10 @@ fn draw_sparklines(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading,
         let [label_area, spark_area] =
             Layout::horizontal([Constraint::Length(6), Constraint::Fill(1)]).areas(*cell);
         frame.render_widget(Paragraph::new(Span::styled(label, theme.dim)), label_area);
+        // The whole history window across the width, newest at the right edge.
         let width = spark_area.width as usize;
-        // Right-align so the newest point is always at the right edge.
-        let pad = width.saturating_sub(points.len());
-        let bars: Vec<SparklineBar> = std::iter::repeat_n(None, pad)
-            .chain(points.into_iter().rev().take(width).rev())
+        let bars: Vec<SparklineBar> = buckets(&points, h.pushed, h.util.capacity(), width)
+            .into_iter()
             .map(SparklineBar::from)
             .collect();
         frame.render_widget(

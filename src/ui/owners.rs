@@ -14,31 +14,21 @@ const FREE_MAX_MEMORY_RATIO: f64 = 0.05;
 
 /// (user, VRAM) for each user with a process on this GPU, largest first. A process whose
 /// user is unknown (another PID namespace) is listed by PID.
-pub fn owners(state: &State, gpu: &GpuReading) -> Vec<(String, Bytes)> {
-    let mut by_user: Vec<(String, Bytes)> = Vec::new();
-    for row in state.procs.all.iter().filter(|r| r.key.gpu == gpu.id) {
-        let name = row
-            .user
-            .clone()
-            .unwrap_or_else(|| format!("pid {}", row.key.pid));
-        let vram = row.vram.unwrap_or_default();
-        match by_user.iter_mut().find(|(u, _)| *u == name) {
-            Some((_, total)) => *total = *total + vram,
-            None => by_user.push((name, vram)),
-        }
-    }
-    by_user.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    by_user
+pub fn owners<'a>(state: &'a State, gpu: &GpuReading) -> &'a [(String, Bytes)] {
+    state
+        .holders
+        .get(&gpu.id)
+        .map_or(&[], |h| h.owners.as_slice())
 }
 
 /// VRAM used on the GPU that no listed process accounts for, when that is significant
 /// and every process's usage is known (otherwise the difference means nothing).
 pub fn unattributed(state: &State, gpu: &GpuReading) -> Option<Bytes> {
     let used = gpu.memory_used?;
-    let mut listed = Bytes(0);
-    for row in state.procs.all.iter().filter(|r| r.key.gpu == gpu.id) {
-        listed = listed + row.vram?;
-    }
+    let listed = match state.holders.get(&gpu.id) {
+        Some(h) => h.listed?,
+        None => Bytes(0),
+    };
     let rest = used.saturating_sub(listed);
     (rest >= UNATTRIBUTED_MIN).then_some(rest)
 }
@@ -46,7 +36,7 @@ pub fn unattributed(state: &State, gpu: &GpuReading) -> Option<Bytes> {
 /// A GPU nobody is using: no process, low util, almost no VRAM, and no warning.
 pub fn is_free(state: &State, gpu: &GpuReading) -> bool {
     gpu.status == GpuStatus::Ok
-        && !state.procs.all.iter().any(|r| r.key.gpu == gpu.id)
+        && !state.holders.contains_key(&gpu.id)
         && gpu.util.is_some_and(|u| u.0 <= FREE_MAX_UTIL)
         && gpu
             .memory_ratio()

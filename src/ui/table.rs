@@ -101,10 +101,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         SortDir::Ascending => "▲",
         SortDir::Descending => "▼",
     };
-    let count = if table.rows.len() == table.all.len() {
-        table.rows.len().to_string()
+    let count = if table.len() == table.all.len() {
+        table.len().to_string()
     } else {
-        format!("{} of {}", table.rows.len(), table.all.len())
+        format!("{} of {}", table.len(), table.all.len())
     };
     let mut title = format!(
         " Processes ({count}) · sorted by {} {arrow}",
@@ -138,17 +138,23 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         };
         aligned(*c, Line::styled(text, style))
     }));
-    let rows = table.rows.iter().map(|r| row(state, r, theme));
+    // Only the rows on screen are formatted: with thousands of processes, building every
+    // row's cells was most of the frame's cost.
+    let first = super::layout::table_first_row(state);
+    let on_screen = area.height.saturating_sub(2) as usize;
+    let rows = table
+        .rows()
+        .skip(first)
+        .take(on_screen)
+        .map(|r| row(state, r, theme));
     let widget = Table::new(rows, columns.iter().map(|c| width(*c)))
         .header(header)
         .block(block)
         .column_spacing(SPACING)
         .row_highlight_style(theme.selected);
-    let mut view = TableState::default()
-        .with_offset(super::layout::table_first_row(state))
-        .with_selected(table.selected_index());
+    let mut view = TableState::default().with_selected(table.selected_index().map(|s| s - first));
     frame.render_stateful_widget(widget, area, &mut view);
-    if table.rows.is_empty() && area.height > 2 {
+    if table.is_empty() && area.height > 2 {
         let msg = Rect::new(area.x + 1, area.y + 2, area.width.saturating_sub(2), 1);
         let text = if state.now.is_none() {
             "waiting for the first sample…"
