@@ -25,7 +25,7 @@ command -v tmux >/dev/null || { echo "overhead.sh: needs tmux" >&2; exit 2; }
 echo "building release binaries (gpuwatch, fake-nvml) into $TARGET ..." >&2
 cargo build --quiet --release --bin gpuwatch -p gpuwatch
 cargo build --quiet --release -p fake-nvml
-BIN=$TARGET/release/gpuwatch
+BIN=${GPUWATCH_BIN:-$TARGET/release/gpuwatch}
 LIB=$TARGET/release/libfake_nvml.so
 [ -x "$BIN" ] && [ -f "$LIB" ] || { echo "overhead.sh: missing $BIN or $LIB" >&2; exit 2; }
 

@@ -7,9 +7,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command as StdCommand};
-use std::sync::OnceLock;
 
 use assert_cmd::Command;
 use gpuwatch::source::nvml::NvmlSource;
@@ -25,32 +24,6 @@ const T4: &str = "GPU-5b6a1f2e-3d4c-4b3e-9a5c-0e8f6c1a7d55";
 /// Far above any pid_max: never a process in this PID namespace.
 const FOREIGN_PID: u32 = 3_999_999;
 
-/// The fake library next to the binary under test. `cargo test --workspace` has built it
-/// already; cargo is asked again anyway (a no-op when fresh) so a plain `cargo test` never
-/// runs against a missing or stale copy. Same profile and target folder as this test.
-fn fake_lib() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let profile_dir = Path::new(env!("CARGO_BIN_EXE_gpuwatch"))
-            .parent()
-            .expect("the binary lives in target/<profile>/")
-            .to_path_buf();
-        let target_dir = profile_dir
-            .parent()
-            .expect("target/<profile>/ has a parent");
-        let mut build = StdCommand::new(env!("CARGO"));
-        build.args(["build", "--quiet", "-p", "fake-nvml", "--target-dir"]);
-        build.arg(target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build -p fake-nvml");
-        assert!(status.success(), "cargo build -p fake-nvml failed");
-        let lib = profile_dir.join("libfake_nvml.so");
-        assert!(lib.exists(), "{} was not built", lib.display());
-        lib
-    })
-}
 
 fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap()
@@ -101,7 +74,7 @@ impl Setup {
     /// Opens the real NVML source on a private copy of the fake (scenario.json beside it).
     fn open(&self) -> NvmlSource {
         let lib = self.dir.path().join("libnvidia-ml.so.1");
-        std::fs::copy(fake_lib(), &lib).unwrap();
+        std::fs::copy(common::fake_lib(), &lib).unwrap();
         NvmlSource::open(Some(&lib)).expect("the fake NVML opens")
     }
 
@@ -110,7 +83,7 @@ impl Setup {
         let mut cmd = common::clean_command();
         cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", self.scenario())
             .arg("--nvml-lib")
-            .arg(fake_lib())
+            .arg(common::fake_lib())
             .arg("--once");
         cmd
     }
@@ -424,7 +397,7 @@ fn the_tui_in_tmux_shows_the_fake_gpus_and_their_users() {
         "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
         setup.scenario().display(),
         env!("CARGO_BIN_EXE_gpuwatch"),
-        fake_lib().display()
+        common::fake_lib().display()
     );
     t.send(&[&cmd, "Enter"]);
     let screen = t.wait_for("(other PID namespace)", std::time::Duration::from_secs(15));
@@ -482,7 +455,7 @@ fn signalling_your_own_process_from_the_tui_reaches_it() {
         "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
         setup.scenario().display(),
         env!("CARGO_BIN_EXE_gpuwatch"),
-        fake_lib().display()
+        common::fake_lib().display()
     );
     t.send(&[&cmd, "Enter"]);
     t.wait_for("sleep 30", std::time::Duration::from_secs(15));

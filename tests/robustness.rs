@@ -8,9 +8,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::tmux::Tmux;
@@ -162,27 +160,6 @@ const FIXTURE: &str = concat!(
 /// Far above any pid_max: never a process in this PID namespace.
 const FOREIGN_PID: u32 = 3_900_000;
 
-/// The fake library (built on demand, as tests/nvml_fake.rs does: same profile and target).
-fn fake_lib() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let profile_dir = Path::new(env!("CARGO_BIN_EXE_gpuwatch"))
-            .parent()
-            .expect("the binary lives in target/<profile>/")
-            .to_path_buf();
-        let target_dir = profile_dir.parent().expect("target/ above the profile");
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "--quiet", "-p", "fake-nvml", "--target-dir"]);
-        build.arg(target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        assert!(build.status().expect("run cargo").success());
-        let lib = profile_dir.join("libfake_nvml.so");
-        assert!(lib.exists(), "{} was not built", lib.display());
-        lib
-    })
-}
 
 fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap()
@@ -207,7 +184,7 @@ impl Fake {
 
     fn open(&self) -> NvmlSource {
         let lib = self.dir.path().join("libnvidia-ml.so.1");
-        std::fs::copy(fake_lib(), &lib).unwrap();
+        std::fs::copy(common::fake_lib(), &lib).unwrap();
         NvmlSource::open(Some(&lib)).expect("the fake NVML opens")
     }
 
@@ -218,7 +195,7 @@ impl Fake {
             self.dir.path().join("scenario.json"),
         )
         .arg("--nvml-lib")
-        .arg(fake_lib())
+        .arg(common::fake_lib())
         .arg("--once");
         if json {
             cmd.arg("--json");

@@ -2,11 +2,10 @@
 //! Covers the metrics format and names, the snapshot document, readiness, errors, signals,
 //! `promtool check metrics`, and (through the fake NVML) that unknown readings are left out.
 
+mod common;
 mod serve_support;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 use serve_support::{Exporter, Response, gpuwatch, on_path, request};
@@ -280,33 +279,13 @@ fn promtool_finds_only_dcgms_own_lint_in_dcgm_compat() {
     }
 }
 
-/// The fake libnvidia-ml next to the binary under test (built by cargo if needed), as
-/// tests/nvml_fake.rs does: same profile and target folder as this test.
-fn fake_lib() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let profile_dir = Path::new(env!("CARGO_BIN_EXE_gpuwatch")).parent().unwrap();
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .args(["build", "--quiet", "-p", "fake-nvml", "--target-dir"])
-            .arg(profile_dir.parent().unwrap());
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        assert!(
-            build.status().unwrap().success(),
-            "cargo build -p fake-nvml"
-        );
-        profile_dir.join("libfake_nvml.so")
-    })
-}
 
 #[test]
 fn readings_nvml_cannot_give_are_left_out_not_zero() {
     let mut cmd = gpuwatch();
     cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", NVML_FIXTURE)
         .arg("--nvml-lib")
-        .arg(fake_lib());
+        .arg(common::fake_lib());
     let exporter = Exporter::start(cmd, &["--dcgm-compat"]);
     let text = scrape(&exporter).body;
     let on_gpu = |name: &str, gpu: &str| {

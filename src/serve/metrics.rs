@@ -21,20 +21,12 @@ pub struct MetricOptions {
     pub process_metrics: bool,
 }
 
-/// Reasons NVML can hold clocks down, as the sources name them. Each known reason gets a
-/// 0/1 series so "not throttled" is a value, not a gap; the NVML source's own table is
-/// private to it, so an unexpected name still shows (as 1) through `throttle`.
-const THROTTLE_REASONS: &[&str] = &[
-    "gpu_idle",
-    "applications_clocks_setting",
-    "sw_power_cap",
-    "hw_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "display_clock_setting",
-];
+/// Reasons NVML can hold clocks down, as the sources name them (the NVML source's table).
+/// Each known reason gets a 0/1 series so "not throttled" is a value, not a gap; an
+/// unexpected name still shows (as 1) through `throttle`.
+pub(super) fn throttle_reasons() -> impl Iterator<Item = &'static str> + Clone {
+    crate::source::nvml::THROTTLE_NAMES.iter().map(|(_, name)| *name)
+}
 
 const BUILD_INFO: Family = Family {
     name: "gpuwatch_build_info",
@@ -163,11 +155,11 @@ fn throttle(g: &GpuReading) -> Vec<(Labels, f64)> {
     let unexpected = active
         .iter()
         .map(String::as_str)
-        .filter(|r| !THROTTLE_REASONS.contains(r));
-    THROTTLE_REASONS
-        .iter()
-        .copied()
-        .chain(unexpected)
+        .filter(|r| !throttle_reasons().any(|t| t == *r));
+    let mut reasons: Vec<&str> = throttle_reasons().collect();
+    reasons.extend(unexpected);
+    reasons
+        .into_iter()
         .map(|reason| {
             let mut labels = gpu_labels(g);
             labels.push(("reason", reason.to_string()));

@@ -362,7 +362,8 @@ fn read_clocks_and_links(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result
 }
 
 /// Throttle reason bits and the names gpuwatch reports (NVML's names, snake_case).
-const THROTTLE_NAMES: &[(ThrottleReasons, &str)] = &[
+/// NVML's clock-throttle reasons and the names gpuwatch gives them (JSON, metrics, the UI).
+pub const THROTTLE_NAMES: &[(ThrottleReasons, &str)] = &[
     (ThrottleReasons::GPU_IDLE, "gpu_idle"),
     (
         ThrottleReasons::APPLICATIONS_CLOCKS_SETTING,

@@ -75,3 +75,28 @@ pub fn render(state: &State, w: u16, h: u16, color: bool) -> Terminal<TestBacken
 pub fn screen(state: &State, w: u16, h: u16) -> String {
     render(state, w, h, true).backend().to_string()
 }
+
+/// The fake libnvidia-ml built from `fake-nvml/`, next to the binary under test. `cargo test
+/// --workspace` has built it already; cargo is asked again anyway (a no-op when fresh) so a
+/// plain `cargo test` never runs against a missing or stale copy. Same profile and target.
+pub fn fake_lib() -> &'static std::path::Path {
+    use std::path::{Path, PathBuf};
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let profile_dir = Path::new(env!("CARGO_BIN_EXE_gpuwatch"))
+            .parent()
+            .expect("the binary lives in target/<profile>/")
+            .to_path_buf();
+        let target_dir = profile_dir.parent().expect("target/ above the profile");
+        let mut build = std::process::Command::new(env!("CARGO"));
+        build.args(["build", "--quiet", "-p", "fake-nvml", "--target-dir"]);
+        build.arg(target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        assert!(build.status().expect("run cargo build -p fake-nvml").success());
+        let lib = profile_dir.join("libfake_nvml.so");
+        assert!(lib.exists(), "{} was not built", lib.display());
+        lib
+    })
+}
