@@ -4,8 +4,10 @@
 //! /proc root is injected so tests use a fixture tree.
 
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::source::{HostProc, ProcDetails};
@@ -22,7 +24,14 @@ struct Known {
     /// utime + stime at the previous sample, and when that sample was taken.
     cpu_ticks: u64,
     seen_at: Instant,
+    /// /proc/PID/stat kept open and re-read each sample: an open+close per process per
+    /// second was the sampler's largest cost. Reading it fails once the process is gone,
+    /// so a reused PID can never be read through an old handle.
+    stat_file: Option<Arc<File>>,
 }
+
+/// At most this many /proc/PID/stat handles are kept open between samples.
+const MAX_KEPT_STAT_FILES: usize = 256;
 
 /// The parts of /proc/PID/stat we use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,10 +110,11 @@ impl ProcInfo {
     /// One process's host facts at `now` (the caller's clock, so tests need no sleeping).
     pub fn lookup(&mut self, pid: u32, now: Instant) -> HostProc {
         let dir = self.root.join(pid.to_string());
-        let stat = match std::fs::read_to_string(dir.join("stat")) {
-            Ok(text) => parse_stat(&text),
+        let (text, stat_file) = match self.read_stat(pid, &dir) {
+            Ok(read) => read,
             Err(_) => return self.unreadable(pid, &dir),
         };
+        let stat = parse_stat(&text);
         let Some(stat) = stat else {
             // The file is there but not in the kernel's format: we cannot tell anything.
             self.known.remove(&pid);
@@ -132,10 +142,35 @@ impl ProcInfo {
             Known {
                 cpu_ticks: stat.cpu_ticks,
                 seen_at: now,
+                // Bounded so thousands of GPU processes cannot exhaust the fd limit.
+                stat_file: (self.known.len() < MAX_KEPT_STAT_FILES).then_some(stat_file),
                 ..known
             },
         );
         HostProc::Visible(details)
+    }
+
+    /// The text of /proc/PID/stat, through the handle kept from the last sample when it
+    /// still reads, else freshly opened; with the handle to keep.
+    fn read_stat(&mut self, pid: u32, dir: &Path) -> io::Result<(String, Arc<File>)> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; 1024];
+        // The directory check is one cheap syscall; it keeps an exited process from being
+        // read through its old handle wherever /proc entries do not fail once gone.
+        if let Some(file) = self.known.get(&pid).and_then(|k| k.stat_file.clone())
+            && dir.exists()
+            && let Ok(n) = file.read_at(&mut buf, 0)
+            && n > 0
+            && n < buf.len()
+        {
+            buf.truncate(n);
+            if let Ok(text) = String::from_utf8(buf) {
+                return Ok((text, file));
+            }
+        }
+        let file = Arc::new(File::open(dir.join("stat"))?);
+        let text = std::io::read_to_string(&*file)?;
+        Ok((text, file))
     }
 
     /// The process's identity right now — start time and owner — read fresh from /proc,
@@ -190,6 +225,7 @@ impl ProcInfo {
             command,
             cpu_ticks: stat.cpu_ticks,
             seen_at: now,
+            stat_file: None,
         })
     }
 

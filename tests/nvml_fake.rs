@@ -24,7 +24,6 @@ const T4: &str = "GPU-5b6a1f2e-3d4c-4b3e-9a5c-0e8f6c1a7d55";
 /// Far above any pid_max: never a process in this PID namespace.
 const FOREIGN_PID: u32 = 3_999_999;
 
-
 fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap()
 }

@@ -160,7 +160,6 @@ const FIXTURE: &str = concat!(
 /// Far above any pid_max: never a process in this PID namespace.
 const FOREIGN_PID: u32 = 3_900_000;
 
-
 fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap()
 }

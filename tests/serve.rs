@@ -279,7 +279,6 @@ fn promtool_finds_only_dcgms_own_lint_in_dcgm_compat() {
     }
 }
 
-
 #[test]
 fn readings_nvml_cannot_give_are_left_out_not_zero() {
     let mut cmd = gpuwatch();

@@ -25,7 +25,9 @@ pub struct MetricOptions {
 /// Each known reason gets a 0/1 series so "not throttled" is a value, not a gap; an
 /// unexpected name still shows (as 1) through `throttle`.
 pub(super) fn throttle_reasons() -> impl Iterator<Item = &'static str> + Clone {
-    crate::source::nvml::THROTTLE_NAMES.iter().map(|(_, name)| *name)
+    crate::source::nvml::THROTTLE_NAMES
+        .iter()
+        .map(|(_, name)| *name)
 }
 
 const BUILD_INFO: Family = Family {

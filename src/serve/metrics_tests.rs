@@ -187,7 +187,11 @@ fn identity_and_host_facts_are_an_info_metric_without_unknown_labels() {
 fn throttle_reasons_are_zero_one_series_including_unexpected_ones() {
     let text = render(&state_with(vec![full()], vec![]), MetricOptions::default());
     let throttle = samples(&text, "gpuwatch_gpu_throttle_active");
-    assert_eq!(throttle.len(), throttle_reasons().count() + 1, "{throttle:#?}");
+    assert_eq!(
+        throttle.len(),
+        throttle_reasons().count() + 1,
+        "{throttle:#?}"
+    );
     let value_of = |reason: &str| {
         let needle = format!("reason=\"{reason}\"}}");
         throttle

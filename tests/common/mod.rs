@@ -94,7 +94,12 @@ pub fn fake_lib() -> &'static std::path::Path {
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             build.arg("--release");
         }
-        assert!(build.status().expect("run cargo build -p fake-nvml").success());
+        assert!(
+            build
+                .status()
+                .expect("run cargo build -p fake-nvml")
+                .success()
+        );
         let lib = profile_dir.join("libfake_nvml.so");
         assert!(lib.exists(), "{} was not built", lib.display());
         lib
