@@ -102,7 +102,11 @@ impl GpuHistory {
                 Some((secs, (*m)? as f64))
             })
             .collect();
-        least_squares_slope(&points)
+        // Only a real trend counts: allocator noise around a steady level fits a line
+        // badly, and predicting "full in 20 s" from it would be a false alarm.
+        least_squares(&points)
+            .filter(|fit| fit.r_squared >= MIN_TREND_FIT)
+            .map(|fit| fit.slope)
     }
 }
 
@@ -144,19 +148,41 @@ pub fn buckets(
     out
 }
 
-fn least_squares_slope(points: &[(f64, f64)]) -> Option<f64> {
+/// How well a line must fit the VRAM readings (R², 0–1) to be called a trend.
+pub const MIN_TREND_FIT: f64 = 0.6;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Fit {
+    slope: f64,
+    /// Share of the variation the line explains; 1 for a flat series.
+    r_squared: f64,
+}
+
+fn least_squares(points: &[(f64, f64)]) -> Option<Fit> {
     if points.len() < 3 {
         return None;
     }
     let n = points.len() as f64;
     let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
     let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let (mut num, mut den) = (0.0, 0.0);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
     for (x, y) in points {
-        num += (x - mean_x) * (y - mean_y);
-        den += (x - mean_x) * (x - mean_x);
+        sxy += (x - mean_x) * (y - mean_y);
+        sxx += (x - mean_x) * (x - mean_x);
+        syy += (y - mean_y) * (y - mean_y);
     }
-    (den > 0.0).then(|| num / den)
+    if sxx <= 0.0 {
+        return None;
+    }
+    let r_squared = if syy > 0.0 {
+        sxy * sxy / (sxx * syy)
+    } else {
+        1.0
+    };
+    Some(Fit {
+        slope: sxy / sxx,
+        r_squared,
+    })
 }
 
 #[cfg(test)]
@@ -233,12 +259,27 @@ mod tests {
     #[test]
     fn slope_of_a_line() {
         let pts: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 7.0)).collect();
-        assert!((least_squares_slope(&pts).unwrap() - 3.0).abs() < 1e-9);
-        assert_eq!(least_squares_slope(&pts[..2]), None);
-        assert_eq!(
-            least_squares_slope(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]),
-            None
-        );
+        let fit = least_squares(&pts).unwrap();
+        assert!((fit.slope - 3.0).abs() < 1e-9);
+        assert!((fit.r_squared - 1.0).abs() < 1e-9);
+        assert_eq!(least_squares(&pts[..2]), None);
+        assert_eq!(least_squares(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]), None);
+    }
+
+    #[test]
+    fn noise_is_not_a_trend() {
+        use crate::source::{GpuId, GpuReading};
+        use crate::units::Bytes;
+        let mut h = GpuHistory::new(60);
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        // 69 GiB ± 1 GiB, alternating, ending high: a naive fit sees growth.
+        let wiggle = [0.0, 1.0, -1.0, 0.8, -0.9, 1.0, -0.2, 1.0];
+        for (i, w) in wiggle.iter().enumerate() {
+            let mut g = GpuReading::absent(GpuId("x".into()), 0, "g");
+            g.memory_used = Some(Bytes::from_gib(69.0 + w));
+            h.push(t0 + Duration::from_secs(i as u64), &g);
+        }
+        assert_eq!(h.memory_growth_per_sec(t0), None);
     }
 
     #[test]

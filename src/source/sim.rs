@@ -175,7 +175,9 @@ impl SimSource {
         let reserved = Bytes::from_gib(DRIVER_RESERVED_GIB);
         let held: Bytes = match role {
             Role::Training => {
-                let mem = Bytes::from_gib(68.0 + 2.0 * self.rng.f64());
+                // Training jobs hold a steady amount, a little different per GPU, with a
+                // few MiB of allocator jitter.
+                let mem = Bytes::from_gib(68.0 + 0.3 * (i % 7) as f64 + 0.01 * self.rng.f64());
                 procs.push(proc(
                     1000 + i as u32 * 10,
                     &id,

@@ -85,12 +85,19 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// Waits until `needle` is on screen and the screen has settled: a frame is written in
+    /// several chunks, so a capture can catch half of one; two equal captures 60 ms apart
+    /// mean the frame is whole, and whatever else the test reads from it is there too.
     pub fn wait_for(&self, needle: &str, timeout: Duration) -> String {
         let start = Instant::now();
         loop {
             let screen = self.capture();
             if screen.contains(needle) {
-                return screen;
+                std::thread::sleep(Duration::from_millis(60));
+                if self.capture() == screen {
+                    return screen;
+                }
+                continue;
             }
             assert!(
                 start.elapsed() < timeout,
