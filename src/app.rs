@@ -20,7 +20,9 @@ use crate::state::mouse::{MouseInput, MouseKind};
 use crate::state::{
     Effect, LayoutPref, Msg, ReplayCommand, ReplayStatus, State, ViewConfig, update,
 };
+use crate::terminal::Coalescing;
 use crate::ui::{self, Theme};
+use ratatui::backend::CrosstermBackend;
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +56,7 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     let theme = Theme::named(config.theme);
     // try_init installs a panic hook that restores the terminal before the (color-eyre)
     // report is printed.
-    let mut terminal = ratatui::try_init().wrap_err("cannot set up the terminal")?;
+    let mut terminal = init_terminal().wrap_err("cannot set up the terminal")?;
     show_cursor_on_panic(options.mouse);
     if options.mouse {
         ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
@@ -69,7 +71,7 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
 }
 
 async fn event_loop(
-    terminal: &mut ratatui::DefaultTerminal,
+    terminal: &mut Tui,
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     options: Options,
@@ -164,6 +166,25 @@ async fn event_loop(
     };
     sampler_task.abort();
     Ok(exit)
+}
+
+/// The terminal the TUI draws on: crossterm, behind the byte-saving `Coalescing` layer.
+type Tui = ratatui::Terminal<Coalescing<CrosstermBackend<std::io::Stdout>>>;
+
+/// Raw mode and the alternate screen, with a panic hook that undoes both before the
+/// report is printed (what `ratatui::try_init` does, for our backend type).
+fn init_terminal() -> std::io::Result<Tui> {
+    ratatui::crossterm::terminal::enable_raw_mode()?;
+    ratatui::crossterm::execute!(
+        std::io::stdout(),
+        ratatui::crossterm::terminal::EnterAlternateScreen
+    )?;
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        ratatui::restore();
+        previous(info);
+    }));
+    ratatui::Terminal::new(Coalescing::new(CrosstermBackend::new(std::io::stdout())))
 }
 
 /// ratatui's hook leaves the alternate screen and raw mode but not the hidden cursor (the

@@ -27,5 +27,6 @@ pub mod signals;
 pub mod snapshot;
 pub mod source;
 pub mod state;
+pub mod terminal;
 pub mod ui;
 pub mod units;
