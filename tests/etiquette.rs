@@ -5,8 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, demo_state, screen, sim};
-use gpuwatch::source::GpuSource;
+use common::{config, demo_state, screen};
 use gpuwatch::state::mouse::{MouseInput, MouseKind};
 use gpuwatch::state::procs::SortKey;
 use gpuwatch::state::signal::Sig;
@@ -36,19 +35,7 @@ fn users_of(state: &State) -> Vec<String> {
 }
 
 fn state_with(cfg: ViewConfig, samples: usize, w: u16, h: u16) -> State {
-    let mut source = sim(8);
-    let mut state = State::new(cfg);
-    update(
-        &mut state,
-        Msg::Resize {
-            width: w,
-            height: h,
-        },
-    );
-    for _ in 0..samples {
-        update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
-    }
-    state
+    common::demo_state_with(cfg, 8, samples, w, h)
 }
 
 // ---- focus -----------------------------------------------------------------------------

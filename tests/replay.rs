@@ -10,7 +10,7 @@ use std::time::Duration;
 use gpuwatch::record;
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::replay::ReplaySource;
-use gpuwatch::state::warnings::{Severity, WarningKind};
+use gpuwatch::state::warnings::Severity;
 use gpuwatch::state::{Msg, State, update};
 
 const FIXTURE: &str = concat!(
@@ -28,13 +28,10 @@ fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
     for _ in 0..n {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
         for w in &state.warnings {
-            let kind = match w.kind {
-                WarningKind::OomRisk { .. } => "oom",
-                WarningKind::Overheating { .. } => "heat",
-                WarningKind::Lost => "lost",
-                WarningKind::IdleHolder { .. } => "idle",
-                WarningKind::StaleVram { .. } => "stale",
-                WarningKind::HostDown { .. } => "host",
+            // A growing job's warning is the same OOM warning here.
+            let kind = match common::kind_name(&w.kind) {
+                "oom-filling" => "oom",
+                other => other,
             };
             if !fired.contains(&(w.gpu_index, kind, w.severity)) {
                 fired.push((w.gpu_index, kind, w.severity));

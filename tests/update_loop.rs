@@ -170,18 +170,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
     for _ in 0..100 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
         for w in &state.warnings {
-            let kind = match w.kind {
-                WarningKind::OomRisk {
-                    time_to_full: Some(_),
-                    ..
-                } => "oom-filling",
-                WarningKind::OomRisk { .. } => "oom",
-                WarningKind::Overheating { .. } => "heat",
-                WarningKind::Lost => "lost",
-                WarningKind::IdleHolder { .. } => "idle",
-                WarningKind::StaleVram { .. } => "stale",
-                WarningKind::HostDown { .. } => "host",
-            };
+            let kind = common::kind_name(&w.kind);
             let key = (w.gpu_index, kind, w.severity);
             if !seen.contains(&key) {
                 seen.push(key);

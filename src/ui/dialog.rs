@@ -54,12 +54,7 @@ pub fn draw(frame: &mut Frame, area: Rect, dialog: &Dialog, theme: &Theme) {
         Span::raw(" cancel"),
     ]));
     let height = (lines.len() as u16 + 2).min(area.height);
-    let popup = Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    );
+    let popup = super::layout::centered(area, width, height);
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)

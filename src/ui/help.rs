@@ -20,12 +20,7 @@ pub fn draw(frame: &mut Frame, area: Rect, theme: &Theme) {
     let per_column = n.div_ceil(columns);
     let width = (if columns == 1 { 66 } else { 120 }).min(area.width);
     let height = (per_column as u16 + 2).min(area.height);
-    let popup = Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    );
+    let popup = super::layout::centered(area, width, height);
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)

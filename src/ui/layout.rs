@@ -160,3 +160,14 @@ pub fn users_first_row(state: &State) -> usize {
 fn first_row(selected: Option<usize>, page: usize) -> usize {
     selected.map_or(0, |s| s.saturating_sub(page.max(1) - 1))
 }
+
+/// A `width` x `height` box in the middle of `area` (clipped to it), for popups.
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let (w, h) = (width.min(area.width), height.min(area.height));
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}

@@ -48,8 +48,13 @@ pub fn sim(gpus: usize) -> SimSource {
 
 /// A state after `samples` one-second samples of the demo fleet, sized `w`x`h`.
 pub fn demo_state(gpus: usize, samples: usize, w: u16, h: u16) -> State {
+    demo_state_with(config(), gpus, samples, w, h)
+}
+
+/// The same with other settings.
+pub fn demo_state_with(cfg: ViewConfig, gpus: usize, samples: usize, w: u16, h: u16) -> State {
     let mut source = sim(gpus);
-    let mut state = State::new(config());
+    let mut state = State::new(cfg);
     update(
         &mut state,
         Msg::Resize {
@@ -104,4 +109,21 @@ pub fn fake_lib() -> &'static std::path::Path {
         assert!(lib.exists(), "{} was not built", lib.display());
         lib
     })
+}
+
+/// A short name for a warning's kind, for tests that collect which warnings fired.
+pub fn kind_name(kind: &gpuwatch::state::warnings::WarningKind) -> &'static str {
+    use gpuwatch::state::warnings::WarningKind;
+    match kind {
+        WarningKind::OomRisk {
+            time_to_full: Some(_),
+            ..
+        } => "oom-filling",
+        WarningKind::OomRisk { .. } => "oom",
+        WarningKind::Overheating { .. } => "heat",
+        WarningKind::Lost => "lost",
+        WarningKind::IdleHolder { .. } => "idle",
+        WarningKind::StaleVram { .. } => "stale",
+        WarningKind::HostDown { .. } => "host",
+    }
 }
