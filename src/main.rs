@@ -119,12 +119,15 @@ fn build_source(cli: &Cli, settings: &Settings) -> Result<Built, String> {
         }
         _ => {
             let (source, demo) = live_source(settings)?;
+            // With --source auto the fallback must be obvious on screen, not just on stderr.
+            let notice = (demo && settings.source == SourceKind::Auto)
+                .then(|| "no usable NVIDIA GPU here: showing the simulated demo fleet".to_string());
             Built {
                 source,
                 demo,
                 interval: settings.interval,
                 replay: None,
-                notice: None,
+                notice,
             }
         }
     };

@@ -202,3 +202,22 @@ fn mouse_clicks_sort_and_focus_when_enabled() {
     t.send(&["q"]);
     t.wait_restored();
 }
+
+#[test]
+fn source_auto_without_a_driver_says_it_shows_the_demo() {
+    let Some(t) = Tmux::start("auto", 100, 30) else {
+        return;
+    };
+    let cmd = format!(
+        "{} --source auto --nvml-lib /nonexistent/libnvidia-ml.so.1",
+        env!("CARGO_BIN_EXE_gpuwatch")
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for(
+        "no usable NVIDIA GPU here: showing the simulated demo fleet",
+        Duration::from_secs(10),
+    );
+    assert!(screen.contains("demo-gpu-server"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
