@@ -101,6 +101,7 @@ impl<'a> JsonProc<'a> {
                 Visibility::Visible => "visible",
                 Visibility::OtherNamespace => "other_namespace",
                 Visibility::Hidden => "hidden",
+                Visibility::Exited => "exited",
             },
         }
     }

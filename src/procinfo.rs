@@ -186,9 +186,11 @@ impl ProcInfo {
     /// this PID namespace (NVML reports host PIDs; inside a container they may not exist)
     /// or the process just exited. A directory we cannot read: hidden from us (hidepid).
     fn unreadable(&mut self, pid: u32, dir: &Path) -> HostProc {
-        self.known.remove(&pid);
+        let was_visible = self.known.remove(&pid).is_some();
         match std::fs::symlink_metadata(dir) {
             Ok(_) => HostProc::Hidden,
+            // Seen a moment ago and gone now: it exited (NVML has not caught up yet).
+            Err(_) if was_visible => HostProc::Exited,
             Err(_) => HostProc::OtherNamespace,
         }
     }

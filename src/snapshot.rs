@@ -85,6 +85,7 @@ fn proc_reading(p: Proc) -> Result<ProcReading, String> {
         }),
         "other_namespace" => HostProc::OtherNamespace,
         "hidden" => HostProc::Hidden,
+        "exited" => HostProc::Exited,
         other => return Err(format!("process {}: unknown visibility {other:?}", p.pid)),
     };
     Ok(ProcReading {

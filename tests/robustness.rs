@@ -398,9 +398,10 @@ fn pids_that_exit_between_calls_are_not_fatal() {
         3,
         "NVML still lists the exited PID: kept"
     );
-    assert!(
-        matches!(host_of(&t1, lags.pid()), Some(h) if !matches!(h, HostProc::Visible(_))),
-        "gone from /proc: no stale user or command carried over"
+    assert_eq!(
+        host_of(&t1, lags.pid()),
+        Some(HostProc::Exited),
+        "gone from /proc after being seen: shown as exited, no stale user or command"
     );
     let t2 = sample(&mut src);
     assert_eq!(

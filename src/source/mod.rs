@@ -215,6 +215,9 @@ pub enum HostProc {
     OtherNamespace,
     /// The PID exists but /proc hides it from us (hidepid).
     Hidden,
+    /// It was visible at the last sample and has left /proc since; NVML still lists it for
+    /// a moment (its process lists lag the exit).
+    Exited,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -203,6 +203,7 @@ pub enum Visibility {
     Visible,
     OtherNamespace,
     Hidden,
+    Exited,
 }
 
 impl ProcRow {
@@ -231,6 +232,14 @@ impl ProcRow {
                 None,
                 None,
                 Visibility::Hidden,
+            ),
+            HostProc::Exited => (
+                None,
+                "(exited)".to_string(),
+                None,
+                None,
+                None,
+                Visibility::Exited,
             ),
         };
         ProcRow {

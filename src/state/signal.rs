@@ -71,6 +71,7 @@ pub fn request(
                 "PID {pid} is in another PID namespace: refusing to signal it"
             ));
         }
+        Visibility::Exited => return Err(format!("PID {pid} has exited: nothing to signal")),
         Visibility::Hidden => {
             return Err(format!(
                 "PID {pid} is hidden from us: refusing to signal it"
@@ -178,6 +179,8 @@ mod tests {
         assert!(r(Some(&hidden), false, Some(1000)).contains("another PID namespace"));
         hidden.visibility = Visibility::Hidden;
         assert!(r(Some(&hidden), false, Some(1000)).contains("hidden"));
+        hidden.visibility = Visibility::Exited;
+        assert!(r(Some(&hidden), false, Some(1000)).contains("has exited"));
         assert!(r(Some(&row(1000, "alice")), false, None).contains("who you are"));
     }
 

@@ -176,7 +176,7 @@ fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {
     let style = match r.visibility {
         _ if own => theme.own_process,
         Visibility::Visible => theme.text,
-        Visibility::OtherNamespace | Visibility::Hidden => theme.dim,
+        Visibility::OtherNamespace | Visibility::Hidden | Visibility::Exited => theme.dim,
     };
     Row::new(
         visible_columns(state)
