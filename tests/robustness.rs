@@ -23,28 +23,6 @@ use serde_json::{Value, json};
 // A real terminal
 // ---------------------------------------------------------------------------------------
 
-fn launch_demo(t: &Tmux, extra: &str) {
-    let cmd = format!("{} --demo {extra}", env!("CARGO_BIN_EXE_gpuwatch"));
-    t.send(&[&cmd, "Enter"]);
-    t.wait_for("Processes (", Duration::from_secs(15));
-    t.wait_for("alice", Duration::from_secs(15));
-}
-
-fn resize(t: &Tmux, w: u16, h: u16) {
-    let (w, h) = (w.to_string(), h.to_string());
-    let ok = t
-        .cmd(&["resize-window", "-t", "0", "-x", &w, "-y", &h])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "tmux resize-window {w}x{h}");
-}
-
-fn exit_status_is(t: &Tmux, code: u32) {
-    t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for(&format!("exit={code}"), Duration::from_secs(10));
-}
-
 /// tmux_e2e.rs resizes to 40x10 once; this goes down to 20x5 (too small even for the whole
 /// "too small" sentence), bounces through sizes without waiting (a burst of resize events,
 /// as dragging a split does), and comes back to a normal frame with the app still running.
@@ -53,8 +31,8 @@ fn resizing_down_to_20x5_and_back_up_keeps_running() {
     let Some(t) = Tmux::start("resize-tiny", 120, 40) else {
         return;
     };
-    launch_demo(&t, "");
-    resize(&t, 20, 5);
+    t.launch_demo("");
+    t.resize(20, 5);
     let screen = t.wait_for("too small", Duration::from_secs(10));
     assert_eq!(
         t.display("#{alternate_on}"),
@@ -62,9 +40,9 @@ fn resizing_down_to_20x5_and_back_up_keeps_running() {
         "still running:\n{screen}"
     );
     for (w, h) in [(200, 60), (21, 6), (59, 14), (60, 15), (20, 5), (80, 24)] {
-        resize(&t, w, h);
+        t.resize(w, h);
     }
-    resize(&t, 120, 40);
+    t.resize(120, 40);
     t.wait_for("Processes (", Duration::from_secs(10));
     // A sample after the bounce still lands: the loop did not stall on the resize burst.
     let clock = |s: &str| s.lines().next().unwrap_or("").to_string();
@@ -80,7 +58,7 @@ fn resizing_down_to_20x5_and_back_up_keeps_running() {
     }
     t.send(&["q"]);
     t.wait_restored();
-    exit_status_is(&t, 0);
+    t.exit_status_is(0);
 }
 
 /// Ctrl-C typed in the pane is a key in raw mode (tmux_e2e covers it); SIGINT sent from
@@ -90,17 +68,10 @@ fn sigint_from_outside_restores_the_terminal_and_exits_130() {
     let Some(t) = Tmux::start("sigint", 100, 30) else {
         return;
     };
-    launch_demo(&t, "");
-    let pid = t.child_pid();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    t.launch_demo("");
+    t.signal_child("INT");
     t.wait_restored();
-    exit_status_is(&t, 130);
+    t.exit_status_is(130);
 }
 
 /// Ctrl-C typed in the pane quits cleanly (tmux_e2e checks the restore, not the status).
@@ -109,7 +80,7 @@ fn ctrl_c_typed_in_the_pane_exits_cleanly() {
     let Some(t) = Tmux::start("ctrl-c", 100, 30) else {
         return;
     };
-    launch_demo(&t, "");
+    t.launch_demo("");
     t.send(&["C-c"]);
     t.wait_restored();
     t.send(&["echo exit=$?", "Enter"]);
@@ -134,7 +105,7 @@ fn panic_with_mouse_on_turns_mouse_reporting_off() {
     t.send(&[&cmd, "Enter"]);
     t.wait_restored();
     assert_eq!(t.display("#{mouse_any_flag}"), "0", "mouse reporting off");
-    exit_status_is(&t, 101);
+    t.exit_status_is(101);
 }
 
 #[test]
@@ -142,7 +113,7 @@ fn quitting_with_mouse_on_turns_mouse_reporting_off() {
     let Some(t) = Tmux::start("quit-mouse", 100, 30) else {
         return;
     };
-    launch_demo(&t, "--mouse");
+    t.launch_demo("--mouse");
     assert_eq!(t.display("#{mouse_any_flag}"), "1", "mouse reporting on");
     t.send(&["q"]);
     t.wait_restored();

@@ -4,25 +4,16 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::tmux::Tmux;
-
-fn launch(t: &Tmux, extra: &str) {
-    let cmd = format!("{} --demo {extra}", env!("CARGO_BIN_EXE_gpuwatch"));
-    t.send(&[&cmd, "Enter"]);
-    t.wait_for("Processes (", Duration::from_secs(15));
-    // Wait for a real sample (the owners appear), not just the first empty frame.
-    t.wait_for("alice", Duration::from_secs(15));
-}
 
 #[test]
 fn help_then_quit_restores_the_shell() {
     let Some(t) = Tmux::start("help", 120, 40) else {
         return;
     };
-    launch(&t, "");
+    t.launch_demo("");
     assert_eq!(t.display("#{alternate_on}"), "1");
     let screen = t.capture();
     assert!(screen.contains("gpuwatch · demo-gpu-server"), "{screen}");
@@ -35,8 +26,7 @@ fn help_then_quit_restores_the_shell() {
         !screen.contains("Help — keys"),
         "alternate screen gone:\n{screen}"
     );
-    t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=0", Duration::from_secs(10));
+    t.exit_status_is(0);
 }
 
 #[test]
@@ -44,7 +34,7 @@ fn keys_sort_and_compact_toggle_in_a_real_terminal() {
     let Some(t) = Tmux::start("keys", 80, 24) else {
         return;
     };
-    launch(&t, "");
+    t.launch_demo("");
     t.send(&["N"]);
     t.wait_for("PID▲", Duration::from_secs(10));
     t.send(&["r"]);
@@ -60,18 +50,10 @@ fn sigterm_restores_the_terminal_and_exits_nonzero() {
     let Some(t) = Tmux::start("term", 100, 30) else {
         return;
     };
-    launch(&t, "");
-    let pid = t.child_pid();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    t.launch_demo("");
+    t.signal_child("TERM");
     t.wait_restored();
-    t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=143", Duration::from_secs(10));
+    t.exit_status_is(143);
 }
 
 #[test]
@@ -79,18 +61,10 @@ fn sighup_restores_the_terminal() {
     let Some(t) = Tmux::start("hup", 100, 30) else {
         return;
     };
-    launch(&t, "");
-    let pid = t.child_pid();
-    assert!(
-        Command::new("kill")
-            .args(["-HUP", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    t.launch_demo("");
+    t.signal_child("HUP");
     t.wait_restored();
-    t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=129", Duration::from_secs(10));
+    t.exit_status_is(129);
 }
 
 #[test]
@@ -98,20 +72,10 @@ fn resizing_to_too_small_and_back() {
     let Some(t) = Tmux::start("resize", 120, 40) else {
         return;
     };
-    launch(&t, "");
-    assert!(
-        t.cmd(&["resize-window", "-t", "0", "-x", "40", "-y", "10"])
-            .status()
-            .unwrap()
-            .success()
-    );
+    t.launch_demo("");
+    t.resize(40, 10);
     t.wait_for("terminal too small", Duration::from_secs(10));
-    assert!(
-        t.cmd(&["resize-window", "-t", "0", "-x", "120", "-y", "40"])
-            .status()
-            .unwrap()
-            .success()
-    );
+    t.resize(120, 40);
     t.wait_for("Processes (", Duration::from_secs(10));
     t.send(&["q"]);
     t.wait_restored();
@@ -133,8 +97,7 @@ fn panic_restores_the_terminal_and_reports() {
         screen.contains("deliberate panic after 2 samples"),
         "the panic is reported:\n{screen}"
     );
-    t.send(&["echo exit=$?", "Enter"]);
-    t.wait_for("exit=101", Duration::from_secs(10));
+    t.exit_status_is(101);
 }
 
 #[test]
@@ -142,7 +105,7 @@ fn filter_users_and_focus_by_keys() {
     let Some(t) = Tmux::start("etiquette", 120, 40) else {
         return;
     };
-    launch(&t, "");
+    t.launch_demo("");
     t.send(&["/"]);
     t.wait_for(" filter ", Duration::from_secs(10));
     t.send(&["-l", "user:bob"]);
@@ -172,7 +135,7 @@ fn readonly_refuses_signal_keys() {
     let Some(t) = Tmux::start("readonly", 120, 40) else {
         return;
     };
-    launch(&t, "--readonly");
+    t.launch_demo("--readonly");
     t.wait_for("READ-ONLY", Duration::from_secs(10));
     t.send(&["Down", "T"]);
     t.wait_for(
@@ -188,7 +151,7 @@ fn mouse_clicks_sort_and_focus_when_enabled() {
     let Some(t) = Tmux::start("mouse", 120, 40) else {
         return;
     };
-    launch(&t, "--mouse");
+    t.launch_demo("--mouse");
     let screen = t.capture();
     let (x, y) = screen
         .lines()

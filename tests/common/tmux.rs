@@ -139,6 +139,42 @@ impl Tmux {
             .expect("a child of the shell")
             .to_string()
     }
+
+    /// Starts `gpuwatch --demo EXTRA` in the pane and waits for a frame with real data (the
+    /// owners appear), not just the first empty one.
+    pub fn launch_demo(&self, extra: &str) {
+        let cmd = format!("{} --demo {extra}", env!("CARGO_BIN_EXE_gpuwatch"));
+        self.send(&[&cmd, "Enter"]);
+        self.wait_for("Processes (", Duration::from_secs(15));
+        self.wait_for("alice", Duration::from_secs(15));
+    }
+
+    /// Sends `signal` (e.g. "TERM") to the program running in the pane.
+    pub fn signal_child(&self, signal: &str) {
+        let pid = self.child_pid();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{signal} {pid}");
+    }
+
+    pub fn resize(&self, w: u16, h: u16) {
+        let (w, h) = (w.to_string(), h.to_string());
+        let ok = self
+            .cmd(&["resize-window", "-t", "0", "-x", &w, "-y", &h])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux resize-window {w}x{h}");
+    }
+
+    /// Asks the shell for the last exit status and waits until it is `code`.
+    pub fn exit_status_is(&self, code: u32) {
+        self.send(&["echo exit=$?", "Enter"]);
+        self.wait_for(&format!("exit={code}"), Duration::from_secs(10));
+    }
 }
 
 impl Drop for Tmux {
