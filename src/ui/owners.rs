@@ -44,22 +44,17 @@ pub fn is_free(state: &State, gpu: &GpuReading) -> bool {
         && state.gpu_severity(&gpu.id).is_none()
 }
 
-/// Indices of the free GPUs, in order.
+/// The free GPUs, in order.
+fn free(state: &State) -> impl Iterator<Item = &GpuReading> {
+    state.gpus.iter().filter(|g| is_free(state, g))
+}
+
+/// Indices of the free GPUs, in order (the JSON document's `free_gpus`).
 pub fn free_gpus(state: &State) -> Vec<u32> {
-    state
-        .gpus
-        .iter()
-        .filter(|g| is_free(state, g))
-        .map(|g| g.index)
-        .collect()
+    free(state).map(|g| g.index).collect()
 }
 
 /// Labels of the free GPUs (`6`, or `gpu1:6` when watching several hosts), in order.
 pub fn free_labels(state: &State) -> Vec<String> {
-    state
-        .gpus
-        .iter()
-        .filter(|g| is_free(state, g))
-        .map(GpuReading::label)
-        .collect()
+    free(state).map(GpuReading::label).collect()
 }
