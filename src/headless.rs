@@ -5,13 +5,13 @@
 use color_eyre::eyre::{Result, eyre};
 use serde::Serialize;
 
+use crate::model::owners::{free_gpus, owners, unattributed};
+use crate::model::procs::ProcRow;
+use crate::model::warnings::Warning;
 use crate::sampler::{self, SamplerEvent};
 use crate::source::{GpuReading, GpuSource, HostInfo};
-use crate::state::procs::ProcRow;
-use crate::state::warnings::Warning;
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::ui::format::{NA, bytes_short, elapsed, gib, or_na};
-use crate::ui::owners::{free_gpus, owners, unattributed};
 
 /// Version of the JSON document; bumped on incompatible changes.
 pub const JSON_SCHEMA_VERSION: u32 = 1;
@@ -78,7 +78,7 @@ struct JsonProc<'a> {
 
 impl<'a> JsonProc<'a> {
     fn from_row(r: &'a ProcRow) -> Self {
-        use crate::state::procs::Visibility;
+        use crate::model::procs::Visibility;
         JsonProc {
             gpu_index: r.gpu_index,
             gpu_uuid: &r.key.gpu.0,
@@ -112,21 +112,23 @@ pub fn render_json(state: &State) -> String {
     let doc = JsonDoc {
         schema_version: JSON_SCHEMA_VERSION,
         time: state
-            .now
+            .model
+            .now()
             .and_then(|t| t.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
             .map(|d| d.as_secs_f64()),
-        host: &state.host,
+        host: state.model.host(),
         gpus: state
-            .gpus
+            .model
+            .gpus()
             .iter()
             .map(|g| JsonGpu {
                 reading: g,
-                unattributed_memory: unattributed(state, g).map(|b| b.0),
+                unattributed_memory: unattributed(&state.model, g).map(|b| b.0),
             })
             .collect(),
-        processes: state.procs.rows().map(JsonProc::from_row).collect(),
-        warnings: &state.warnings,
-        free_gpus: free_gpus(state),
+        processes: state.model.procs().rows().map(JsonProc::from_row).collect(),
+        warnings: state.model.warnings(),
+        free_gpus: free_gpus(&state.model),
     };
     serde_json::to_string_pretty(&doc).expect("the snapshot document always serializes") + "\n"
 }
@@ -135,22 +137,22 @@ pub fn render_json(state: &State) -> String {
 pub fn render_text(state: &State) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let h = &state.host;
+    let h = state.model.host();
     let _ = writeln!(
         out,
         "{}  driver {}  CUDA {}  {} GPUs  free: {}",
         h.hostname,
         h.driver_version.as_deref().unwrap_or(NA),
         h.cuda_version.as_deref().unwrap_or(NA),
-        state.gpus.len(),
-        list_or_none(&free_gpus(state)),
+        state.model.gpus().len(),
+        list_or_none(&free_gpus(&state.model)),
     );
     let _ = writeln!(
         out,
         "\n{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  OWNERS",
         "GPU", "NAME", "UTIL", "VRAM GiB", "TEMP", "POWER W", "FAN", "SM MHz", "MEM MHz", "P"
     );
-    for g in &state.gpus {
+    for g in state.model.gpus() {
         if g.status == crate::source::GpuStatus::Lost {
             let _ = writeln!(out, "{:>3}  {:<22} LOST — not responding", g.index, g.name);
             continue;
@@ -161,11 +163,11 @@ pub fn render_text(state: &State) -> String {
         };
         let watts = |w: crate::units::Watts| format!("{:.0}", w.0);
         let power = format!("{}/{}", or_na(g.power, watts), or_na(g.power_limit, watts));
-        let mut who: Vec<String> = owners(state, g)
+        let mut who: Vec<String> = owners(&state.model, g)
             .iter()
             .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
             .collect();
-        if let Some(rest) = unattributed(state, g) {
+        if let Some(rest) = unattributed(&state.model, g) {
             who.push(format!("no process {}", bytes_short(rest)));
         }
         let _ = writeln!(
@@ -188,12 +190,12 @@ pub fn render_text(state: &State) -> String {
             },
         );
     }
-    if !state.warnings.is_empty() {
+    if !state.model.warnings().is_empty() {
         let _ = writeln!(out, "\nWARNINGS");
-        for w in &state.warnings {
+        for w in state.model.warnings() {
             let badge = match w.severity {
-                crate::state::warnings::Severity::Critical => "CRIT",
-                crate::state::warnings::Severity::Warning => "WARN",
+                crate::model::warnings::Severity::Critical => "CRIT",
+                crate::model::warnings::Severity::Warning => "WARN",
             };
             let _ = writeln!(out, "  {badge}  {}", w.message);
         }
@@ -203,7 +205,7 @@ pub fn render_text(state: &State) -> String {
         "\n{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  COMMAND",
         "GPU", "PID", "USER", "TYPE", "VRAM", "GPU%", "CPU%", "HOST MEM", "TIME"
     );
-    for r in state.procs.rows() {
+    for r in state.model.procs().rows() {
         let _ = writeln!(
             out,
             "{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  {}",
@@ -219,7 +221,7 @@ pub fn render_text(state: &State) -> String {
             r.command,
         );
     }
-    if state.procs.is_empty() {
+    if state.model.procs().is_empty() {
         let _ = writeln!(out, "  (no GPU processes)");
     }
     out

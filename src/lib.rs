@@ -17,6 +17,8 @@ pub mod config;
 pub mod headless;
 pub mod history;
 pub mod keymap;
+pub mod layout;
+pub mod model;
 pub mod pick;
 pub mod procinfo;
 pub mod record;

@@ -53,18 +53,13 @@ impl SortKey {
         }
     }
 
+    /// The title of the column it sorts (the header arrow sits there).
     pub fn name(self) -> &'static str {
-        match self {
-            SortKey::Gpu => "GPU",
-            SortKey::Pid => "PID",
-            SortKey::User => "USER",
-            SortKey::Vram => "VRAM",
-            SortKey::GpuUtil => "GPU%",
-            SortKey::Cpu => "CPU%",
-            SortKey::HostMemory => "HOST MEM",
-            SortKey::Time => "TIME",
-            SortKey::Command => "COMMAND",
-        }
+        Column::ALL
+            .into_iter()
+            .find(|c| c.sort_key() == Some(self))
+            .map(Column::title)
+            .expect("every sort key has a column")
     }
 }
 
@@ -98,6 +93,23 @@ impl Column {
         Column::Time,
         Column::Command,
     ];
+
+    /// The column's title: the table header, `--once` text and the sort indicator.
+    pub fn title(self) -> &'static str {
+        match self {
+            Column::Host => "HOST",
+            Column::Gpu => "GPU",
+            Column::Pid => "PID",
+            Column::User => "USER",
+            Column::Type => "TYPE",
+            Column::Vram => "VRAM",
+            Column::GpuUtil => "GPU%",
+            Column::Cpu => "CPU%",
+            Column::HostMemory => "HOST MEM",
+            Column::Time => "TIME",
+            Column::Command => "COMMAND",
+        }
+    }
 
     /// The name used in the config file (`columns.visible`).
     pub fn config_name(self) -> &'static str {

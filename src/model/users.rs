@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::procs::ProcRow;
 use crate::source::GpuReading;
-use crate::state::procs::ProcRow;
 use crate::units::Bytes;
 
 /// A GPU counts as idle for "idle VRAM" at or below this utilization.
