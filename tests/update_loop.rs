@@ -267,7 +267,7 @@ fn source_failure_is_shown_and_cleared_by_the_next_sample() {
     let mut state = State::new(common::config());
     update(&mut state, Msg::SourceFailed("NVML: GPU is lost".into()));
     assert_eq!(
-        state.model.source_error().as_deref(),
+        state.model.source_error(),
         Some("NVML: GPU is lost")
     );
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
