@@ -266,10 +266,7 @@ fn source_failure_is_shown_and_cleared_by_the_next_sample() {
     let mut source = sim(2);
     let mut state = State::new(common::config());
     update(&mut state, Msg::SourceFailed("NVML: GPU is lost".into()));
-    assert_eq!(
-        state.model.source_error(),
-        Some("NVML: GPU is lost")
-    );
+    assert_eq!(state.model.source_error(), Some("NVML: GPU is lost"));
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     assert_eq!(state.model.source_error(), None);
 }
