@@ -378,7 +378,7 @@ fn mouse_sorts_selects_and_focuses_where_it_is_drawn() {
             column: 5,
             row: 35,
         };
-        let actions = gpuwatch::ui::hit::actions(state, input);
+        let actions = gpuwatch::ui::hit::actions(&state, input);
         update(&mut state, Msg::Actions(actions));
     }
 }
