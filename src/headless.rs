@@ -78,7 +78,6 @@ struct JsonProc<'a> {
 
 impl<'a> JsonProc<'a> {
     fn from_row(r: &'a ProcRow) -> Self {
-        use crate::model::procs::Visibility;
         JsonProc {
             gpu_index: r.gpu_index,
             gpu_uuid: &r.key.gpu.0,
@@ -97,12 +96,7 @@ impl<'a> JsonProc<'a> {
                 .map(|d| d.as_secs_f64()),
             uid: r.uid,
             command: &r.command,
-            visibility: match r.visibility {
-                Visibility::Visible => "visible",
-                Visibility::OtherNamespace => "other_namespace",
-                Visibility::Hidden => "hidden",
-                Visibility::Exited => "exited",
-            },
+            visibility: r.visibility.name(),
         }
     }
 }

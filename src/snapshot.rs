@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::headless::JSON_SCHEMA_VERSION;
 use crate::source::{
-    GpuId, GpuReading, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading, Sample,
+    GpuId, GpuReading, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading, Sample, Visibility,
 };
 use crate::units::{Bytes, Percent};
 
@@ -71,8 +71,10 @@ pub fn parse(text: &str, fallback_time: SystemTime) -> Result<Sample, String> {
 }
 
 fn proc_reading(p: Proc) -> Result<ProcReading, String> {
-    let host = match p.visibility.as_str() {
-        "visible" => HostProc::Visible(ProcDetails {
+    let visibility = Visibility::from_name(&p.visibility)
+        .ok_or_else(|| format!("process {}: unknown visibility {:?}", p.pid, p.visibility))?;
+    let host = match visibility {
+        Visibility::Visible => HostProc::Visible(ProcDetails {
             user: p.user.unwrap_or_else(|| "?".into()),
             uid: p.uid.unwrap_or(u32::MAX),
             command: p.command,
@@ -83,10 +85,9 @@ fn proc_reading(p: Proc) -> Result<ProcReading, String> {
                     .ok_or_else(|| format!("process {} has no start time", p.pid))?,
             )?,
         }),
-        "other_namespace" => HostProc::OtherNamespace,
-        "hidden" => HostProc::Hidden,
-        "exited" => HostProc::Exited,
-        other => return Err(format!("process {}: unknown visibility {other:?}", p.pid)),
+        Visibility::OtherNamespace => HostProc::OtherNamespace,
+        Visibility::Hidden => HostProc::Hidden,
+        Visibility::Exited => HostProc::Exited,
     };
     Ok(ProcReading {
         pid: p.pid,

@@ -4,6 +4,7 @@
 //! parts always agree with the readings they came from. Knows nothing of the terminal, of
 //! selection or scrolling (that is `state::View`), nor of how anything is drawn.
 
+pub mod activity;
 pub mod etiquette;
 pub mod filter;
 pub mod holders;

@@ -3,16 +3,13 @@
 //! header, `--once`, `pick` and the exporter.
 
 use super::Model;
+use super::activity::FREE_MAX_UTIL;
 use crate::source::{GpuReading, GpuStatus};
 use crate::units::Bytes;
 
 /// VRAM held with no process listed is worth pointing out above this (the driver itself
 /// keeps a few hundred MiB on every GPU).
 pub const UNATTRIBUTED_MIN: Bytes = Bytes(Bytes::GIB);
-/// A GPU counts as free at or below this utilization (a little above the idle-holder
-/// level, `users::IDLE_UTIL_MAX`: a free GPU has no process at all, so display and
-/// driver housekeeping may show a few percent).
-pub const FREE_MAX_UTIL: u32 = 5;
 const FREE_MAX_MEMORY_RATIO: f64 = 0.05;
 
 /// (user, VRAM) for each user with a process on this GPU, largest first. A process whose

@@ -8,7 +8,7 @@ use crate::model::warnings::{Severity, WarningKind};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
-use super::readings::{GPU_SERIES, write_gpu_series};
+use super::readings::{GPU_SERIES, gpu_labels, write_gpu_series};
 use super::text::{Exposition, Family, Kind, Labels};
 use super::{dcgm, process};
 
@@ -117,20 +117,6 @@ fn header_series(e: &mut Exposition, state: &State) {
         .now()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
     e.family(LAST_SAMPLE, taken.map(|d| (Labels::new(), d.as_secs_f64())));
-}
-
-/// The labels every native per-GPU series carries; `host` too when the state holds several
-/// hosts' GPUs (`--remote`), whose indices would otherwise collide.
-pub(super) fn gpu_labels(g: &GpuReading) -> Labels {
-    let mut labels = vec![
-        ("gpu", g.index.to_string()),
-        ("uuid", g.id.0.clone()),
-        ("name", g.name.clone()),
-    ];
-    if let Some(host) = &g.host {
-        labels.push(("host", host.clone()));
-    }
-    labels
 }
 
 fn info_labels(state: &State, g: &GpuReading) -> Labels {

@@ -5,7 +5,7 @@
 use crate::model::procs::{ProcRow, Visibility};
 use crate::state::State;
 
-use super::metrics::gpu_labels;
+use super::readings::gpu_labels;
 use super::text::{Exposition, Family, Kind, Labels};
 
 /// Linux's own `comm` is 15 characters; a longer label only adds cardinality.

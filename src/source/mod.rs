@@ -220,6 +220,61 @@ pub enum HostProc {
     Exited,
 }
 
+/// How much of a GPU process this host can see: the one list of these, with their names
+/// in the JSON document and the exporter, and what the COMMAND column says instead of a
+/// command line when there is none to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Visibility {
+    Visible,
+    OtherNamespace,
+    Hidden,
+    Exited,
+}
+
+impl Visibility {
+    pub const ALL: [Visibility; 4] = [
+        Visibility::Visible,
+        Visibility::OtherNamespace,
+        Visibility::Hidden,
+        Visibility::Exited,
+    ];
+
+    /// The public name (JSON, recordings, metrics labels).
+    pub fn name(self) -> &'static str {
+        match self {
+            Visibility::Visible => "visible",
+            Visibility::OtherNamespace => "other_namespace",
+            Visibility::Hidden => "hidden",
+            Visibility::Exited => "exited",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Visibility> {
+        Visibility::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// What stands in for the command line of a process we cannot see.
+    pub fn placeholder(self) -> &'static str {
+        match self {
+            Visibility::Visible => "",
+            Visibility::OtherNamespace => "(other PID namespace)",
+            Visibility::Hidden => "(hidden)",
+            Visibility::Exited => "(exited)",
+        }
+    }
+}
+
+impl HostProc {
+    pub fn visibility(&self) -> Visibility {
+        match self {
+            HostProc::Visible(_) => Visibility::Visible,
+            HostProc::OtherNamespace => Visibility::OtherNamespace,
+            HostProc::Hidden => Visibility::Hidden,
+            HostProc::Exited => Visibility::Exited,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcDetails {
     /// User name, or the numeric UID when the name cannot be resolved.
