@@ -232,10 +232,7 @@ impl ProcRow {
             elapsed: started.and_then(|s| now.duration_since(s).ok()),
             user: details.map(|d| d.user.clone()),
             uid: details.map(|d| d.uid),
-            command: details.map_or_else(
-                || visibility.placeholder().to_string(),
-                |d| d.command.clone(),
-            ),
+            command: details.map_or_else(|| visibility.placeholder(p.pid), |d| d.command.clone()),
             visibility,
         }
     }

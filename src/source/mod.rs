@@ -211,7 +211,8 @@ pub struct ProcReading {
 #[serde(tag = "visibility", rename_all = "snake_case")]
 pub enum HostProc {
     Visible(ProcDetails),
-    /// NVML reports host PIDs; inside a container they may not exist in our /proc.
+    /// NVML reports host PIDs; gpuwatch runs in a child PID namespace (a container, `unshare
+    /// --pid`), where the same number is a different process or none.
     OtherNamespace,
     /// The PID exists but /proc hides it from us (hidepid).
     Hidden,
@@ -253,13 +254,16 @@ impl Visibility {
         Visibility::ALL.into_iter().find(|v| v.name() == name)
     }
 
-    /// What stands in for the command line of a process we cannot see.
-    pub fn placeholder(self) -> &'static str {
+    /// What stands in for the command line of a process we cannot see; `pid` is the
+    /// PID NVML reported.
+    pub fn placeholder(self, pid: u32) -> String {
         match self {
-            Visibility::Visible => "",
-            Visibility::OtherNamespace => "(other PID namespace)",
-            Visibility::Hidden => "(hidden)",
-            Visibility::Exited => "(exited)",
+            Visibility::Visible => String::new(),
+            Visibility::OtherNamespace => {
+                format!("(not visible from this PID namespace; host PID {pid})")
+            }
+            Visibility::Hidden => "(hidden)".into(),
+            Visibility::Exited => "(exited)".into(),
         }
     }
 }
