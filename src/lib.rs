@@ -2,7 +2,7 @@
 //!
 //! Data flows one way, with one owner of state:
 //!
-//! 1. `main` parses the CLI ([`cli`]), resolves [`config::Settings`], builds a
+//! 1. `main` parses the CLI ([`cli`]), resolves [`config::Settings`], and [`launch`] builds a
 //!    [`source::GpuSource`] and starts the TUI ([`app`]) or a headless mode ([`headless`]).
 //! 2. [`sampler`] polls the source on tokio's blocking pool every interval and sends plain
 //!    [`source::Sample`]s over a bounded channel. It knows nothing of the UI.
@@ -17,6 +17,7 @@ pub mod config;
 pub mod headless;
 pub mod history;
 pub mod keymap;
+pub mod launch;
 pub mod pick;
 pub mod procinfo;
 pub mod record;

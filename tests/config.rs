@@ -9,7 +9,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use clap::Parser;
 use gpuwatch::cli::Cli;
-use gpuwatch::config::{Settings, check_file, default_file_text};
+use gpuwatch::config::{ServeSettings, Settings, check_file, default_file_text};
 use gpuwatch::state::procs::{Column, SortDir, SortKey};
 use gpuwatch::state::warnings::Thresholds;
 use gpuwatch::ui::theme::ThemeName;
@@ -191,8 +191,8 @@ fn every_file_error_names_file_line_and_key() {
         ),
         (
             "bad_duration.toml",
-            "3: thresholds.temp_hold: not a duration like 500ms, 2s or 5m: expected number at 0 \
-             (got \"half a minute\")",
+            "3: thresholds.temp_hold: not a duration: use a number with ms, s, m or h, \
+             e.g. 500ms, 2s, 1m (got \"half a minute\")",
         ),
         (
             "bad_size.toml",
@@ -290,15 +290,22 @@ fn the_default_file_is_exactly_the_defaults() {
     let from_file = check_file(&path).unwrap();
     let defaults = resolve(&[], &[]).unwrap();
     assert_eq!(from_file.config_path.as_deref(), Some(path.as_path()));
+    // Where the listen address came from is not part of what it is.
+    let serve = ServeSettings {
+        listen_origin: defaults.serve.listen_origin.clone(),
+        ..from_file.serve.clone()
+    };
     assert_eq!(
         Settings {
             config_path: None,
+            serve,
             ..from_file
         },
         defaults
     );
     // Every key is written out, not just mentioned.
     for key in [
+        "source",
         "interval",
         "history",
         "compact",
@@ -318,12 +325,49 @@ fn the_default_file_is_exactly_the_defaults() {
         "idle_after",
         "stale_min_vram",
         "stale_after",
+        "hosts",
+        "with_local",
+        "listen",
+        "dcgm_compat",
+        "process_metrics",
     ] {
         assert!(
             default_file_text().contains(&format!("\n{key} = ")),
             "{key}"
         );
     }
+}
+
+/// The keys with no default are in the file as commented-out examples; uncommented they
+/// must be valid too, or `config init` would teach a setting that stops gpuwatch.
+#[test]
+fn the_default_files_examples_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let examples = ["path", "max_size", "hosts_file"];
+    let mut uncommented = 0;
+    let text: String = default_file_text()
+        .lines()
+        .map(|line| {
+            let key = line.strip_prefix("# ").and_then(|l| l.split(" = ").next());
+            if key.is_some_and(|k| examples.contains(&k)) {
+                uncommented += 1;
+                line[2..].to_string() + "\n"
+            } else {
+                line.to_string() + "\n"
+            }
+        })
+        .collect();
+    assert_eq!(uncommented, examples.len(), "{text}");
+    std::fs::write(&path, text).unwrap();
+    let s = check_file(&path).unwrap();
+    let record = s.record.expect("[record] path set");
+    assert_eq!(record.path, Path::new("gpuwatch.ndjson"));
+    assert_eq!(record.max_size, Some(Bytes(100 * Bytes::MIB)));
+    assert_eq!(
+        s.remote.hosts_file.as_deref(),
+        Some(Path::new("/etc/gpuwatch/hosts"))
+    );
 }
 
 /// The binary with a clean environment and a HOME of its own.
