@@ -105,7 +105,7 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// Colours for a dark or light terminal background, or mono for none [default: dark].
+    /// Colours for a dark or light terminal background, or mono (no colour) [default: dark].
     #[arg(long, value_name = "THEME", global = true,
           value_parser = PossibleValuesParser::new(THEME_NAMES))]
     pub theme: Option<String>,

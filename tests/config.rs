@@ -543,3 +543,129 @@ fn pick_says_why_when_too_few_qualify() {
         .code(2)
         .stderr("gpuwatch: --min-free: \"lots\" is not a size like 20GiB or 512MiB\n");
 }
+
+#[test]
+fn serve_settings_flag_beats_env_beats_file() {
+    let home = config_home(
+        "[serve]\nlisten = \"0.0.0.0:9500\"\ndcgm_compat = true\nprocess_metrics = true\n",
+    );
+    let xdg = home.path().to_str().unwrap();
+    let file = [("XDG_CONFIG_HOME", xdg)];
+    let serve = |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().serve;
+    let s = serve(&["serve"], &[]);
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9400", "default");
+    assert!(!s.dcgm_compat && !s.process_metrics);
+    let s = serve(&["serve"], &file);
+    assert_eq!(s.listen.to_string(), "0.0.0.0:9500", "file");
+    assert!(s.dcgm_compat && s.process_metrics);
+    assert!(
+        s.listen_origin.ends_with("config.toml:2: serve.listen"),
+        "{}",
+        s.listen_origin
+    );
+    let env = [
+        ("XDG_CONFIG_HOME", xdg),
+        ("GPUWATCH_LISTEN", "127.0.0.1:9601"),
+        ("GPUWATCH_DCGM_COMPAT", "0"),
+    ];
+    let s = serve(&["serve"], &env);
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9601", "env");
+    assert_eq!(s.listen_origin, "GPUWATCH_LISTEN");
+    assert!(!s.dcgm_compat, "env turns the file's switch off");
+    let s = serve(
+        &["serve", "--listen", "127.0.0.1:9702", "--dcgm-compat"],
+        &env,
+    );
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9702", "flag");
+    assert!(s.dcgm_compat);
+}
+
+#[test]
+fn record_and_remote_settings_flag_beats_env_beats_file() {
+    let home = config_home(
+        "[record]\npath = \"night.ndjson\"\nmax_size = \"200MiB\"\n\n\
+         [remote]\nhosts = [\"gpu1:9400\", \"gpu2:9400\"]\nwith_local = true\n",
+    );
+    let xdg = home.path().to_str().unwrap();
+    let file = [("XDG_CONFIG_HOME", xdg)];
+    let s = resolve(&[], &file).unwrap();
+    let record = s.record.unwrap();
+    assert_eq!(record.path, Path::new("night.ndjson"));
+    assert_eq!(record.max_size, Some(Bytes(200 * Bytes::MIB)));
+    assert_eq!(s.remote.addresses, ["gpu1:9400", "gpu2:9400"]);
+    assert!(s.remote.with_local);
+    let env = [
+        ("XDG_CONFIG_HOME", xdg),
+        ("GPUWATCH_RECORD", "day.ndjson"),
+        ("GPUWATCH_REMOTE", "gpu3:9400"),
+        ("GPUWATCH_HOSTS_FILE", "/etc/hosts.gpu"),
+    ];
+    let s = resolve(&[], &env).unwrap();
+    assert_eq!(s.record.unwrap().path, Path::new("day.ndjson"));
+    assert_eq!(s.remote.addresses, ["gpu3:9400"]);
+    assert_eq!(
+        s.remote.hosts_file.as_deref(),
+        Some(Path::new("/etc/hosts.gpu"))
+    );
+    let s = resolve(&["--record", "x.ndjson", "--remote", "gpu4:1"], &env).unwrap();
+    assert_eq!(s.record.unwrap().path, Path::new("x.ndjson"));
+    assert_eq!(s.remote.addresses, ["gpu4:1"]);
+    // Nothing asked for: no recording, no remote hosts.
+    let s = resolve(&[], &[]).unwrap();
+    assert_eq!((s.record, s.remote.any()), (None, false));
+}
+
+#[test]
+fn new_keys_name_file_line_and_key() {
+    for (text, message) in [
+        (
+            "[serve]\nlisten = \"localhost\"\n",
+            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:9400 or 0.0.0.0:9400 \
+             (got \"localhost\")",
+        ),
+        (
+            "[remote]\nhosts = [\"gpu1\"]\n",
+            "2: remote.hosts: \"gpu1\" needs a port, e.g. gpu1:9400 (got [\"gpu1\"])",
+        ),
+        (
+            "[remote]\nwith_local = true\n",
+            "2: remote.with_local: only with --remote or --hosts-file",
+        ),
+        (
+            "[record]\nmax_size = \"1 parsec\"\n",
+            "2: record.max_size: unknown size unit \"parsec\" in \"1 parsec\" (use GiB, MiB)",
+        ),
+        (
+            "source = \"gpu\"\n",
+            "1: source: unknown source; use nvml, auto or demo (got \"gpu\")",
+        ),
+        (
+            "[serve]\nlisen = \"0.0.0.0:1\"\n",
+            "2: serve.lisen: unknown key (known keys here: listen, dcgm_compat, process_metrics)",
+        ),
+    ] {
+        let home = config_home(text);
+        let path = home.path().join("gpuwatch/config.toml");
+        let err = resolve(&[], &[("XDG_CONFIG_HOME", home.path().to_str().unwrap())]);
+        assert_eq!(
+            err.unwrap_err(),
+            format!("{}:{message}", path.display()),
+            "{text}"
+        );
+    }
+    // Each new variable is checked and named.
+    for (var, value, why) in [
+        (
+            "GPUWATCH_DEMO_GPUS",
+            "lots",
+            "not a whole number ≥ 0 (got \"lots\")",
+        ),
+        ("GPUWATCH_SEED", "-1", "not a whole number ≥ 0 (got \"-1\")"),
+        ("GPUWATCH_WITH_LOCAL", "maybe", "not a switch"),
+        ("GPUWATCH_RECORD_MAX_SIZE", "0", "must be more than 0"),
+        ("GPUWATCH_REMOTE", "gpu1:0", "\"gpu1:0\" has no valid port"),
+    ] {
+        let err = resolve(&[], &[(var, value)]).unwrap_err();
+        assert!(err.starts_with(&format!("{var}: {why}")), "{err}");
+    }
+}
