@@ -39,8 +39,9 @@ pub const SORT_NAMES: [&str; 9] = [
 
 const ENV_HELP: &str = "\
 Every setting flag can also come from the environment as GPUWATCH_<FLAG>, e.g.
-GPUWATCH_INTERVAL=2s or GPUWATCH_TEMP_WARN=80 (switches take 1/true/yes or 0/false/no),
-and from the config file (gpuwatch config init writes one with every key explained).
+GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:9400 (switches take
+1/true/yes or 0/false/no); a GPUWATCH_* variable gpuwatch does not know is an error. Most
+also come from the config file (gpuwatch config init writes one with every key explained).
 A flag beats the environment, which beats the file, which beats the default.
 NO_COLOR (non-empty) or --no-color forces the mono theme.";
 
