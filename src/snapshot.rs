@@ -84,6 +84,7 @@ fn proc_reading(p: Proc) -> Result<ProcReading, String> {
                 p.started
                     .ok_or_else(|| format!("process {} has no start time", p.pid))?,
             )?,
+            context: Default::default(),
         }),
         Visibility::OtherNamespace => HostProc::OtherNamespace,
         Visibility::Hidden => HostProc::Hidden,
