@@ -98,6 +98,9 @@ pub struct Io<B: Backend> {
     pub signaller: Box<dyn Signaller>,
 }
 
+/// The interactive mode on the real terminal: builds the real [`Io`] (crossterm input,
+/// SIGTERM/SIGHUP/SIGINT, the `Coalescing` crossterm screen, `kill(2)` or the demo's
+/// stand-in), runs the loop, and restores the terminal whatever happens.
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
     // Before touching the terminal: a failure here leaves it as it was.
     let os_signals = system_signals().wrap_err("cannot listen for SIGTERM/SIGHUP/SIGINT")?;
