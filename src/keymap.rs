@@ -174,7 +174,13 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Enter],
         label: "Enter",
         action: Action::Choose,
-        help: "choose the selected user",
+        help: "choose the selected user or job",
+    },
+    Binding {
+        keys: &[ch('e')],
+        label: "e",
+        action: Action::ToggleEnv,
+        help: "the selected process's GPU environment",
     },
     Binding {
         keys: &[ch('T')],

@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod owners;
 pub mod procs;
 pub mod users;
+pub mod visible;
 pub mod warnings;
 
 use std::collections::{HashMap, HashSet};

@@ -113,6 +113,7 @@ fn navigate(state: &mut State, action: Action) {
     let table = state.model.procs_mut();
     match action {
         Action::ToggleHelp => state.view.show_help = !state.view.show_help,
+        Action::ToggleEnv => state.view.show_env = !state.view.show_env,
         _ if state.view.panel == Panel::Users && is_selection(action) => {}
         Action::SelectUp => table.move_selection(-1),
         Action::SelectDown => table.move_selection(1),
@@ -269,6 +270,8 @@ fn choose_user(state: &mut State) {
 fn back(state: &mut State) {
     if state.view.show_help {
         state.view.show_help = false;
+    } else if state.view.show_env {
+        state.view.show_env = false;
     } else if state.view.panel == Panel::Users {
         state.view.panel = Panel::Processes;
     } else {

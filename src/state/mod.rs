@@ -18,6 +18,8 @@ use crate::model::procs::SortKey;
 pub enum Action {
     Quit,
     ToggleHelp,
+    /// Show or hide the selected process's GPU-related environment (`e`).
+    ToggleEnv,
     SelectUp,
     SelectDown,
     PageUp,
@@ -143,6 +145,8 @@ pub enum Effect {
 pub struct View {
     pub paused: bool,
     pub show_help: bool,
+    /// The environment popup for the selected process.
+    pub show_env: bool,
     pub layout: LayoutPref,
     /// Terminal size in cells, for paging; (0, 0) in headless modes.
     pub viewport: (u16, u16),
@@ -168,6 +172,7 @@ impl Default for View {
         View {
             paused: false,
             show_help: false,
+            show_env: false,
             layout: LayoutPref::Auto,
             viewport: (0, 0),
             gpu_scroll: 0,
@@ -224,9 +229,11 @@ impl State {
             gpus: self.model.gpus().len(),
             warnings: self.model.warnings().len(),
             pref: self.view.layout,
+            // The footer also carries the selected process's detail line.
             footer: self.view.filter_editing
                 || !self.view.filter_text.is_empty()
-                || self.view.status.is_some(),
+                || self.view.status.is_some()
+                || self.model.procs().selected_row().is_some(),
         }
     }
 }

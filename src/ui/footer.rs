@@ -1,6 +1,6 @@
 //! The bottom line, shown only when it has something to say (`State::layout_input`
-//! decides): the filter being typed (with
-//! its error, if any), the active filter, or the last status message (signal results).
+//! decides): the filter being typed (with its error, if any), the active filter, and the
+//! last status message (signal results) or else the selected process's detail line.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -32,6 +32,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
     if let Some(status) = &state.view.status {
         spans.push(Span::styled(status.clone(), theme.warning));
+    } else if let Some(row) = state.model.procs().selected_row() {
+        spans.push(Span::styled(
+            super::detail::line(row, state.model.gpus()),
+            theme.dim,
+        ));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

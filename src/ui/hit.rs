@@ -28,7 +28,7 @@ const WHEEL_STEP: usize = 3;
 
 /// What a mouse event at this spot means, in order; nothing when it hits nothing.
 pub fn actions(state: &State, m: MouseInput) -> Vec<Action> {
-    if state.view.dialog.is_some() || state.view.show_help {
+    if state.view.dialog.is_some() || state.view.show_help || state.view.show_env {
         return Vec::new();
     }
     let (w, h) = state.view.viewport;

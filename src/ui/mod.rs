@@ -1,6 +1,7 @@
 //! Drawing: `draw(frame, &State, &Theme)` lays out the screen and calls one small function
 //! per panel. Reads state only: no I/O, no clock (time is `state.model.now()`), no mutation.
 
+mod detail;
 mod dialog;
 mod footer;
 pub mod format;
@@ -39,6 +40,9 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
     footer::draw(frame, areas.footer, state, theme);
     if let Some(dialog) = &state.view.dialog {
         dialog::draw(frame, area, dialog, theme);
+    }
+    if state.view.show_env {
+        detail::draw_env(frame, area, state, theme);
     }
     if state.view.show_help {
         help::draw(frame, area, theme);

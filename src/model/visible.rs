@@ -1,0 +1,227 @@
+//! Which GPUs a process was told it may use, from its environment: `CUDA_VISIBLE_DEVICES`
+//! (indices, `GPU-…` UUIDs or unique UUID prefixes, `MIG-…`), or a container's
+//! `NVIDIA_VISIBLE_DEVICES` (the runtime mounts only those GPUs). People talk in the
+//! numbers their job sees ("job GPU 0"), so this also turns a physical GPU into the index
+//! the process knows it by. Pure.
+
+use crate::source::GpuReading;
+use crate::source::workload::ProcEnv;
+
+/// What a process's environment says about its GPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pinning {
+    /// The environment could not be read: nothing is known.
+    Unknown,
+    /// Neither variable is set: CUDA uses every GPU, and device 0 is GPU 0 — the pile-up.
+    Unset,
+    /// `CUDA_VISIBLE_DEVICES` (or the container's device list) names these entries, in
+    /// the order the process numbers them.
+    Set {
+        variable: &'static str,
+        entries: Vec<String>,
+    },
+}
+
+/// How a process numbers one physical GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobIndex {
+    /// The index the process sees the GPU as.
+    pub local: u32,
+    /// Index entries mean CUDA's order, which is the PCI (NVML) order only with
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID` or on GPUs that are all the same model.
+    pub certain: bool,
+}
+
+/// Reads the pinning from an environment (`None`: not readable).
+pub fn pinning(env: Option<&ProcEnv>) -> Pinning {
+    let Some(env) = env else {
+        return Pinning::Unknown;
+    };
+    for variable in ["CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"] {
+        if let Some(value) = env.get(variable) {
+            let entries = value
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_string)
+                .collect();
+            return Pinning::Set { variable, entries };
+        }
+    }
+    Pinning::Unset
+}
+
+/// Whether one entry names this GPU: its index, its UUID, or a prefix of the UUID (CUDA
+/// accepts unique prefixes such as `GPU-5e0c`).
+fn names(entry: &str, gpu: &GpuReading) -> bool {
+    entry == gpu.index.to_string()
+        || (entry.starts_with("GPU-") && gpu.id.0.starts_with(entry))
+        || entry == gpu.id.0
+}
+
+/// The index the process sees `gpu` as, among `all` (the host's GPUs); `None` when the
+/// pinning does not include it or is unknown.
+pub fn job_index(
+    pin: &Pinning,
+    env: Option<&ProcEnv>,
+    gpu: &GpuReading,
+    all: &[GpuReading],
+) -> Option<JobIndex> {
+    match pin {
+        Pinning::Unknown => None,
+        Pinning::Unset => Some(JobIndex {
+            local: gpu.index,
+            certain: true,
+        }),
+        Pinning::Set { variable, entries } => {
+            if entries
+                .iter()
+                .any(|e| matches!(e.as_str(), "all" | "none" | "void"))
+            {
+                // NVIDIA_VISIBLE_DEVICES=all mounts every GPU, numbered as on the host.
+                return entries.iter().any(|e| e == "all").then_some(JobIndex {
+                    local: gpu.index,
+                    certain: true,
+                });
+            }
+            let in_container = *variable == "NVIDIA_VISIBLE_DEVICES";
+            job_index_in(entries, in_container, env, gpu, all)
+        }
+    }
+}
+
+fn job_index_in(
+    entries: &[String],
+    in_container: bool,
+    env: Option<&ProcEnv>,
+    gpu: &GpuReading,
+    all: &[GpuReading],
+) -> Option<JobIndex> {
+    if in_container {
+        // Inside a container CUDA numbers the mounted GPUs in PCI order, whatever the
+        // order of the list.
+        let mut mounted: Vec<&GpuReading> = all
+            .iter()
+            .filter(|g| entries.iter().any(|e| names(e, g)))
+            .collect();
+        mounted.sort_by_key(|g| g.index);
+        let local = mounted.iter().position(|g| g.id == gpu.id)?;
+        return Some(JobIndex {
+            local: local as u32,
+            certain: true,
+        });
+    }
+    let local = entries.iter().position(|e| names(e, gpu))?;
+    let by_uuid = entries[local].starts_with("GPU-");
+    let pci_order = env.and_then(|e| e.get("CUDA_DEVICE_ORDER")) == Some("PCI_BUS_ID");
+    let uniform = all.windows(2).all(|w| w[0].name == w[1].name);
+    Some(JobIndex {
+        local: local as u32,
+        certain: by_uuid || pci_order || uniform,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::GpuId;
+
+    fn gpus(names: &[&str]) -> Vec<GpuReading> {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| GpuReading::absent(GpuId(format!("GPU-{i}aaa-uuid")), i as u32, *n))
+            .collect()
+    }
+
+    fn env(vars: &[(&str, &str)]) -> ProcEnv {
+        ProcEnv::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn unreadable_unset_and_set() {
+        assert_eq!(pinning(None), Pinning::Unknown);
+        assert_eq!(
+            pinning(Some(&env(&[("OMP_NUM_THREADS", "8")]))),
+            Pinning::Unset
+        );
+        assert_eq!(
+            pinning(Some(&env(&[("CUDA_VISIBLE_DEVICES", "2, 3")]))),
+            Pinning::Set {
+                variable: "CUDA_VISIBLE_DEVICES",
+                entries: vec!["2".into(), "3".into()]
+            }
+        );
+        // An empty CUDA_VISIBLE_DEVICES hides every GPU: set, with no entries.
+        assert_eq!(
+            pinning(Some(&env(&[("CUDA_VISIBLE_DEVICES", "")]))),
+            Pinning::Set {
+                variable: "CUDA_VISIBLE_DEVICES",
+                entries: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn the_job_numbers_gpus_in_the_order_it_was_given_them() {
+        let all = gpus(&["H100"; 8]);
+        let e = env(&[("CUDA_VISIBLE_DEVICES", "3,1")]);
+        let pin = pinning(Some(&e));
+        let at = |i: usize| job_index(&pin, Some(&e), &all[i], &all);
+        assert_eq!(
+            at(3),
+            Some(JobIndex {
+                local: 0,
+                certain: true
+            })
+        );
+        assert_eq!(
+            at(1),
+            Some(JobIndex {
+                local: 1,
+                certain: true
+            })
+        );
+        assert_eq!(at(0), None, "not among its GPUs");
+        // By UUID prefix, as Slurm and nvisel write it.
+        let e = env(&[("CUDA_VISIBLE_DEVICES", "GPU-5aaa")]);
+        let pin = pinning(Some(&e));
+        assert_eq!(job_index(&pin, Some(&e), &all[5], &all).unwrap().local, 0);
+        // Unset: the host's numbering.
+        assert_eq!(
+            job_index(&Pinning::Unset, None, &all[4], &all)
+                .unwrap()
+                .local,
+            4
+        );
+    }
+
+    #[test]
+    fn mixed_models_make_index_entries_uncertain_unless_pci_order_is_pinned() {
+        let all = gpus(&["H100", "T4", "H100"]);
+        let e = env(&[("CUDA_VISIBLE_DEVICES", "2,0")]);
+        let pin = pinning(Some(&e));
+        assert!(!job_index(&pin, Some(&e), &all[2], &all).unwrap().certain);
+        let e = env(&[
+            ("CUDA_VISIBLE_DEVICES", "2,0"),
+            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+        ]);
+        let pin = pinning(Some(&e));
+        assert!(job_index(&pin, Some(&e), &all[2], &all).unwrap().certain);
+    }
+
+    #[test]
+    fn a_container_numbers_its_mounted_gpus_in_pci_order() {
+        let all = gpus(&["H100"; 8]);
+        let e = env(&[("NVIDIA_VISIBLE_DEVICES", "6,2")]);
+        let pin = pinning(Some(&e));
+        assert_eq!(job_index(&pin, Some(&e), &all[2], &all).unwrap().local, 0);
+        assert_eq!(job_index(&pin, Some(&e), &all[6], &all).unwrap().local, 1);
+        let e = env(&[("NVIDIA_VISIBLE_DEVICES", "all")]);
+        let pin = pinning(Some(&e));
+        assert_eq!(job_index(&pin, Some(&e), &all[6], &all).unwrap().local, 6);
+        let e = env(&[("NVIDIA_VISIBLE_DEVICES", "void")]);
+        let pin = pinning(Some(&e));
+        assert_eq!(job_index(&pin, Some(&e), &all[6], &all), None);
+    }
+}
