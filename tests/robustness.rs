@@ -405,7 +405,7 @@ fn a_gpu_lost_mid_run_and_back_warns_then_clears_through_the_pipeline() {
         state
             .warnings
             .iter()
-            .any(|w| w.kind == WarningKind::Lost && w.gpu_index == 1)
+            .any(|w| w.kind == WarningKind::Lost && w.gpu_index() == Some(1))
     };
     let (state, frame) = through_the_pipeline(&samples[..3]);
     assert!(lost(&state), "lost at tick 2");

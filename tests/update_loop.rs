@@ -171,7 +171,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
         for w in &state.warnings {
             let kind = common::kind_name(&w.kind);
-            let key = (w.gpu_index, kind, w.severity);
+            let key = (w.gpu_index().expect("a GPU warning"), kind, w.severity);
             if !seen.contains(&key) {
                 seen.push(key);
             }
@@ -195,7 +195,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
     assert!(
-        state.warnings.iter().all(|w| w.gpu_index != 2),
+        state.warnings.iter().all(|w| w.gpu_index() != Some(2)),
         "{:?}",
         state.warnings
     );
@@ -233,7 +233,7 @@ fn lost_gpu_keeps_its_slot_while_others_update() {
         state
             .warnings
             .iter()
-            .any(|w| w.gpu == lost_id && w.kind == WarningKind::Lost)
+            .any(|w| w.gpu() == Some(&lost_id) && w.kind == WarningKind::Lost)
     );
     // Its history is kept (with a gap), so it resumes where it was when it returns.
     assert_eq!(state.histories[&lost_id].temperature.latest(), Some(&None));

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
-use crate::state::warnings::{Severity, WarningKind};
+use crate::state::warnings::{Severity, Warning};
 
 use super::readings::{GPU_SERIES, write_gpu_series};
 use super::text::{Exposition, Family, Kind, Labels};
@@ -171,13 +171,10 @@ fn throttle(g: &GpuReading) -> Vec<(Labels, f64)> {
         .collect()
 }
 
-/// The name a warning kind has in the JSON document (its serde `kind` tag), so both
-/// outputs agree and a new kind needs no change here.
-fn warning_kind(kind: &WarningKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.get("kind")?.as_str().map(str::to_string))
-        .unwrap_or_else(|| "unknown".into())
+/// The name a warning kind has in the JSON document (its `kind`), so both outputs agree
+/// and a new kind needs no change here.
+fn warning_kind(w: &Warning) -> &'static str {
+    crate::headless::warning_doc(w, None).kind.name()
 }
 
 fn severity_name(s: Severity) -> &'static str {
@@ -191,8 +188,8 @@ fn severity_name(s: Severity) -> &'static str {
 fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
     let mut counts: BTreeMap<(usize, String, &str), u32> = BTreeMap::new();
     for w in &state.warnings {
-        if let Some(pos) = state.gpus.iter().position(|g| g.id == w.gpu) {
-            let key = (pos, warning_kind(&w.kind), severity_name(w.severity));
+        if let Some(pos) = state.gpus.iter().position(|g| w.gpu() == Some(&g.id)) {
+            let key = (pos, warning_kind(w).to_string(), severity_name(w.severity));
             *counts.entry(key).or_default() += 1;
         }
     }

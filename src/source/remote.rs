@@ -146,7 +146,7 @@ fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
 fn fetch(agent: &ureq::Agent, url: &str) -> Result<Sample, String> {
     let mut response = agent.get(url).call().map_err(describe)?;
     let text = response.body_mut().read_to_string().map_err(describe)?;
-    crate::snapshot::parse(&text, SystemTime::now())
+    crate::source::wire::read_snapshot(&text, SystemTime::now())
 }
 
 /// A short reason for the header, without the URL noise.

@@ -282,7 +282,7 @@ impl State {
     pub fn gpu_severity(&self, id: &GpuId) -> Option<warnings::Severity> {
         self.warnings
             .iter()
-            .filter(|w| &w.gpu == id)
+            .filter(|w| w.gpu() == Some(id))
             .map(|w| w.severity)
             .max()
     }
@@ -369,12 +369,7 @@ fn apply_sample(state: &mut State, mut sample: Sample) {
             h.error.as_deref().unwrap_or(""),
         ));
     }
-    // Critical first, then by GPU, so the most urgent line is always the top one.
-    warnings.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(a.gpu_index.cmp(&b.gpu_index))
-    });
+    warnings::sort(&mut warnings);
     state.warnings = warnings;
 
     let gpu_of: HashMap<&GpuId, &GpuReading> = sample.gpus.iter().map(|g| (&g.id, g)).collect();

@@ -4,8 +4,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
-
 use crate::history::GpuHistory;
 use crate::source::{GpuId, GpuReading, GpuStatus, ProcReading};
 use crate::units::{Bytes, Celsius};
@@ -56,63 +54,113 @@ const TREND_WINDOW: Duration = Duration::from_secs(30);
 /// Growth slower than this is noise, not a trend (1 MiB/s).
 const MIN_GROWTH_BYTES_PER_SEC: f64 = 1024.0 * 1024.0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Warning,
     Critical,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// What a warning is about, with the numbers it was raised on (no text: the words are
+/// `ui::text::warning_line`'s, the JSON names `source::wire`'s).
+#[derive(Debug, Clone, PartialEq)]
 pub enum WarningKind {
     OomRisk {
         used: Bytes,
         total: Bytes,
         percent: f64,
         /// Predicted time until VRAM is full at the recent growth rate.
-        #[serde(serialize_with = "opt_secs")]
         time_to_full: Option<Duration>,
     },
     Overheating {
         temperature: Celsius,
         /// How long it has been at or above the critical level (zero if not yet there).
-        #[serde(serialize_with = "secs")]
         held_for: Duration,
         critical_at: Celsius,
         slowdown: Option<Celsius>,
     },
     Lost,
-    /// A process holding VRAM on a GPU that has been idle for a long time.
+    /// A process holding VRAM on a GPU that has been idle for a long time. The process is
+    /// named here; the subject stays its GPU, so the GPU panel and sort see it.
     IdleHolder {
         pid: u32,
         user: String,
         command: String,
         vram: Bytes,
-        #[serde(serialize_with = "secs")]
         idle_for: Duration,
     },
-    /// A watched remote host does not answer (or answers nonsense).
+    /// A watched remote host does not answer (or answers nonsense); the subject is the host.
     HostDown {
-        host: String,
         reason: String,
     },
     /// VRAM in use on a GPU where no process is listed.
     StaleVram {
         used: Bytes,
-        #[serde(serialize_with = "secs")]
         held_for: Duration,
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Who a warning is about. A host-wide warning names the host, not a made-up GPU.
+/// (A process subject can join here when a warning is about a process alone.)
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    Gpu {
+        id: GpuId,
+        index: u32,
+        /// The GPU's host when watching several (`--remote`); `None` for one host.
+        host: Option<String>,
+    },
+    Host {
+        name: String,
+    },
+}
+
+impl Subject {
+    /// GPUs by index first, then host-wide warnings (equal among themselves, so a stable
+    /// sort keeps them in the order the hosts were listed).
+    fn order(&self, other: &Subject) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match (self, other) {
+            (Subject::Gpu { index: a, .. }, Subject::Gpu { index: b, .. }) => a.cmp(b),
+            (Subject::Gpu { .. }, Subject::Host { .. }) => Ordering::Less,
+            (Subject::Host { .. }, Subject::Gpu { .. }) => Ordering::Greater,
+            (Subject::Host { .. }, Subject::Host { .. }) => Ordering::Equal,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct Warning {
-    pub gpu_index: u32,
-    pub gpu: GpuId,
     pub severity: Severity,
-    #[serde(flatten)]
+    pub subject: Subject,
     pub kind: WarningKind,
-    pub message: String,
+}
+
+impl Warning {
+    /// The GPU this warning is about, if it is about one.
+    pub fn gpu(&self) -> Option<&GpuId> {
+        match &self.subject {
+            Subject::Gpu { id, .. } => Some(id),
+            Subject::Host { .. } => None,
+        }
+    }
+
+    /// The index of the GPU this warning is about, if it is about one.
+    pub fn gpu_index(&self) -> Option<u32> {
+        match &self.subject {
+            Subject::Gpu { index, .. } => Some(*index),
+            Subject::Host { .. } => None,
+        }
+    }
+}
+
+/// Critical first, then by GPU, then host-wide ones, so the most urgent line is the top one.
+/// Stable: warnings that compare equal keep the order they were raised in.
+pub fn sort(warnings: &mut [Warning]) {
+    warnings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.subject.order(&b.subject))
+    });
 }
 
 /// Per-GPU memory of what was active, for hysteresis.
@@ -140,10 +188,12 @@ pub fn evaluate(
     let mut alarm = Alarm::default();
     let mut out = Vec::new();
     let warn = |severity, kind: WarningKind| Warning {
-        gpu_index: gpu.index,
-        gpu: gpu.id.clone(),
         severity,
-        message: message(&gpu.label(), &kind),
+        subject: Subject::Gpu {
+            id: gpu.id.clone(),
+            index: gpu.index,
+            host: gpu.host.clone(),
+        },
         kind,
     };
     if gpu.status == GpuStatus::Lost {
@@ -260,95 +310,17 @@ fn heat(
     ))
 }
 
-/// A critical warning for a watched host that does not answer. It belongs to no GPU: its
-/// index sorts after every real one.
+/// A critical warning for a watched host that does not answer. Its subject is the host:
+/// it belongs to no GPU, and sorts after the GPUs' warnings.
 pub fn host_down(host: &str, reason: &str) -> Warning {
-    let kind = WarningKind::HostDown {
-        host: host.to_string(),
-        reason: reason.to_string(),
-    };
     Warning {
-        gpu_index: u32::MAX,
-        gpu: GpuId(format!("host:{host}")),
         severity: Severity::Critical,
-        message: message("", &kind),
-        kind,
-    }
-}
-
-/// The one-line text shown in the warnings bar and printed by `--once`.
-/// `index` is how the GPU is named: its index, or `host:index` when watching several hosts.
-fn message(index: &str, kind: &WarningKind) -> String {
-    use crate::ui::format::{duration_short, gib};
-    match kind {
-        WarningKind::OomRisk {
-            used,
-            total,
-            percent,
-            time_to_full,
-        } => {
-            let mut s = format!(
-                "GPU {index} VRAM {percent:.0}% ({}/{} GiB) — OOM risk",
-                gib(*used),
-                gib(*total)
-            );
-            if let Some(ttf) = time_to_full {
-                s += &format!(", full in ~{} at current rate", duration_short(*ttf));
-            }
-            s
-        }
-        WarningKind::Overheating {
-            temperature,
-            held_for,
-            critical_at,
-            slowdown,
-        } => {
-            let limit = match slowdown {
-                Some(s) => format!("slowdown at {}°C", s.0),
-                None => format!("critical at {}°C", critical_at.0),
-            };
-            if held_for.is_zero() {
-                format!("GPU {index} {}°C — running hot ({limit})", temperature.0)
-            } else {
-                format!(
-                    "GPU {index} {}°C for {} — overheating ({limit})",
-                    temperature.0,
-                    duration_short(*held_for)
-                )
-            }
-        }
-        WarningKind::Lost => format!("GPU {index} lost — not responding (fallen off the bus?)"),
-        WarningKind::IdleHolder {
-            pid,
-            user,
-            command,
-            vram,
-            idle_for,
-        } => format!(
-            "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
-            gib(*vram),
-            duration_short(*idle_for),
-            crate::ui::format::truncate(command, 40)
-        ),
-        WarningKind::HostDown { host, reason } => {
-            format!("host {host} not answering: {reason} — its GPUs are shown lost; retrying")
-        }
-        WarningKind::StaleVram { used, held_for } => format!(
-            "GPU {index} {} GiB held by no process for {} — stale allocation?",
-            gib(*used),
-            duration_short(*held_for)
-        ),
-    }
-}
-
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
+        subject: Subject::Host {
+            name: host.to_string(),
+        },
+        kind: WarningKind::HostDown {
+            reason: reason.to_string(),
+        },
     }
 }
 
@@ -425,7 +397,22 @@ mod tests {
             "88% stays a warning"
         );
         assert!(w[5].is_empty(), "87% clears");
-        assert_eq!(w[2][0].message, "GPU 3 VRAM 98% (78.4/80.0 GiB) — OOM risk");
+        // The words are `ui::text`'s (tested there); here, the numbers they are made of.
+        assert!(
+            matches!(w[2][0].kind, WarningKind::OomRisk { used, total, percent, time_to_full: None }
+                if used == Bytes::from_gib(78.4) && total == Bytes::from_gib(80.0)
+                    && (percent - 98.0).abs() < 0.01),
+            "{:?}",
+            w[2][0]
+        );
+        assert_eq!(
+            w[2][0].subject,
+            Subject::Gpu {
+                id: GpuId("GPU-a".into()),
+                index: 3,
+                host: None
+            }
+        );
     }
 
     #[test]
@@ -448,11 +435,6 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(
-            last[0].message.ends_with("full in ~1m11s at current rate"),
-            "{}",
-            last[0].message
-        );
     }
 
     #[test]
@@ -471,15 +453,25 @@ mod tests {
         assert!(w[0].is_empty());
         assert_eq!(severities(&w[1]), vec![Severity::Warning]);
         assert_eq!(
-            w[1][0].message,
-            "GPU 3 86°C — running hot (critical at 90°C)"
+            w[1][0].kind,
+            WarningKind::Overheating {
+                temperature: Celsius(86),
+                held_for: Duration::from_secs(0),
+                critical_at: Celsius(90),
+                slowdown: None,
+            }
         );
         // Hot from t=2: still a warning at t=31 (29 s), critical from t=32 (30 s).
         assert_eq!(severities(&w[31]), vec![Severity::Warning]);
         assert_eq!(severities(&w[32]), vec![Severity::Critical]);
         assert_eq!(
-            w[39][0].message,
-            "GPU 3 91°C for 37s — overheating (critical at 90°C)"
+            w[39][0].kind,
+            WarningKind::Overheating {
+                temperature: Celsius(91),
+                held_for: Duration::from_secs(37),
+                critical_at: Celsius(90),
+                slowdown: None,
+            }
         );
     }
 
@@ -507,8 +499,13 @@ mod tests {
         let w = run(&r, Some(87));
         assert_eq!(severities(&w[30]), vec![Severity::Critical]);
         assert_eq!(
-            w[30][0].message,
-            "GPU 3 87°C for 30s — overheating (slowdown at 87°C)"
+            w[30][0].kind,
+            WarningKind::Overheating {
+                temperature: Celsius(87),
+                held_for: Duration::from_secs(30),
+                critical_at: Celsius(87),
+                slowdown: Some(Celsius(87)),
+            }
         );
     }
 
@@ -526,5 +523,43 @@ mod tests {
         let w = evaluate(&Alarm::default(), &g, &[], &hist, &th, t(0)).1;
         assert_eq!(severities(&w), vec![Severity::Critical]);
         assert_eq!(w[0].kind, WarningKind::Lost);
+    }
+
+    #[test]
+    fn critical_first_then_by_gpu_then_hosts() {
+        let on = |index: u32, severity| Warning {
+            severity,
+            subject: Subject::Gpu {
+                id: GpuId(format!("GPU-{index}")),
+                index,
+                host: None,
+            },
+            kind: WarningKind::Lost,
+        };
+        let mut w = vec![
+            host_down("b", "refused"),
+            on(5, Severity::Warning),
+            on(2, Severity::Critical),
+            host_down("a", "refused"),
+            on(1, Severity::Warning),
+            on(7, Severity::Critical),
+        ];
+        sort(&mut w);
+        let order: Vec<(Severity, Option<u32>)> =
+            w.iter().map(|w| (w.severity, w.gpu_index())).collect();
+        let (c, w_) = (Severity::Critical, Severity::Warning);
+        assert_eq!(
+            order,
+            vec![
+                (c, Some(2)),
+                (c, Some(7)),
+                (c, None),
+                (c, None),
+                (w_, Some(1)),
+                (w_, Some(5)),
+            ]
+        );
+        assert_eq!(w[2].subject, Subject::Host { name: "b".into() }, "stable");
+        assert_eq!(w[2].gpu(), None);
     }
 }

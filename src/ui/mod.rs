@@ -10,6 +10,7 @@ mod help;
 pub mod layout;
 pub mod owners;
 pub mod table;
+pub mod text;
 pub mod theme;
 mod users;
 mod warnings_bar;
