@@ -268,6 +268,33 @@ mod tests {
     }
 
     #[test]
+    fn a_higher_minor_and_unknown_fields_are_read_another_major_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.ndjson");
+        let mut rec = RecordingSource::new(sim(), &path, Duration::from_secs(1), None).unwrap();
+        let live = rec.sample().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        let header = lines
+            .next()
+            .unwrap()
+            .replace("\"minor\":0", "\"minor\":9,\"compression\":\"none\"");
+        let sample = lines
+            .next()
+            .unwrap()
+            .replacen('{', "{\"from_2_9\":[1,2],", 1);
+        let r = parse(format!("{header}\n{sample}\n").as_bytes()).unwrap();
+        assert_eq!((r.header.minor, r.samples.len()), (9, 1));
+        assert_eq!(r.samples[0], live);
+        let v3 = header.replace("\"gpuwatch_recording\":2", "\"gpuwatch_recording\":3");
+        assert!(
+            parse(format!("{v3}\n{sample}\n").as_bytes())
+                .unwrap_err()
+                .starts_with("1: recording format version 3 is not one this gpuwatch reads")
+        );
+    }
+
+    #[test]
     fn a_size_limit_rotates_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rec.ndjson");

@@ -227,3 +227,25 @@ fn the_schema_catches_wrong_documents() {
         "minor additions validate"
     );
 }
+
+#[test]
+fn docs_json_md_names_every_field_of_the_schema() {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.md")).unwrap();
+    let schema = schema();
+    let mut names: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+    for def in ["gpu", "process", "warning"] {
+        names.extend(
+            schema["$defs"][def]["properties"]
+                .as_object()
+                .unwrap()
+                .keys(),
+        );
+    }
+    for name in names {
+        assert!(
+            docs.contains(&format!("`{name}`")),
+            "docs/json.md: `{name}`"
+        );
+    }
+}
