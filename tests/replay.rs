@@ -112,8 +112,9 @@ fn a_recording_written_today_replays_like_the_version_1_one() {
 
 #[test]
 fn replay_matches_the_live_run_sample_for_sample() {
-    // The fixture is what `cargo run --example record_demo` writes: the same simulation,
-    // replayed, gives the same state as running it live.
+    // The fixture holds the samples `cargo run --example record_demo` writes (it was
+    // written in format 1; the example now writes the current format, with the same
+    // samples): the same simulation, replayed, gives the same state as running it live.
     let recording = record::read(Path::new(FIXTURE)).unwrap();
     assert_eq!(recording.header.interval(), Duration::from_secs(2));
     let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
