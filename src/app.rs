@@ -16,11 +16,11 @@ use crate::sampler::{self, SamplerEvent};
 use crate::signals::{DemoSignaller, Signaller, SystemSignaller};
 use crate::source::GpuSource;
 use crate::source::replay::{ReplayHandle, SPEEDS};
-use crate::state::mouse::{MouseInput, MouseKind};
 use crate::state::{
     Effect, LayoutPref, Msg, ReplayCommand, ReplayStatus, State, ViewConfig, update,
 };
 use crate::terminal::Coalescing;
+use crate::ui::hit::{MouseInput, MouseKind};
 use crate::ui::{self, Theme};
 use ratatui::backend::CrosstermBackend;
 
@@ -50,10 +50,11 @@ pub struct Options {
     pub seek_samples: i64,
     /// A line for the status bar at start.
     pub notice: Option<String>,
+    pub theme: crate::ui::theme::ThemeName,
 }
 
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
-    let theme = Theme::named(config.theme);
+    let theme = Theme::named(options.theme);
     // try_init installs a panic hook that restores the terminal before the (color-eyre)
     // report is printed.
     let mut terminal = init_terminal().wrap_err("cannot set up the terminal")?;
@@ -85,9 +86,9 @@ async fn event_loop(
     let mut sigint = signal(SignalKind::interrupt())?;
 
     let mut state = State::new(config);
-    state.status = options.notice.clone();
+    state.view.status = options.notice.clone();
     if options.compact {
-        state.layout = LayoutPref::Compact;
+        state.view.layout = LayoutPref::Compact;
     }
     let size = terminal.size()?;
     update(
@@ -134,7 +135,7 @@ async fn event_loop(
                 },
                 Some(Ok(Event::Resize(width, height))) => Msg::Resize { width, height },
                 Some(Ok(Event::Mouse(m))) => match mouse_input(m) {
-                    Some(input) => Msg::Mouse(input),
+                    Some(input) => Msg::Actions(ui::hit::actions(&state, input)),
                     None => continue,
                 },
                 Some(Ok(_)) => continue,

@@ -244,7 +244,7 @@ pub struct PickArgs {
     pub min_free: Option<String>,
 
     /// Each picked GPU must be at most this busy (%).
-    #[arg(long, value_name = "PERCENT", default_value_t = 10)]
+    #[arg(long, value_name = "PERCENT", default_value_t = crate::model::activity::PICK_MAX_UTIL_DEFAULT)]
     pub max_util: u32,
 
     /// How to print the picked GPUs.

@@ -4,14 +4,14 @@
 
 use color_eyre::eyre::{Result, eyre};
 
+use crate::model::owners::{free_gpus, owners, unattributed};
+use crate::model::procs::ProcRow;
+use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::sampler::{self, SamplerEvent};
-use crate::source::GpuSource;
 use crate::source::wire;
-use crate::state::procs::{ProcRow, Visibility};
-use crate::state::warnings::{Severity, Subject, Warning, WarningKind};
+use crate::source::{GpuSource, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::ui::format::{NA, bytes_short, elapsed, gib, or_na};
-use crate::ui::owners::{free_gpus, owners, unattributed};
 use crate::ui::text::warning_line;
 
 /// Runs the sampler until the first sample and returns the state it produces.
@@ -39,23 +39,25 @@ pub fn render_json(state: &State) -> String {
     let doc = wire::Snapshot {
         schema_version: wire::SCHEMA_MAJOR,
         schema_minor: wire::SCHEMA_MINOR,
-        time: state.now.and_then(wire::epoch_secs),
-        host: wire::Host::from_info(&state.host),
+        time: state.model.now().and_then(wire::epoch_secs),
+        host: wire::Host::from_info(state.model.host()),
         gpus: state
-            .gpus
+            .model
+            .gpus()
             .iter()
             .map(|g| wire::SnapshotGpu {
                 gpu: wire::Gpu::from_reading(g),
-                unattributed_memory: unattributed(state, g).map(|b| b.0),
+                unattributed_memory: unattributed(&state.model, g).map(|b| b.0),
             })
             .collect(),
-        processes: state.procs.rows().map(proc_doc).collect(),
+        processes: state.model.procs().rows().map(proc_doc).collect(),
         warnings: state
-            .warnings
+            .model
+            .warnings()
             .iter()
             .map(|w| warning_doc(w, Some(warning_line(w))))
             .collect(),
-        free_gpus: free_gpus(state),
+        free_gpus: free_gpus(&state.model),
     };
     doc.to_json()
 }
@@ -79,12 +81,7 @@ fn proc_doc(r: &ProcRow) -> wire::Proc {
         elapsed: r.elapsed.map(|d| d.as_secs_f64()),
         // The table's "(other PID namespace)" is a placeholder, not the command.
         command: visible.then(|| r.command.clone()),
-        visibility: match r.visibility {
-            Visibility::Visible => wire::Visibility::Visible,
-            Visibility::OtherNamespace => wire::Visibility::OtherNamespace,
-            Visibility::Hidden => wire::Visibility::Hidden,
-            Visibility::Exited => wire::Visibility::Exited,
-        },
+        visibility: r.visibility,
     }
 }
 
@@ -167,22 +164,22 @@ fn warning_kind_doc(kind: &WarningKind) -> wire::WarningKind {
 pub fn render_text(state: &State) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let h = &state.host;
+    let h = state.model.host();
     let _ = writeln!(
         out,
         "{}  driver {}  CUDA {}  {} GPUs  free: {}",
         h.hostname,
         h.driver_version.as_deref().unwrap_or(NA),
         h.cuda_version.as_deref().unwrap_or(NA),
-        state.gpus.len(),
-        list_or_none(&free_gpus(state)),
+        state.model.gpus().len(),
+        list_or_none(&free_gpus(&state.model)),
     );
     let _ = writeln!(
         out,
         "\n{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  OWNERS",
         "GPU", "NAME", "UTIL", "VRAM GiB", "TEMP", "POWER W", "FAN", "SM MHz", "MEM MHz", "P"
     );
-    for g in &state.gpus {
+    for g in state.model.gpus() {
         if g.status == crate::source::GpuStatus::Lost {
             let _ = writeln!(out, "{:>3}  {:<22} LOST — not responding", g.index, g.name);
             continue;
@@ -193,11 +190,11 @@ pub fn render_text(state: &State) -> String {
         };
         let watts = |w: crate::units::Watts| format!("{:.0}", w.0);
         let power = format!("{}/{}", or_na(g.power, watts), or_na(g.power_limit, watts));
-        let mut who: Vec<String> = owners(state, g)
+        let mut who: Vec<String> = owners(&state.model, g)
             .iter()
             .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
             .collect();
-        if let Some(rest) = unattributed(state, g) {
+        if let Some(rest) = unattributed(&state.model, g) {
             who.push(format!("no process {}", bytes_short(rest)));
         }
         let _ = writeln!(
@@ -220,9 +217,9 @@ pub fn render_text(state: &State) -> String {
             },
         );
     }
-    if !state.warnings.is_empty() {
+    if !state.model.warnings().is_empty() {
         let _ = writeln!(out, "\nWARNINGS");
-        for w in &state.warnings {
+        for w in state.model.warnings() {
             let badge = match w.severity {
                 Severity::Critical => "CRIT",
                 Severity::Warning => "WARN",
@@ -235,7 +232,7 @@ pub fn render_text(state: &State) -> String {
         "\n{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  COMMAND",
         "GPU", "PID", "USER", "TYPE", "VRAM", "GPU%", "CPU%", "HOST MEM", "TIME"
     );
-    for r in state.procs.rows() {
+    for r in state.model.procs().rows() {
         let _ = writeln!(
             out,
             "{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  {}",
@@ -251,7 +248,7 @@ pub fn render_text(state: &State) -> String {
             r.command,
         );
     }
-    if state.procs.is_empty() {
+    if state.model.procs().is_empty() {
         let _ = writeln!(out, "  (no GPU processes)");
     }
     out

@@ -3,7 +3,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::state::procs::SortKey;
+use crate::model::procs::SortKey;
 use crate::state::signal::Sig;
 use crate::state::{Action, InputMode};
 

@@ -3,13 +3,20 @@
 //! Data flows one way, with one owner of state:
 //!
 //! 1. `main` parses the CLI ([`cli`]), resolves [`config::Settings`], builds a
-//!    [`source::GpuSource`] and starts the TUI ([`app`]) or a headless mode ([`headless`]).
+//!    [`source::GpuSource`] and starts the TUI ([`app`]) or a headless mode ([`headless`],
+//!    [`pick`], [`serve`]).
 //! 2. [`sampler`] polls the source on tokio's blocking pool every interval and sends plain
 //!    [`source::Sample`]s over a bounded channel. It knows nothing of the UI.
-//! 3. [`app`] waits on samples, keys and signals, maps keys through [`keymap`] to
-//!    [`state::Action`]s, and hands every message to [`state::update`], the only code that
-//!    changes [`state::State`] (ring buffers in [`history`], the process table, warnings).
-//! 4. [`ui::draw`] renders from `&State` only, after each handled message.
+//! 3. [`app`] waits on samples, keys, mouse and signals, maps keys through [`keymap`] and
+//!    clicks through [`ui::hit`] to [`state::Action`]s, and hands every message to
+//!    [`state::update`], the only code that changes [`state::State`]: the [`model::Model`]
+//!    (readings, ring buffers in [`history`], process rows, holders, warnings) and the
+//!    [`state::View`] (selection, scroll, panel, filter, dialog).
+//! 4. [`ui::draw`] renders from `&State` only, after each handled message; [`layout`] is
+//!    the geometry drawing, hit-testing and paging share.
+//!
+//! Imports point down only: modes (`app`, `headless`, `pick`, `serve`) → `ui` → `state`
+//! → `layout` → `model` → `source`, `procinfo`, `history` → `units`.
 
 pub mod app;
 pub mod cli;
@@ -17,6 +24,8 @@ pub mod config;
 pub mod headless;
 pub mod history;
 pub mod keymap;
+pub mod layout;
+pub mod model;
 pub mod pick;
 pub mod procinfo;
 pub mod record;

@@ -236,7 +236,6 @@ fn view_config(settings: &Settings) -> ViewConfig {
         current_user: uzers::get_current_username().map(|u| u.to_string_lossy().into_owned()),
         current_uid: Some(uzers::get_current_uid()),
         utc_offset: *chrono::Local::now().offset(),
-        theme: settings.theme,
         readonly: settings.readonly,
         columns: settings.columns.clone(),
         sort: settings.sort,
@@ -273,6 +272,7 @@ async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         seek_samples: built.replay.as_ref().map_or(0, |r| r.1),
         replay: built.replay.map(|r| r.0),
         notice: built.notice,
+        theme: settings.theme,
     };
     Ok(match app::run(source, config, options).await? {
         Exit::Quit => ExitCode::SUCCESS,

@@ -31,7 +31,7 @@ fn disqualified(state: &State, g: &GpuReading, c: &Criteria) -> Option<String> {
     if g.status == GpuStatus::Lost {
         return Some("lost".into());
     }
-    if state.gpu_severity(&g.id).is_some() {
+    if state.model.gpu_severity(&g.id).is_some() {
         return Some("has a warning".into());
     }
     let Some(free) = free_memory(g) else {
@@ -60,14 +60,14 @@ fn free_memory(g: &GpuReading) -> Option<Bytes> {
 pub fn choose<'a>(state: &'a State, c: &Criteria) -> Result<Vec<&'a GpuReading>, String> {
     let mut ok: Vec<&GpuReading> = Vec::new();
     let mut passed_over = Vec::new();
-    for g in &state.gpus {
+    for g in state.model.gpus() {
         match disqualified(state, g, c) {
             None => ok.push(g),
             Some(why) => passed_over.push(format!("{} {why}", g.index)),
         }
     }
     ok.sort_by_key(|g| {
-        let clean = crate::ui::owners::is_free(state, g);
+        let clean = crate::model::owners::is_free(&state.model, g);
         let free_gib = free_memory(g).map_or(0, |b| b.0 / Bytes::GIB);
         (
             !clean,

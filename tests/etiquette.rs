@@ -6,11 +6,11 @@ mod common;
 use std::time::Duration;
 
 use common::{config, demo_state, screen};
-use gpuwatch::state::mouse::{MouseInput, MouseKind};
-use gpuwatch::state::procs::SortKey;
+use gpuwatch::model::procs::SortKey;
+use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::state::signal::Sig;
-use gpuwatch::state::warnings::WarningKind;
 use gpuwatch::state::{Action, Effect, Msg, Panel, State, ViewConfig, update};
+use gpuwatch::ui::hit::{MouseInput, MouseKind};
 use insta::assert_snapshot;
 
 const LATE: usize = 76;
@@ -28,7 +28,8 @@ fn typed(state: &mut State, text: &str) {
 
 fn users_of(state: &State) -> Vec<String> {
     state
-        .procs
+        .model
+        .procs()
         .rows()
         .map(|r| r.user.clone().unwrap())
         .collect()
@@ -43,10 +44,14 @@ fn state_with(cfg: ViewConfig, samples: usize, w: u16, h: u16) -> State {
 #[test]
 fn focusing_a_gpu_shows_only_its_processes_and_esc_shows_all() {
     let mut state = demo_state(8, 5, 120, 40);
-    let all = state.procs.len();
+    let all = state.model.procs().len();
     act(&mut state, Action::FocusGpu(0));
-    assert!(state.procs.rows().all(|r| r.gpu_index == 0));
-    assert_eq!(state.procs.len(), 2, "alice's job and root's health check");
+    assert!(state.model.procs().rows().all(|r| r.gpu_index == 0));
+    assert_eq!(
+        state.model.procs().len(),
+        2,
+        "alice's job and root's health check"
+    );
     let text = screen(&state, 120, 40);
     assert!(text.contains("▶ 0 · NVIDIA"), "{text}");
     assert!(
@@ -54,18 +59,22 @@ fn focusing_a_gpu_shows_only_its_processes_and_esc_shows_all() {
         "{text}"
     );
     act(&mut state, Action::Back);
-    assert_eq!(state.procs.len(), all);
+    assert_eq!(state.model.procs().len(), all);
     act(&mut state, Action::FocusGpu(42));
-    assert_eq!(state.status.as_deref(), Some("no GPU 42 here"));
+    assert_eq!(state.view.status.as_deref(), Some("no GPU 42 here"));
 }
 
 #[test]
 fn tab_walks_the_focus_through_the_gpus() {
     let mut state = demo_state(3, 2, 120, 40);
     act(&mut state, Action::FocusNext);
-    assert_eq!(state.focus(), Some(&state.gpus[0].id));
+    assert_eq!(state.focus(), Some(&state.model.gpus()[0].id));
     act(&mut state, Action::FocusPrev);
-    assert_eq!(state.focus(), Some(&state.gpus[2].id), "wraps around");
+    assert_eq!(
+        state.focus(),
+        Some(&state.model.gpus()[2].id),
+        "wraps around"
+    );
 }
 
 // ---- per-user view ---------------------------------------------------------------------
@@ -74,8 +83,8 @@ fn tab_walks_the_focus_through_the_gpus() {
 fn per_user_view_totals_and_choosing_a_user_filters_the_table() {
     let mut state = demo_state(8, 5, 120, 40);
     act(&mut state, Action::ToggleUsers);
-    assert_eq!(state.panel, Panel::Users);
-    let users = state.user_rows();
+    assert_eq!(state.view.panel, Panel::Users);
+    let users = state.model.user_rows();
     let names: Vec<&str> = users.iter().map(|u| u.user.as_str()).collect();
     assert_eq!(names, ["alice", "carol", "bob", "dave", "root"], "by VRAM");
     let dave = &users[3];
@@ -96,7 +105,7 @@ fn per_user_view_totals_and_choosing_a_user_filters_the_table() {
     act(&mut state, Action::SelectDown);
     act(&mut state, Action::SelectDown);
     act(&mut state, Action::Choose);
-    assert_eq!(state.panel, Panel::Processes);
+    assert_eq!(state.view.panel, Panel::Processes);
     assert_eq!(users_of(&state), ["dave", "dave"]);
     assert!(screen(&state, 120, 40).contains("user dave"));
 }
@@ -108,19 +117,19 @@ fn filter_narrows_live_and_esc_clears_it() {
     let mut state = demo_state(8, 5, 120, 40);
     typed(&mut state, "user:bo");
     assert!(
-        state.procs.is_empty(),
+        state.model.procs().is_empty(),
         "user: is exact, so 'bo' matches nobody yet"
     );
     act(&mut state, Action::FilterInput('b'));
     assert_eq!(users_of(&state), ["bob"]);
     act(&mut state, Action::FilterDone);
-    assert!(!state.filter_editing);
+    assert!(!state.view.filter_editing);
     assert!(screen(&state, 120, 40).contains(" filter  user:bob"));
     // Keys are actions again once the filter is kept.
     act(&mut state, Action::FilterCancel);
     act(&mut state, Action::Back);
-    assert_eq!(state.procs.len(), 7);
-    assert_eq!(state.filter_text, "");
+    assert_eq!(state.model.procs().len(), 7);
+    assert_eq!(state.view.filter_text, "");
 }
 
 #[test]
@@ -133,10 +142,14 @@ fn combined_filters_and_invalid_syntax_inline() {
     }
     typed(&mut state, "gpu:x");
     assert_eq!(
-        state.filter_error.as_deref(),
+        state.view.filter_error.as_deref(),
         Some("gpu: \"x\" is not a GPU index")
     );
-    assert_eq!(state.procs.len(), 7, "an invalid filter hides nothing");
+    assert_eq!(
+        state.model.procs().len(),
+        7,
+        "an invalid filter hides nothing"
+    );
     let text = screen(&state, 120, 40);
     assert!(text.contains("gpu: \"x\" is not a GPU index"), "{text}");
     assert_snapshot!(text);
@@ -146,7 +159,7 @@ fn combined_filters_and_invalid_syntax_inline() {
 
 fn select_user(state: &mut State, user: &str) {
     act(state, Action::SelectFirst);
-    while state.procs.selected_row().unwrap().user.as_deref() != Some(user) {
+    while state.model.procs().selected_row().unwrap().user.as_deref() != Some(user) {
         act(state, Action::SelectDown);
     }
 }
@@ -185,7 +198,7 @@ fn own_process_signal_confirms_once_and_names_the_target() {
     );
     assert_eq!(
         Some(req.started),
-        state.procs.selected_row().unwrap().key.started
+        state.model.procs().selected_row().unwrap().key.started
     );
     update(
         &mut state,
@@ -204,14 +217,17 @@ fn cancel_refuse_readonly_and_root() {
     select_user(&mut state, "alice");
     act(&mut state, Action::Signal(Sig::Kill));
     act(&mut state, Action::Cancel);
-    assert!(state.dialog.is_none());
-    assert_eq!(state.status.as_deref(), Some("cancelled: no signal sent"));
+    assert!(state.view.dialog.is_none());
+    assert_eq!(
+        state.view.status.as_deref(),
+        Some("cancelled: no signal sent")
+    );
 
     select_user(&mut state, "carol");
     act(&mut state, Action::Signal(Sig::Term));
-    assert!(state.dialog.is_none());
+    assert!(state.view.dialog.is_none());
     assert_eq!(
-        state.status.as_deref(),
+        state.view.status.as_deref(),
         Some("PID 3030 belongs to carol, not you: refusing to signal it")
     );
 
@@ -219,6 +235,7 @@ fn cancel_refuse_readonly_and_root() {
     act(&mut state, Action::Signal(Sig::Term));
     assert!(
         state
+            .view
             .status
             .as_deref()
             .unwrap()
@@ -236,7 +253,7 @@ fn cancel_refuse_readonly_and_root() {
     );
     select_user(&mut ro, "alice");
     act(&mut ro, Action::Signal(Sig::Term));
-    assert!(ro.dialog.is_none());
+    assert!(ro.view.dialog.is_none());
     assert!(screen(&ro, 120, 40).contains("READ-ONLY"));
     assert!(screen(&ro, 120, 40).contains("read-only mode (--readonly): signals are disabled"));
 }
@@ -277,7 +294,8 @@ fn idle_holders_and_stale_vram_warn_after_their_settings() {
     cfg.thresholds.idle_after = Duration::from_secs(60);
     let state = state_with(cfg, LATE, 200, 60);
     let kinds: Vec<_> = state
-        .warnings
+        .model
+        .warnings()
         .iter()
         .map(|w| (w.gpu_index(), &w.kind))
         .collect();
@@ -305,7 +323,8 @@ fn idle_holders_and_stale_vram_warn_after_their_settings() {
     let quiet = demo_state(8, LATE, 200, 60);
     assert!(
         quiet
-            .warnings
+            .model
+            .warnings()
             .iter()
             .all(|w| !matches!(w.kind, WarningKind::IdleHolder { .. }))
     );
@@ -323,14 +342,15 @@ fn click(state: &mut State, text: &str, needle: &str) {
                 .map(|b| (l[..b].chars().count() as u16, y as u16))
         })
         .unwrap_or_else(|| panic!("{needle:?} not on screen:\n{text}"));
-    update(
-        state,
-        Msg::Mouse(MouseInput {
+    {
+        let input = MouseInput {
             kind: MouseKind::LeftClick,
             column: x,
             row: y,
-        }),
-    );
+        };
+        let actions = gpuwatch::ui::hit::actions(state, input);
+        update(state, Msg::Actions(actions));
+    }
 }
 
 #[test]
@@ -338,26 +358,27 @@ fn mouse_sorts_selects_and_focuses_where_it_is_drawn() {
     let mut state = demo_state(8, 5, 120, 40);
     let text = screen(&state, 120, 40);
     click(&mut state, &text, "USER");
-    assert_eq!(state.procs.sort, SortKey::User);
+    assert_eq!(state.model.procs().sort, SortKey::User);
     let text = screen(&state, 120, 40);
     click(&mut state, &text, "USER▲");
-    assert_eq!(state.procs.sort, SortKey::User);
+    assert_eq!(state.model.procs().sort, SortKey::User);
     assert_eq!(users_of(&state)[0], "root", "second click reverses");
     let text = screen(&state, 120, 40);
     click(&mut state, &text, "./bench_matmul");
     assert_eq!(
-        state.procs.selected_row().unwrap().user.as_deref(),
+        state.model.procs().selected_row().unwrap().user.as_deref(),
         Some("carol")
     );
     let text = screen(&state, 120, 40);
     click(&mut state, &text, "5 · NVIDIA");
-    assert_eq!(state.focus(), Some(&state.gpus[5].id));
-    update(
-        &mut state,
-        Msg::Mouse(MouseInput {
+    assert_eq!(state.focus(), Some(&state.model.gpus()[5].id));
+    {
+        let input = MouseInput {
             kind: MouseKind::WheelDown,
             column: 5,
             row: 35,
-        }),
-    );
+        };
+        let actions = gpuwatch::ui::hit::actions(&state, input);
+        update(&mut state, Msg::Actions(actions));
+    }
 }

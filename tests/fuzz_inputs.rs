@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use clap::Parser;
 use gpuwatch::cli::Cli;
 use gpuwatch::config::{Settings, check_file, default_file_text};
-use gpuwatch::state::filter::Filter;
+use gpuwatch::model::filter::Filter;
 use proptest::prelude::*;
 
 fn cases() -> ProptestConfig {
@@ -156,7 +156,7 @@ proptest! {
     fn filter_parse_and_match_never_panic(text in filter_text()) {
         if let Ok(filter) = Filter::parse(&text) {
             let state = common::demo_state(8, 3, 120, 40);
-            for row in &state.procs.all {
+            for row in &state.model.procs().all {
                 let _ = filter.matches(row);
             }
         }

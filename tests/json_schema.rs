@@ -90,7 +90,7 @@ fn demo_once_json_conforms() {
 fn a_late_demo_with_every_kind_of_warning_conforms() {
     // Far enough into the demo scenario that the OOM, heat, stale and idle warnings fire.
     let state = common::demo_state(8, 100, 0, 0);
-    assert!(!state.warnings.is_empty());
+    assert!(!state.model.warnings().is_empty());
     let doc: Value = serde_json::from_str(&gpuwatch::headless::render_json(&state)).unwrap();
     let kinds: Vec<&str> = doc["warnings"]
         .as_array()

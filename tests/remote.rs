@@ -10,9 +10,9 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::source::multi::MultiSource;
 use gpuwatch::source::{GpuSource, GpuStatus, Sample};
-use gpuwatch::state::warnings::WarningKind;
 use gpuwatch::state::{Msg, State, update};
 use gpuwatch::ui::text::warning_line;
 
@@ -132,7 +132,8 @@ fn hosts_merge_and_a_bad_host_is_shown_with_its_reason() {
     let mut state = State::new(common::config());
     update(&mut state, Msg::Sample(Box::new(s)));
     let down: Vec<_> = state
-        .warnings
+        .model
+        .warnings()
         .iter()
         .filter(|w| matches!(w.kind, WarningKind::HostDown { .. }))
         .collect();
@@ -193,15 +194,16 @@ fn remote_processes_are_never_signalled_from_here() {
             gpuwatch::state::signal::Sig::Kill,
         )),
     );
-    assert!(state.dialog.is_none());
+    assert!(state.view.dialog.is_none());
     assert!(
         state
+            .view
             .status
             .as_deref()
             .unwrap()
             .contains("runs on 127.0.0.1"),
         "{:?}",
-        state.status
+        state.view.status
     );
 }
 

@@ -7,10 +7,10 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use gpuwatch::model::warnings::Severity;
 use gpuwatch::record;
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::replay::ReplaySource;
-use gpuwatch::state::warnings::Severity;
 use gpuwatch::state::{Msg, State, update};
 
 const FIXTURE: &str = concat!(
@@ -33,7 +33,7 @@ fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
     let mut fired = Vec::new();
     for _ in 0..n {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
-        for w in &state.warnings {
+        for w in state.model.warnings() {
             // A growing job's warning is the same OOM warning here.
             let kind = match common::kind_name(&w.kind) {
                 "oom-filling" => "oom",

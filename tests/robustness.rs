@@ -12,10 +12,10 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::tmux::Tmux;
+use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::procinfo::ProcInfo;
 use gpuwatch::source::nvml::NvmlSource;
 use gpuwatch::source::{GpuId, GpuSource, GpuStatus, HostProc, ProcReading, Sample};
-use gpuwatch::state::warnings::WarningKind;
 use gpuwatch::state::{Action, Msg, State, update};
 use serde_json::{Value, json};
 
@@ -263,7 +263,7 @@ fn a_gpu_that_answers_not_supported_to_everything_is_shown_as_na() {
         );
     }
     let (state, frame) = through_the_pipeline(&samples);
-    assert_eq!(state.histories.len(), 2);
+    assert_eq!(state.model.history_count(), 2);
     assert!(frame.contains("N/A"), "{frame}");
     assert!(frame.contains("NVIDIA H100"), "{frame}");
 
@@ -330,7 +330,7 @@ fn a_process_list_that_grows_between_the_size_and_fill_calls_is_read_whole() {
     let t2 = sample(&mut src);
     assert_eq!((on_gpu(&t2, 0).len(), on_gpu(&t2, 1).len()), (3, 9));
     let (state, frame) = through_the_pipeline(&[t0, t1, t2]);
-    assert_eq!(state.procs.all.len(), 12);
+    assert_eq!(state.model.procs().all.len(), 12);
     assert!(frame.contains("Processes (12)"), "{frame}");
 }
 
@@ -389,7 +389,7 @@ fn pids_that_exit_between_calls_are_not_fatal() {
         Some(HostProc::Visible(_))
     ));
     let (state, frame) = through_the_pipeline(&[t0, t1, t2, t3]);
-    assert_eq!(state.procs.all.len(), 1);
+    assert_eq!(state.model.procs().all.len(), 1);
     assert!(frame.contains(&stays.pid().to_string()), "{frame}");
 }
 
@@ -404,7 +404,8 @@ fn a_gpu_lost_mid_run_and_back_warns_then_clears_through_the_pipeline() {
     let samples: Vec<Sample> = (0..5).map(|_| sample(&mut src)).collect();
     let lost = |state: &State| {
         state
-            .warnings
+            .model
+            .warnings()
             .iter()
             .any(|w| w.kind == WarningKind::Lost && w.gpu_index() == Some(1))
     };
@@ -413,8 +414,8 @@ fn a_gpu_lost_mid_run_and_back_warns_then_clears_through_the_pipeline() {
     assert!(frame.contains("lost"), "{frame}");
     let (state, _) = through_the_pipeline(&samples);
     assert!(!lost(&state), "answering again at tick 4");
-    assert_eq!(state.histories.len(), 2);
-    let t4 = &state.histories[&samples[4].gpus[1].id];
+    assert_eq!(state.model.history_count(), 2);
+    let t4 = state.model.history(&samples[4].gpus[1].id).unwrap();
     assert_eq!(t4.temperature.len(), 5, "one history across the loss");
     let temps: Vec<Option<u32>> = t4.temperature.iter().copied().collect();
     assert_eq!(&temps[2..4], &[None, None], "the loss is a gap, not zeros");
@@ -489,13 +490,13 @@ fn a_simulated_day_with_process_churn_keeps_memory_bounded() {
             // Keep a selection alive across churn, as someone browsing the table would.
             update(&mut state, Msg::Action(Action::SelectDown));
         }
-        max_warnings = max_warnings.max(state.warnings.len());
+        max_warnings = max_warnings.max(state.model.warnings().len());
         assert!(
-            state.histories.len() <= GPUS,
+            state.model.history_count() <= GPUS,
             "histories: {}",
-            state.histories.len()
+            state.model.history_count()
         );
-        assert!(state.procs.all.len() <= max_procs);
+        assert!(state.model.procs().all.len() <= max_procs);
         if n % 7200 == 3600 {
             // Every two simulated hours: measure everything the state holds.
             let f = state_footprint(&state);
@@ -511,11 +512,11 @@ fn a_simulated_day_with_process_churn_keeps_memory_bounded() {
         began.elapsed()
     );
     assert_eq!(
-        state.histories.len(),
+        state.model.history_count(),
         GPUS,
         "the swapped board's history was dropped"
     );
-    for h in state.histories.values() {
+    for (_, h) in state.model.histories() {
         assert!(h.times.len() <= history_len && h.memory_used.len() <= history_len);
     }
     assert!(max_warnings <= 3 * GPUS, "warnings: {max_warnings}");

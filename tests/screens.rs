@@ -174,7 +174,7 @@ fn absent_readings_show_na_and_zeros_show_zero_full() {
 #[test]
 fn absent_readings_show_na_and_zeros_show_zero_compact() {
     let mut state = absent_zero_lost_state(80, 24);
-    state.layout = gpuwatch::state::LayoutPref::Compact;
+    state.view.layout = gpuwatch::state::LayoutPref::Compact;
     assert_snapshot!(screen(&state, 80, 24));
 }
 
@@ -201,7 +201,7 @@ fn help_lists_the_keymap() {
 fn paused_marker_and_frozen_readings() {
     let mut state = demo_state(8, 3, 120, 40);
     update(&mut state, Msg::Action(Action::TogglePause));
-    let before = state.now;
+    let before = state.model.now();
     let mut src = common::sim(8);
     update(
         &mut state,
@@ -209,7 +209,11 @@ fn paused_marker_and_frozen_readings() {
             gpuwatch::source::GpuSource::sample(&mut src).unwrap(),
         )),
     );
-    assert_eq!(state.now, before, "samples are not applied while paused");
+    assert_eq!(
+        state.model.now(),
+        before,
+        "samples are not applied while paused"
+    );
     assert!(screen(&state, 120, 40).contains(" PAUSED "));
 }
 
@@ -259,7 +263,7 @@ fn own_processes_are_highlighted_and_selection_is_reversed() {
 
     update(&mut state, Msg::Action(Action::SelectDown));
     let term = render(&state, 120, 40, true);
-    let row = state.procs.selected_row().unwrap();
+    let row = state.model.procs().selected_row().unwrap();
     let (x, y) = find(&term, &row.command[..20]);
     assert!(
         term.backend().buffer()[(x, y)]

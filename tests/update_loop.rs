@@ -4,9 +4,9 @@
 mod common;
 
 use common::{demo_state, sim};
+use gpuwatch::model::procs::{SortDir, SortKey};
+use gpuwatch::model::warnings::{Severity, WarningKind};
 use gpuwatch::source::{GpuSource, GpuStatus};
-use gpuwatch::state::procs::{SortDir, SortKey};
-use gpuwatch::state::warnings::{Severity, WarningKind};
 use gpuwatch::state::{Action, Effect, LayoutPref, Msg, State, update};
 
 fn act(state: &mut State, action: Action) -> Vec<Effect> {
@@ -31,10 +31,15 @@ fn quit_is_an_effect_and_nothing_else_is() {
 fn default_sort_is_vram_descending() {
     let state = demo_state(8, 5, 120, 40);
     assert_eq!(
-        (state.procs.sort, state.procs.dir),
+        (state.model.procs().sort, state.model.procs().dir),
         (SortKey::Vram, SortDir::Descending)
     );
-    let vram: Vec<_> = state.procs.rows().map(|r| r.vram.unwrap()).collect();
+    let vram: Vec<_> = state
+        .model
+        .procs()
+        .rows()
+        .map(|r| r.vram.unwrap())
+        .collect();
     assert!(vram.windows(2).all(|w| w[0] >= w[1]), "{vram:?}");
 }
 
@@ -42,23 +47,24 @@ fn default_sort_is_vram_descending() {
 fn sort_keys_cycle_reverse_and_jump() {
     let mut state = demo_state(8, 5, 120, 40);
     act(&mut state, Action::SortNext);
-    assert_eq!(state.procs.sort, SortKey::GpuUtil);
+    assert_eq!(state.model.procs().sort, SortKey::GpuUtil);
     act(&mut state, Action::SortPrev);
     act(&mut state, Action::SortPrev);
     assert_eq!(
-        (state.procs.sort, state.procs.dir),
+        (state.model.procs().sort, state.model.procs().dir),
         (SortKey::User, SortDir::Ascending)
     );
     act(&mut state, Action::SortReverse);
-    assert_eq!(state.procs.dir, SortDir::Descending);
+    assert_eq!(state.model.procs().dir, SortDir::Descending);
     let users: Vec<_> = state
-        .procs
+        .model
+        .procs()
         .rows()
         .map(|r| r.user.clone().unwrap())
         .collect();
     assert!(users.windows(2).all(|w| w[0] >= w[1]), "{users:?}");
     act(&mut state, Action::SortBy(SortKey::Pid));
-    let pids: Vec<_> = state.procs.rows().map(|r| r.key.pid).collect();
+    let pids: Vec<_> = state.model.procs().rows().map(|r| r.key.pid).collect();
     assert!(pids.windows(2).all(|w| w[0] <= w[1]), "{pids:?}");
 }
 
@@ -76,7 +82,8 @@ fn selection_follows_the_process_through_new_samples() {
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     // Select bob's growing fine-tune job (GPU 2); it climbs the VRAM ranking over time.
     let idx = state
-        .procs
+        .model
+        .procs()
         .rows()
         .position(|r| r.user.as_deref() == Some("bob"))
         .unwrap();
@@ -84,14 +91,14 @@ fn selection_follows_the_process_through_new_samples() {
     for _ in 0..idx {
         act(&mut state, Action::SelectDown);
     }
-    let before = state.procs.selected_index().unwrap();
+    let before = state.model.procs().selected_index().unwrap();
     for _ in 0..60 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
-    let row = state.procs.selected_row().unwrap();
+    let row = state.model.procs().selected_row().unwrap();
     assert_eq!(row.user.as_deref(), Some("bob"));
     assert_ne!(
-        state.procs.selected_index().unwrap(),
+        state.model.procs().selected_index().unwrap(),
         before,
         "the row moved, the selection followed"
     );
@@ -100,26 +107,26 @@ fn selection_follows_the_process_through_new_samples() {
 #[test]
 fn navigation_keys_clamp_and_page() {
     let mut state = demo_state(16, 2, 80, 24);
-    let n = state.procs.len();
+    let n = state.model.procs().len();
     act(&mut state, Action::SelectUp);
     assert_eq!(
-        state.procs.selected_index(),
+        state.model.procs().selected_index(),
         Some(0),
         "first move selects the top row"
     );
     act(&mut state, Action::SelectUp);
-    assert_eq!(state.procs.selected_index(), Some(0));
+    assert_eq!(state.model.procs().selected_index(), Some(0));
     act(&mut state, Action::PageDown);
-    let page = gpuwatch::ui::layout::table_page_rows(&state) as usize;
-    assert_eq!(state.procs.selected_index(), Some(page.min(n - 1)));
+    let page = gpuwatch::layout::table_page_rows(&state.layout_input()) as usize;
+    assert_eq!(state.model.procs().selected_index(), Some(page.min(n - 1)));
     act(&mut state, Action::SelectLast);
-    assert_eq!(state.procs.selected_index(), Some(n - 1));
+    assert_eq!(state.model.procs().selected_index(), Some(n - 1));
     act(&mut state, Action::SelectDown);
-    assert_eq!(state.procs.selected_index(), Some(n - 1));
+    assert_eq!(state.model.procs().selected_index(), Some(n - 1));
     act(&mut state, Action::PageUp);
     act(&mut state, Action::PageUp);
     act(&mut state, Action::PageUp);
-    assert_eq!(state.procs.selected_index(), Some(0));
+    assert_eq!(state.model.procs().selected_index(), Some(0));
 }
 
 #[test]
@@ -128,38 +135,38 @@ fn pause_freezes_and_resume_continues() {
     let mut state = State::new(common::config());
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     act(&mut state, Action::TogglePause);
-    let frozen = state.now;
+    let frozen = state.model.now();
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
-    assert_eq!(state.now, frozen);
+    assert_eq!(state.model.now(), frozen);
     act(&mut state, Action::TogglePause);
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
-    assert!(state.now > frozen);
+    assert!(state.model.now() > frozen);
 }
 
 #[test]
 fn compact_toggle_flips_the_automatic_choice() {
     let mut state = demo_state(8, 2, 200, 60);
     assert!(
-        !gpuwatch::ui::layout::is_compact(&state),
+        !gpuwatch::layout::is_compact(&state.layout_input()),
         "200x60 starts with full panels"
     );
     act(&mut state, Action::ToggleCompact);
-    assert_eq!(state.layout, LayoutPref::Compact);
+    assert_eq!(state.view.layout, LayoutPref::Compact);
     act(&mut state, Action::ToggleCompact);
-    assert_eq!(state.layout, LayoutPref::Full);
+    assert_eq!(state.view.layout, LayoutPref::Full);
     let mut small = demo_state(8, 2, 80, 24);
-    assert!(gpuwatch::ui::layout::is_compact(&small));
+    assert!(gpuwatch::layout::is_compact(&small.layout_input()));
     act(&mut small, Action::ToggleCompact);
-    assert_eq!(small.layout, LayoutPref::Full);
+    assert_eq!(small.view.layout, LayoutPref::Full);
 }
 
 #[test]
 fn help_toggles_and_escape_closes_it() {
     let mut state = demo_state(1, 1, 80, 24);
     act(&mut state, Action::ToggleHelp);
-    assert!(state.show_help);
+    assert!(state.view.show_help);
     act(&mut state, Action::Back);
-    assert!(!state.show_help);
+    assert!(!state.view.show_help);
 }
 
 #[test]
@@ -169,7 +176,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
     let mut seen = Vec::new();
     for _ in 0..100 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
-        for w in &state.warnings {
+        for w in state.model.warnings() {
             let kind = common::kind_name(&w.kind);
             let key = (w.gpu_index().expect("a GPU warning"), kind, w.severity);
             if !seen.contains(&key) {
@@ -195,12 +202,16 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
     assert!(
-        state.warnings.iter().all(|w| w.gpu_index() != Some(2)),
+        state
+            .model
+            .warnings()
+            .iter()
+            .all(|w| w.gpu_index() != Some(2)),
         "{:?}",
-        state.warnings
+        state.model.warnings()
     );
     assert!(
-        state.procs.rows().all(|r| r.gpu_index != 2),
+        state.model.procs().rows().all(|r| r.gpu_index != 2),
         "the crashed job is gone"
     );
     // ...and is restarted a few seconds later as a new process (new PID).
@@ -208,7 +219,8 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
     let restarted = state
-        .procs
+        .model
+        .procs()
         .rows()
         .find(|r| r.gpu_index == 2)
         .expect("restarted");
@@ -227,20 +239,30 @@ fn lost_gpu_keeps_its_slot_while_others_update() {
     sample.gpus[1] = gpuwatch::source::GpuReading::absent(lost_id.clone(), 1, name);
     sample.gpus[1].status = GpuStatus::Lost;
     update(&mut state, Msg::Sample(Box::new(sample)));
-    assert_eq!(state.gpus.len(), 4);
-    assert_eq!(state.gpus[1].status, GpuStatus::Lost);
+    assert_eq!(state.model.gpus().len(), 4);
+    assert_eq!(state.model.gpus()[1].status, GpuStatus::Lost);
     assert!(
         state
-            .warnings
+            .model
+            .warnings()
             .iter()
             .any(|w| w.gpu() == Some(&lost_id) && w.kind == WarningKind::Lost)
     );
     // Its history is kept (with a gap), so it resumes where it was when it returns.
-    assert_eq!(state.histories[&lost_id].temperature.latest(), Some(&None));
-    assert_eq!(state.histories[&lost_id].temperature.len(), 2);
+    assert_eq!(
+        state.model.history(&lost_id).unwrap().temperature.latest(),
+        Some(&None)
+    );
+    assert_eq!(state.model.history(&lost_id).unwrap().temperature.len(), 2);
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
-    assert_eq!(state.gpus[1].status, GpuStatus::Ok);
-    assert!(state.warnings.iter().all(|w| w.kind != WarningKind::Lost));
+    assert_eq!(state.model.gpus()[1].status, GpuStatus::Ok);
+    assert!(
+        state
+            .model
+            .warnings()
+            .iter()
+            .all(|w| w.kind != WarningKind::Lost)
+    );
 }
 
 #[test]
@@ -248,9 +270,9 @@ fn source_failure_is_shown_and_cleared_by_the_next_sample() {
     let mut source = sim(2);
     let mut state = State::new(common::config());
     update(&mut state, Msg::SourceFailed("NVML: GPU is lost".into()));
-    assert_eq!(state.source_error.as_deref(), Some("NVML: GPU is lost"));
+    assert_eq!(state.model.source_error(), Some("NVML: GPU is lost"));
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
-    assert_eq!(state.source_error, None);
+    assert_eq!(state.model.source_error(), None);
 }
 
 #[test]
@@ -263,10 +285,10 @@ fn history_is_bounded_and_forgets_departed_gpus() {
     for _ in 0..50 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
-    assert!(state.histories.values().all(|h| h.util.len() == 10));
+    assert!(state.model.histories().all(|(_, h)| h.util.len() == 10));
     let mut sample = source.sample().unwrap();
     sample.gpus.truncate(1);
     sample.processes.retain(|p| p.gpu == sample.gpus[0].id);
     update(&mut state, Msg::Sample(Box::new(sample)));
-    assert_eq!(state.histories.len(), 1);
+    assert_eq!(state.model.history_count(), 1);
 }

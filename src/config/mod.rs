@@ -16,11 +16,11 @@ pub use template::{InitError, check_file, default_file_text, init_file, run_conf
 pub use values::{env_var, parse_duration, theme_by_name};
 
 use crate::cli::{Cli, PickArgs, PickFormat, SourceKind};
+use crate::model::procs::{Column, SortDir, SortKey};
+use crate::model::warnings::Thresholds;
 use crate::pick::{self, Criteria};
 use crate::select::{GpuSelector, parse_gpu_list};
 use crate::source::sim::MAX_GPUS;
-use crate::state::procs::{Column, SortDir, SortKey};
-use crate::state::warnings::Thresholds;
 use crate::ui::theme::ThemeName;
 use values::Resolver;
 

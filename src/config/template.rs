@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::values::theme_config_name;
 use super::{DEFAULT_HISTORY, DEFAULT_INTERVAL, DEFAULT_SORT, Env, Settings, SettingsError};
 use crate::cli::{Cli, ConfigCommand};
-use crate::state::procs::{Column, SortDir};
-use crate::state::warnings::Thresholds;
+use crate::model::procs::{Column, SortDir};
+use crate::model::warnings::Thresholds;
 use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::file::{ColumnsTable, DurationText, Entry, FileConfig, LoadedFile, SizeText, SortTable};
 use super::{DEFAULT_SORT, Env, SettingsError};
-use crate::state::procs::{Column, SortDir, SortKey};
+use crate::model::procs::{Column, SortDir, SortKey};
 use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 

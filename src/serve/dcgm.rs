@@ -105,9 +105,9 @@ pub(super) fn render(e: &mut Exposition, state: &State) {
     let host = |g: &GpuReading| {
         g.host
             .clone()
-            .unwrap_or_else(|| state.host.hostname.clone())
+            .unwrap_or_else(|| state.model.host().hostname.clone())
     };
-    write_gpu_series(e, FIELDS, &state.gpus, |g| labels(g, &host(g)));
+    write_gpu_series(e, FIELDS, state.model.gpus(), |g| labels(g, &host(g)));
 }
 
 /// dcgm-exporter's label set: `gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`,

@@ -30,7 +30,7 @@ pub struct Published {
 
 impl Published {
     pub fn render(state: &State, options: MetricOptions) -> Self {
-        let ready = state.now.is_some();
+        let ready = state.model.now().is_some();
         Published {
             ready,
             metrics: metrics::render(state, options).into(),

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::warnings::{Severity, Warning};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
-use crate::state::warnings::{Severity, Warning};
 
-use super::readings::{GPU_SERIES, write_gpu_series};
+use super::readings::{GPU_SERIES, gpu_labels, write_gpu_series};
 use super::text::{Exposition, Family, Kind, Labels};
 use super::{dcgm, process};
 
@@ -84,14 +84,18 @@ pub fn render(state: &State, options: MetricOptions) -> String {
     header_series(&mut e, state);
     e.family(
         GPU_INFO,
-        state.gpus.iter().map(|g| (info_labels(state, g), 1.0)),
+        state
+            .model
+            .gpus()
+            .iter()
+            .map(|g| (info_labels(state, g), 1.0)),
     );
     e.family(
         GPU_LOST,
-        state.gpus.iter().map(|g| (gpu_labels(g), lost(g))),
+        state.model.gpus().iter().map(|g| (gpu_labels(g), lost(g))),
     );
-    write_gpu_series(&mut e, GPU_SERIES, &state.gpus, gpu_labels);
-    e.family(THROTTLE, state.gpus.iter().flat_map(throttle));
+    write_gpu_series(&mut e, GPU_SERIES, state.model.gpus(), gpu_labels);
+    e.family(THROTTLE, state.model.gpus().iter().flat_map(throttle));
     e.family(WARNINGS, warning_counts(state));
     e.family(PROCESSES, process_counts(state));
     if options.process_metrics {
@@ -105,27 +109,14 @@ pub fn render(state: &State, options: MetricOptions) -> String {
 
 /// Whether the source answers, and when the readings were taken (absent before any poll).
 fn header_series(e: &mut Exposition, state: &State) {
-    let polled = state.now.is_some() || state.source_error.is_some();
-    let up = f64::from(u8::from(state.source_error.is_none()));
+    let polled = state.model.now().is_some() || state.model.source_error().is_some();
+    let up = f64::from(u8::from(state.model.source_error().is_none()));
     e.family(SOURCE_UP, polled.then(|| (Labels::new(), up)));
     let taken = state
-        .now
+        .model
+        .now()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
     e.family(LAST_SAMPLE, taken.map(|d| (Labels::new(), d.as_secs_f64())));
-}
-
-/// The labels every native per-GPU series carries; `host` too when the state holds several
-/// hosts' GPUs (`--remote`), whose indices would otherwise collide.
-pub(super) fn gpu_labels(g: &GpuReading) -> Labels {
-    let mut labels = vec![
-        ("gpu", g.index.to_string()),
-        ("uuid", g.id.0.clone()),
-        ("name", g.name.clone()),
-    ];
-    if let Some(host) = &g.host {
-        labels.push(("host", host.clone()));
-    }
-    labels
 }
 
 fn info_labels(state: &State, g: &GpuReading) -> Labels {
@@ -134,8 +125,8 @@ fn info_labels(state: &State, g: &GpuReading) -> Labels {
     // to Prometheus but reads like a real, empty value).
     let known = [
         ("pci_bus_id", g.pci_bus_id.as_ref()),
-        ("driver_version", state.host.driver_version.as_ref()),
-        ("cuda_version", state.host.cuda_version.as_ref()),
+        ("driver_version", state.model.host().driver_version.as_ref()),
+        ("cuda_version", state.model.host().cuda_version.as_ref()),
     ];
     labels.extend(
         known
@@ -187,8 +178,13 @@ fn severity_name(s: Severity) -> &'static str {
 /// Warnings counted per GPU, kind and severity (a GPU can have several idle holders).
 fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
     let mut counts: BTreeMap<(usize, String, &str), u32> = BTreeMap::new();
-    for w in &state.warnings {
-        if let Some(pos) = state.gpus.iter().position(|g| w.gpu() == Some(&g.id)) {
+    for w in state.model.warnings() {
+        if let Some(pos) = state
+            .model
+            .gpus()
+            .iter()
+            .position(|g| w.gpu() == Some(&g.id))
+        {
             let key = (pos, warning_kind(w).to_string(), severity_name(w.severity));
             *counts.entry(key).or_default() += 1;
         }
@@ -196,7 +192,7 @@ fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
     counts
         .into_iter()
         .map(|((pos, kind, severity), n)| {
-            let mut labels = gpu_labels(&state.gpus[pos]);
+            let mut labels = gpu_labels(&state.model.gpus()[pos]);
             labels.push(("kind", kind));
             labels.push(("severity", severity.to_string()));
             (labels, f64::from(n))
@@ -207,11 +203,18 @@ fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
 /// Process count per answering GPU (a lost GPU's process list is unknown, so absent).
 fn process_counts(state: &State) -> Vec<(Labels, f64)> {
     state
-        .gpus
+        .model
+        .gpus()
         .iter()
         .filter(|g| g.status == GpuStatus::Ok)
         .map(|g| {
-            let n = state.procs.all.iter().filter(|r| r.key.gpu == g.id).count();
+            let n = state
+                .model
+                .procs()
+                .all
+                .iter()
+                .filter(|r| r.key.gpu == g.id)
+                .count();
             (gpu_labels(g), n as f64)
         })
         .collect()

@@ -125,14 +125,14 @@ async fn follow(
     while let Some(event) = rx.recv().await {
         let msg = match event {
             SamplerEvent::Sample(sample) => {
-                if state.source_error.is_some() {
+                if state.model.source_error().is_some() {
                     eprintln!("gpuwatch: reading GPUs works again");
                 }
                 Msg::Sample(sample)
             }
             SamplerEvent::Failed(why) => {
                 // Once per outage, not once per interval.
-                if state.source_error.is_none() {
+                if state.model.source_error().is_none() {
                     eprintln!("gpuwatch: reading GPUs failed: {why} (retrying)");
                 }
                 Msg::SourceFailed(why)
@@ -141,7 +141,7 @@ async fn follow(
         update(&mut state, msg);
         publish.send_replace(Arc::new(Published::render(&state, options)));
     }
-    let last = state.source_error.unwrap_or_default();
+    let last = state.model.source_error().unwrap_or_default();
     format!("the GPU sampler stopped: {last}")
 }
 

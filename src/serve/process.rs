@@ -2,10 +2,10 @@
 //! labelled by PID, user and a short command. Rendered fresh per sample, so a process's
 //! series disappear once it exits. Pure; reads `&State` only.
 
+use crate::model::procs::{ProcRow, Visibility};
 use crate::state::State;
-use crate::state::procs::{ProcRow, Visibility};
 
-use super::metrics::gpu_labels;
+use super::readings::gpu_labels;
 use super::text::{Exposition, Family, Kind, Labels};
 
 /// Linux's own `comm` is 15 characters; a longer label only adds cardinality.
@@ -23,7 +23,7 @@ const GPU_UTIL: Family = Family {
 };
 
 pub(super) fn render(e: &mut Exposition, state: &State) {
-    let rows = &state.procs.all;
+    let rows = &state.model.procs().all;
     let labelled = |value: fn(&ProcRow) -> Option<f64>| {
         rows.iter()
             .filter_map(move |r| value(r).map(|v| (labels(state, r), v)))
@@ -37,7 +37,7 @@ pub(super) fn render(e: &mut Exposition, state: &State) {
 
 /// The GPU's labels plus `pid`, and `user`/`comm` when the process is visible from here.
 fn labels(state: &State, r: &ProcRow) -> Labels {
-    let mut labels = match state.gpus.iter().find(|g| g.id == r.key.gpu) {
+    let mut labels = match state.model.gpus().iter().find(|g| g.id == r.key.gpu) {
         Some(g) => gpu_labels(g),
         None => vec![
             ("gpu", r.gpu_index.to_string()),

@@ -212,13 +212,72 @@ pub struct ProcReading {
 #[serde(tag = "visibility", rename_all = "snake_case")]
 pub enum HostProc {
     Visible(ProcDetails),
-    /// NVML reports host PIDs; inside a container they may not exist in our /proc.
+    /// NVML reports host PIDs; gpuwatch runs in a child PID namespace (a container, `unshare
+    /// --pid`), where the same number is a different process or none.
     OtherNamespace,
     /// The PID exists but /proc hides it from us (hidepid).
     Hidden,
     /// It was visible at the last sample and has left /proc since; NVML still lists it for
     /// a moment (its process lists lag the exit).
     Exited,
+}
+
+/// How much of a GPU process this host can see: the one list of these, with their names
+/// in the JSON document and the exporter, and what the COMMAND column says instead of a
+/// command line when there is none to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Visibility {
+    Visible,
+    OtherNamespace,
+    Hidden,
+    Exited,
+}
+
+impl Visibility {
+    pub const ALL: [Visibility; 4] = [
+        Visibility::Visible,
+        Visibility::OtherNamespace,
+        Visibility::Hidden,
+        Visibility::Exited,
+    ];
+
+    /// The public name (JSON, recordings, metrics labels).
+    pub fn name(self) -> &'static str {
+        match self {
+            Visibility::Visible => "visible",
+            Visibility::OtherNamespace => "other_namespace",
+            Visibility::Hidden => "hidden",
+            Visibility::Exited => "exited",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Visibility> {
+        Visibility::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// What stands in for the command line of a process we cannot see; `pid` is the
+    /// PID NVML reported.
+    pub fn placeholder(self, pid: u32) -> String {
+        match self {
+            Visibility::Visible => String::new(),
+            Visibility::OtherNamespace => {
+                format!("(not visible from this PID namespace; host PID {pid})")
+            }
+            Visibility::Hidden => "(hidden)".into(),
+            Visibility::Exited => "(exited)".into(),
+        }
+    }
+}
+
+impl HostProc {
+    pub fn visibility(&self) -> Visibility {
+        match self {
+            HostProc::Visible(_) => Visibility::Visible,
+            HostProc::OtherNamespace => Visibility::OtherNamespace,
+            HostProc::Hidden => Visibility::Hidden,
+            HostProc::Exited => Visibility::Exited,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

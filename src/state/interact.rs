@@ -1,47 +1,52 @@
 //! What each user action does to the state: selection, sorting, focus, the filter line,
 //! the per-user table, and the signal confirmation flow. Part of `update`; pure.
 
-use super::filter::Filter;
 use super::signal;
 use super::{Action, Effect, LayoutPref, Panel, ReplayCommand, State};
+use crate::model::filter::Filter;
 
 pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Quit => return vec![Effect::Quit],
         Action::Signal(sig) => {
             let me = state.config.current_uid;
-            match signal::request(state.procs.selected_row(), sig, state.config.readonly, me) {
-                Ok(dialog) => state.dialog = Some(dialog),
-                Err(why) => state.status = Some(why),
+            match signal::request(
+                state.model.procs().selected_row(),
+                sig,
+                state.config.readonly,
+                me,
+            ) {
+                Ok(dialog) => state.view.dialog = Some(dialog),
+                Err(why) => state.view.status = Some(why),
             }
         }
         Action::Confirm => return confirm(state),
         Action::Cancel => {
-            if state.dialog.take().is_some() {
-                state.status = Some("cancelled: no signal sent".into());
+            if state.view.dialog.take().is_some() {
+                state.view.status = Some("cancelled: no signal sent".into());
             }
         }
         Action::OpenFilter => {
-            state.filter_editing = true;
-            state.panel = Panel::Processes;
+            state.view.filter_editing = true;
+            state.view.panel = Panel::Processes;
         }
         Action::FilterInput(c) => {
-            state.filter_text.push(c);
+            state.view.filter_text.push(c);
             apply_filter(state);
         }
         Action::FilterBackspace => {
-            state.filter_text.pop();
+            state.view.filter_text.pop();
             apply_filter(state);
         }
-        Action::FilterDone => state.filter_editing = false,
+        Action::FilterDone => state.view.filter_editing = false,
         Action::FilterCancel => {
-            state.filter_editing = false;
-            state.filter_text.clear();
+            state.view.filter_editing = false;
+            state.view.filter_text.clear();
             apply_filter(state);
         }
         Action::Back => back(state),
         Action::ToggleUsers => {
-            state.panel = match state.panel {
+            state.view.panel = match state.view.panel {
                 Panel::Processes => Panel::Users,
                 Panel::Users => Panel::Processes,
             }
@@ -49,20 +54,32 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
         Action::Choose => choose_user(state),
         Action::FocusGpu(index) => {
             let id = state
-                .gpus
+                .model
+                .gpus()
                 .iter()
                 .find(|g| g.index == index)
                 .map(|g| g.id.clone());
             match id {
                 Some(id) => set_focus(state, Some(id)),
-                None => state.status = Some(format!("no GPU {index} here")),
+                None => state.view.status = Some(format!("no GPU {index} here")),
             }
         }
         Action::SeekBack | Action::SeekForward | Action::SpeedDown | Action::SpeedUp => {
             return replay_command(state, action);
         }
-        Action::TogglePause if state.replay.is_some() => {
+        Action::TogglePause if state.view.replay.is_some() => {
             return vec![Effect::Replay(ReplayCommand::TogglePause)];
+        }
+        Action::ToggleFocusAt(position) => toggle_focus_at(state, position),
+        Action::SelectRow(position) => select_row(state, position),
+        Action::SortByOrReverse(key) => {
+            let table = state.model.procs_mut();
+            let dir = if table.sort == key {
+                table.dir.flipped()
+            } else {
+                key.default_direction()
+            };
+            table.set_sort(key, dir);
         }
         Action::FocusNext => step_focus(state, 1),
         Action::FocusPrev => step_focus(state, -1),
@@ -73,11 +90,11 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
 
 /// Selection, sorting and layout: the actions that act on whichever table is showing.
 fn navigate(state: &mut State, action: Action) {
-    let page = crate::ui::layout::table_page_rows(state) as isize;
-    if state.panel == Panel::Users {
-        let n = state.user_rows().len();
+    let page = crate::layout::table_page_rows(&state.layout_input()) as isize;
+    if state.view.panel == Panel::Users {
+        let n = state.model.user_rows().len();
         let last = n.saturating_sub(1) as isize;
-        let at = state.user_selected as isize;
+        let at = state.view.user_selected as isize;
         let to = match action {
             Action::SelectUp => at - 1,
             Action::SelectDown => at + 1,
@@ -87,12 +104,12 @@ fn navigate(state: &mut State, action: Action) {
             Action::SelectLast => last,
             _ => at,
         };
-        state.user_selected = to.clamp(0, last.max(0)) as usize;
+        state.view.user_selected = to.clamp(0, last.max(0)) as usize;
     }
-    let table = &mut state.procs;
+    let table = state.model.procs_mut();
     match action {
-        Action::ToggleHelp => state.show_help = !state.show_help,
-        _ if state.panel == Panel::Users && is_selection(action) => {}
+        Action::ToggleHelp => state.view.show_help = !state.view.show_help,
+        _ if state.view.panel == Panel::Users && is_selection(action) => {}
         Action::SelectUp => table.move_selection(-1),
         Action::SelectDown => table.move_selection(1),
         Action::PageUp => table.move_selection(-page),
@@ -109,17 +126,18 @@ fn navigate(state: &mut State, action: Action) {
         }
         Action::SortReverse => table.set_sort(table.sort, table.dir.flipped()),
         Action::SortBy(key) => table.set_sort(key, key.default_direction()),
-        Action::TogglePause => state.paused = !state.paused,
+        Action::TogglePause => state.view.paused = !state.view.paused,
         Action::ToggleCompact => {
-            state.layout = if crate::ui::layout::is_compact(state) {
+            state.view.layout = if crate::layout::is_compact(&state.layout_input()) {
                 LayoutPref::Full
             } else {
                 LayoutPref::Compact
             };
         }
-        Action::ScrollGpusUp => state.gpu_scroll = state.gpu_scroll.saturating_sub(1),
+        Action::ScrollGpusUp => state.view.gpu_scroll = state.view.gpu_scroll.saturating_sub(1),
         Action::ScrollGpusDown => {
-            state.gpu_scroll = (state.gpu_scroll + 1).min(state.gpus.len().saturating_sub(1))
+            state.view.gpu_scroll =
+                (state.view.gpu_scroll + 1).min(state.model.gpus().len().saturating_sub(1))
         }
         _ => {}
     }
@@ -138,12 +156,12 @@ fn is_selection(action: Action) -> bool {
 }
 
 fn confirm(state: &mut State) -> Vec<Effect> {
-    let Some(dialog) = state.dialog.take() else {
+    let Some(dialog) = state.view.dialog.take() else {
         return Vec::new();
     };
     match signal::confirm(dialog) {
         Ok(request) => {
-            state.status = Some(format!(
+            state.view.status = Some(format!(
                 "sending {} to PID {}…",
                 request.signal.name(),
                 request.pid
@@ -151,7 +169,7 @@ fn confirm(state: &mut State) -> Vec<Effect> {
             vec![Effect::SendSignal(request)]
         }
         Err(again) => {
-            state.dialog = Some(again);
+            state.view.dialog = Some(again);
             Vec::new()
         }
     }
@@ -160,71 +178,101 @@ fn confirm(state: &mut State) -> Vec<Effect> {
 /// Re-parses the filter line; an invalid line is reported and ignored (the table shows
 /// everything the other narrowing allows) rather than hiding every row.
 fn apply_filter(state: &mut State) {
-    let mut view = state.procs.view.clone();
-    match Filter::parse(&state.filter_text) {
+    let mut view = state.model.procs().view.clone();
+    match Filter::parse(&state.view.filter_text) {
         Ok(f) => {
             view.filter = f;
-            state.filter_error = None;
+            state.view.filter_error = None;
         }
         Err(e) => {
             view.filter = Filter::default();
-            state.filter_error = Some(e);
+            state.view.filter_error = Some(e);
         }
     }
-    state.procs.set_view(view);
+    state.model.procs_mut().set_view(view);
 }
 
 fn set_focus(state: &mut State, gpu: Option<crate::source::GpuId>) {
-    let mut view = state.procs.view.clone();
+    let mut view = state.model.procs().view.clone();
     view.gpu = gpu;
-    state.procs.set_view(view);
-    state.panel = Panel::Processes;
+    state.model.procs_mut().set_view(view);
+    state.view.panel = Panel::Processes;
+}
+
+/// A click on a GPU: focus it, or show every GPU's processes when it is already focused.
+fn toggle_focus_at(state: &mut State, position: usize) {
+    let Some(id) = state.model.gpus().get(position).map(|g| g.id.clone()) else {
+        return;
+    };
+    let again = state.focus() == Some(&id);
+    set_focus(state, if again { None } else { Some(id) });
+}
+
+/// A click on a row of whichever table is showing; below the last row does nothing.
+fn select_row(state: &mut State, position: usize) {
+    match state.view.panel {
+        Panel::Processes => {
+            if position < state.model.procs().len() {
+                state.model.procs_mut().select_index(position);
+            }
+        }
+        Panel::Users => {
+            if position < state.model.user_rows().len() {
+                state.view.user_selected = position;
+            }
+        }
+    }
 }
 
 fn step_focus(state: &mut State, delta: isize) {
-    if state.gpus.is_empty() {
+    if state.model.gpus().is_empty() {
         return;
     }
-    let n = state.gpus.len() as isize;
+    let n = state.model.gpus().len() as isize;
     let at = state
         .focus()
-        .and_then(|id| state.gpus.iter().position(|g| &g.id == id))
+        .and_then(|id| state.model.gpus().iter().position(|g| &g.id == id))
         .map_or(if delta > 0 { -1 } else { n }, |i| i as isize);
     let next = (at + delta).rem_euclid(n) as usize;
-    let id = state.gpus[next].id.clone();
+    let id = state.model.gpus()[next].id.clone();
     set_focus(state, Some(id));
 }
 
 fn choose_user(state: &mut State) {
-    if state.panel != Panel::Users {
+    if state.view.panel != Panel::Users {
         return;
     }
-    let Some(row) = state.user_rows().into_iter().nth(state.user_selected) else {
+    let Some(row) = state
+        .model
+        .user_rows()
+        .into_iter()
+        .nth(state.view.user_selected)
+    else {
         return;
     };
-    let mut view = state.procs.view.clone();
+    let mut view = state.model.procs().view.clone();
     view.user = Some(row.user);
-    state.procs.set_view(view);
-    state.panel = Panel::Processes;
+    state.model.procs_mut().set_view(view);
+    state.view.panel = Panel::Processes;
 }
 
 /// Esc steps back one layer: help, then the per-user table, then every narrowing at once.
 fn back(state: &mut State) {
-    if state.show_help {
-        state.show_help = false;
-    } else if state.panel == Panel::Users {
-        state.panel = Panel::Processes;
+    if state.view.show_help {
+        state.view.show_help = false;
+    } else if state.view.panel == Panel::Users {
+        state.view.panel = Panel::Processes;
     } else {
-        state.filter_text.clear();
-        state.filter_error = None;
-        state.procs.set_view(Default::default());
-        state.status = None;
+        state.view.filter_text.clear();
+        state.view.filter_error = None;
+        state.model.procs_mut().set_view(Default::default());
+        state.view.status = None;
     }
 }
 
 fn replay_command(state: &mut State, action: Action) -> Vec<Effect> {
-    if state.replay.is_none() {
-        state.status = Some("seeking and speed work when replaying a recording".into());
+    if state.view.replay.is_none() {
+        state.view.status = Some("seeking and speed work when replaying a recording".into());
         return Vec::new();
     }
     let command = match action {

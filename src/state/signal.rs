@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use crate::state::procs::{ProcRow, Visibility};
+use crate::model::procs::{ProcRow, Visibility};
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,8 +124,8 @@ pub fn confirm(mut dialog: Dialog) -> Result<SignalRequest, Dialog> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::procs::ProcKey;
     use crate::source::{GpuId, ProcKind};
-    use crate::state::procs::ProcKey;
     use std::time::Duration;
 
     fn row(uid: u32, user: &str) -> ProcRow {

@@ -1,4 +1,5 @@
-//! The bottom line, shown only when it has something to say: the filter being typed (with
+//! The bottom line, shown only when it has something to say (`State::layout_input`
+//! decides): the filter being typed (with
 //! its error, if any), the active filter, or the last status message (signal results).
 
 use ratatui::Frame;
@@ -9,32 +10,27 @@ use ratatui::widgets::Paragraph;
 use super::Theme;
 use crate::state::State;
 
-/// Whether the footer line is needed this frame.
-pub fn visible(state: &State) -> bool {
-    state.filter_editing || !state.filter_text.is_empty() || state.status.is_some()
-}
-
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     if area.height == 0 {
         return;
     }
     let mut spans = Vec::new();
-    if state.filter_editing || !state.filter_text.is_empty() {
+    if state.view.filter_editing || !state.view.filter_text.is_empty() {
         spans.push(Span::styled(" filter ", theme.header_bar));
-        spans.push(Span::raw(format!(" {}", state.filter_text)));
-        if state.filter_editing {
+        spans.push(Span::raw(format!(" {}", state.view.filter_text)));
+        if state.view.filter_editing {
             spans.push(Span::styled("█", theme.text));
         }
-        match &state.filter_error {
+        match &state.view.filter_error {
             Some(e) => spans.push(Span::styled(format!("  {e}"), theme.critical)),
-            None if state.filter_editing => {
+            None if state.view.filter_editing => {
                 spans.push(Span::styled("  Enter: keep · Esc: clear", theme.dim))
             }
             None => {}
         }
         spans.push(Span::raw("   "));
     }
-    if let Some(status) = &state.status {
+    if let Some(status) = &state.view.status {
         spans.push(Span::styled(status.clone(), theme.warning));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);

@@ -1,5 +1,5 @@
 //! The GPU area: full panels in a grid (gauges, readings, owners, sparklines) or compact
-//! one-line-per-GPU rows, scrolled by `state.gpu_scroll` when they do not all fit.
+//! one-line-per-GPU rows, scrolled by `state.view.gpu_scroll` when they do not all fit.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -10,9 +10,9 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, SparklineBar};
 
 use super::Theme;
 use super::format::{NA, bar, bytes_short, gib, or_na, truncate};
-use super::layout::{Areas, PANEL_HEIGHT, visible_gpus};
-use super::owners::{is_free, owners, unattributed};
 use crate::history::{Ring, buckets};
+use crate::layout::{Areas, PANEL_HEIGHT, visible_gpus};
+use crate::model::owners::{is_free, owners, unattributed};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
@@ -22,22 +22,22 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     }
     let visible = visible_gpus(areas).max(1);
     let start = first_shown(state, visible, areas.columns as usize);
-    let shown = &state.gpus[start..(start + visible).min(state.gpus.len())];
+    let shown = &state.model.gpus()[start..(start + visible).min(state.model.gpus().len())];
     if areas.compact {
         draw_compact(frame, areas.gpus, state, shown, start, theme);
     } else {
         for (i, rect) in gpu_rects(state, areas) {
-            draw_panel(frame, rect, state, &state.gpus[i], theme);
+            draw_panel(frame, rect, state, &state.model.gpus()[i], theme);
         }
     }
 }
 
 /// Where each shown GPU is drawn (its panel, or its line in compact mode), by position in
-/// `state.gpus`: what a mouse click is matched against.
+/// `state.model.gpus()`: what a mouse click is matched against.
 pub fn gpu_rects(state: &State, areas: &Areas) -> Vec<(usize, Rect)> {
     let visible = visible_gpus(areas).max(1);
     let start = first_shown(state, visible, areas.columns as usize);
-    let end = (start + visible).min(state.gpus.len());
+    let end = (start + visible).min(state.model.gpus().len());
     let a = areas.gpus;
     if a.height == 0 {
         return Vec::new();
@@ -69,8 +69,8 @@ pub fn gpu_rects(state: &State, areas: &Areas) -> Vec<(usize, Rect)> {
 /// The first GPU drawn: the scroll position, clamped so the last screenful is full, and
 /// aligned to a whole row of panels.
 fn first_shown(state: &State, visible: usize, columns: usize) -> usize {
-    let max_start = state.gpus.len().saturating_sub(visible);
-    let start = state.gpu_scroll.min(max_start);
+    let max_start = state.model.gpus().len().saturating_sub(visible);
+    let start = state.view.gpu_scroll.min(max_start);
     start - start % columns.max(1)
 }
 
@@ -89,7 +89,8 @@ impl CompactColumns {
     fn for_width(width: u16, state: &State) -> Self {
         let wide = width >= 120;
         let longest = state
-            .gpus
+            .model
+            .gpus()
             .iter()
             .map(|g| g.label().chars().count())
             .max()
@@ -147,7 +148,7 @@ fn compact_title<'a>(
         text += &format!("{:>4} {:>3} ", "FAN", "P");
     }
     text += "OWNERS";
-    let total = state.gpus.len();
+    let total = state.model.gpus().len();
     let mut spans = vec![Span::styled(text.clone(), theme.table_header)];
     if shown < total {
         let range = format!(" {}-{} of {total} ([ ] scroll) ", start + 1, start + shown);
@@ -165,7 +166,7 @@ fn compact_line(
     width: u16,
     theme: &Theme,
 ) -> Line<'static> {
-    let severity = state.gpu_severity(&g.id);
+    let severity = state.model.gpu_severity(&g.id);
     let focused = state.focus() == Some(&g.id);
     let index_style = theme.severity(severity, theme.title);
     let mut spans = vec![if focused {
@@ -228,7 +229,7 @@ fn compact_line(
 // ---- full panels ---------------------------------------------------------------------
 
 fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, theme: &Theme) {
-    let severity = state.gpu_severity(&g.id);
+    let severity = state.model.gpu_severity(&g.id);
     let focused = state.focus() == Some(&g.id);
     let border = theme.severity(severity, if focused { theme.focus } else { theme.dim });
     let block = Block::default()
@@ -391,7 +392,7 @@ fn readings_line<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Line<'a> {
 }
 
 fn draw_sparklines(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, theme: &Theme) {
-    let Some(h) = state.histories.get(&g.id) else {
+    let Some(h) = state.model.history(&g.id) else {
         return;
     };
     let cells = Layout::horizontal([Constraint::Ratio(1, 3); 3])
@@ -468,9 +469,10 @@ fn temp_text(g: &GpuReading) -> String {
 }
 
 fn temp_style(state: &State, g: &GpuReading, theme: &Theme) -> Style {
-    use crate::state::warnings::WarningKind;
+    use crate::model::warnings::WarningKind;
     let heat = state
-        .warnings
+        .model
+        .warnings()
         .iter()
         .filter(|w| w.gpu() == Some(&g.id) && matches!(w.kind, WarningKind::Overheating { .. }))
         .map(|w| w.severity)
@@ -480,7 +482,7 @@ fn temp_style(state: &State, g: &GpuReading, theme: &Theme) -> Style {
 
 /// `alice 41.2G · bob 12.0G`, plus VRAM no process accounts for, or `free`.
 fn owner_spans(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'static>> {
-    let list = owners(state, g);
+    let list = owners(&state.model, g);
     let mut spans = Vec::new();
     for (i, (user, vram)) in list.iter().enumerate() {
         if i > 0 {
@@ -493,7 +495,7 @@ fn owner_spans(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'static
             style,
         ));
     }
-    if let Some(rest) = unattributed(state, g) {
+    if let Some(rest) = unattributed(&state.model, g) {
         if !spans.is_empty() {
             spans.push(Span::styled(" · ", theme.dim));
         }
@@ -503,7 +505,7 @@ fn owner_spans(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'static
         ));
     }
     if spans.is_empty() {
-        if is_free(state, g) {
+        if is_free(&state.model, g) {
             spans.push(Span::styled("free", theme.good.patch(theme.title)));
         } else {
             spans.push(Span::styled("—", theme.dim));

@@ -7,19 +7,19 @@ use ratatui::widgets::Paragraph;
 
 use super::Theme;
 use super::format::truncate;
-use super::owners::free_labels;
+use crate::model::owners::free_labels;
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     // The right side (status, free GPUs, clock) always shows; host details give way first.
     let mut right: Vec<Span> = Vec::new();
-    if let Some(err) = &state.source_error {
+    if let Some(err) = &state.model.source_error() {
         right.push(Span::styled(
             format!(" source error: {err} "),
             theme.critical,
         ));
     }
-    if let Some(r) = &state.replay {
+    if let Some(r) = &state.view.replay {
         let pct = (r.position + 1) * 100 / r.total.max(1);
         let pause = if r.paused { " paused" } else { "" };
         right.push(Span::styled(
@@ -30,14 +30,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     if state.config.readonly {
         right.push(Span::styled(" READ-ONLY ", theme.title));
     }
-    if state.paused {
+    if state.view.paused {
         right.push(Span::styled(" PAUSED ", theme.warning_badge));
     }
     right.push(Span::styled(
         format!(" {} ", free_text(state)),
         theme.good.patch(theme.title),
     ));
-    if let Some(now) = state.now {
+    if let Some(now) = state.model.now() {
         let local =
             chrono::DateTime::<chrono::Utc>::from(now).with_timezone(&state.config.utc_offset);
         right.push(Span::styled(
@@ -48,10 +48,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let right_width: usize = right.iter().map(|s| s.content.chars().count()).sum();
     let room = (area.width as usize).saturating_sub(right_width);
 
-    let n = state.gpus.len();
+    let n = state.model.gpus().len();
     let mut parts: Vec<String> = vec!["gpuwatch".into()];
-    if !state.host.hostname.is_empty() {
-        parts.push(state.host.hostname.clone());
+    if !state.model.host().hostname.is_empty() {
+        parts.push(state.model.host().hostname.clone());
     }
     parts.push(format!("{n} GPU{}", if n == 1 { "" } else { "s" }));
     parts.push(format!(
@@ -60,12 +60,14 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     ));
     let optional = [
         state
-            .host
+            .model
+            .host()
             .driver_version
             .as_ref()
             .map(|d| format!("driver {d}")),
         state
-            .host
+            .model
+            .host()
             .cuda_version
             .as_ref()
             .map(|c| format!("CUDA {c}")),
@@ -88,7 +90,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 }
 
 fn free_text(state: &State) -> String {
-    let free = free_labels(state);
+    let free = free_labels(&state.model);
     if free.is_empty() {
         "free: none".to_string()
     } else {

@@ -1,5 +1,5 @@
 //! Drawing: `draw(frame, &State, &Theme)` lays out the screen and calls one small function
-//! per panel. Reads state only: no I/O, no clock (time is `state.now`), no mutation.
+//! per panel. Reads state only: no I/O, no clock (time is `state.model.now()`), no mutation.
 
 mod dialog;
 mod footer;
@@ -7,8 +7,7 @@ pub mod format;
 pub mod gpus;
 mod header;
 mod help;
-pub mod layout;
-pub mod owners;
+pub mod hit;
 pub mod table;
 pub mod text;
 pub mod theme;
@@ -20,6 +19,7 @@ use ratatui::layout::{Alignment, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
+use crate::layout;
 use crate::state::{Panel, State};
 pub use theme::Theme;
 
@@ -29,19 +29,19 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
         draw_too_small(frame, area, theme);
         return;
     }
-    let areas = layout::areas(state, area);
+    let areas = layout::areas(&state.layout_input(), area);
     header::draw(frame, areas.header, state, theme);
     gpus::draw(frame, &areas, state, theme);
     warnings_bar::draw(frame, areas.warnings, state, theme);
-    match state.panel {
+    match state.view.panel {
         Panel::Processes => table::draw(frame, areas.table, state, theme),
         Panel::Users => users::draw(frame, areas.table, state, theme),
     }
     footer::draw(frame, areas.footer, state, theme);
-    if let Some(dialog) = &state.dialog {
+    if let Some(dialog) = &state.view.dialog {
         dialog::draw(frame, area, dialog, theme);
     }
-    if state.show_help {
+    if state.view.show_help {
         help::draw(frame, area, theme);
     }
 }

@@ -1,52 +1,17 @@
 //! The process table: one row per process per GPU, the visible columns from the settings,
 //! the sort column marked in the header, the current user's rows highlighted, the
-//! selection in reverse video. Also the geometry mouse clicks are matched against.
+//! selection in reverse video. Column widths live in `layout` (mouse clicks use them too).
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 
 use super::Theme;
 use super::format::{bytes_short, elapsed, or_na};
+use crate::layout::{COLUMN_SPACING, column_width, first_row};
+use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::state::State;
-use crate::state::procs::{Column, ProcRow, SortDir, Visibility};
-
-/// Space between columns.
-const SPACING: u16 = 1;
-
-fn title(c: Column) -> &'static str {
-    match c {
-        Column::Host => "HOST",
-        Column::Gpu => "GPU",
-        Column::Pid => "PID",
-        Column::User => "USER",
-        Column::Type => "TYPE",
-        Column::Vram => "VRAM",
-        Column::GpuUtil => "GPU%",
-        Column::Cpu => "CPU%",
-        Column::HostMemory => "HOST MEM",
-        Column::Time => "TIME",
-        Column::Command => "COMMAND",
-    }
-}
-
-/// Width in cells; the command takes whatever is left.
-fn width(c: Column) -> Constraint {
-    match c {
-        Column::Host => Constraint::Length(10),
-        Column::Gpu => Constraint::Length(3),
-        Column::Pid => Constraint::Length(7),
-        Column::User => Constraint::Length(9),
-        Column::Type => Constraint::Length(4),
-        Column::Vram => Constraint::Length(6),
-        Column::GpuUtil => Constraint::Length(4),
-        Column::Cpu => Constraint::Length(6),
-        Column::HostMemory => Constraint::Length(8),
-        Column::Time => Constraint::Length(8),
-        Column::Command => Constraint::Fill(1),
-    }
-}
 
 /// Numbers read best right-aligned (header and values alike); names and the command left.
 fn right_aligned(c: Column) -> bool {
@@ -80,23 +45,14 @@ fn cell_text(c: Column, r: &ProcRow) -> String {
 /// The configured columns, with HOST first when the GPUs come from several hosts.
 pub fn visible_columns(state: &State) -> Vec<Column> {
     let mut columns = state.config.columns.clone();
-    if state.gpus.iter().any(|g| g.host.is_some()) {
+    if state.model.gpus().iter().any(|g| g.host.is_some()) {
         columns.insert(0, Column::Host);
     }
     columns
 }
 
-/// The x-ranges of the visible columns within `area` (the same split the table widget
-/// makes), for matching mouse clicks on the header.
-pub fn column_spans(columns: &[Column], area: Rect) -> Vec<(Column, Rect)> {
-    let rects = Layout::horizontal(columns.iter().map(|c| width(*c)))
-        .spacing(SPACING)
-        .split(area);
-    columns.iter().copied().zip(rects.iter().copied()).collect()
-}
-
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let table = &state.procs;
+    let table = &state.model.procs();
     let arrow = match table.dir {
         SortDir::Ascending => "▲",
         SortDir::Descending => "▼",
@@ -112,7 +68,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     );
     if let Some(gpu) = state
         .focus()
-        .and_then(|id| state.gpus.iter().find(|g| &g.id == id))
+        .and_then(|id| state.model.gpus().iter().find(|g| &g.id == id))
     {
         title += &format!(" · GPU {} only", gpu.index);
     }
@@ -132,31 +88,31 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let columns = &visible_columns(state);
     let header = Row::new(columns.iter().map(|c| {
         let (text, style) = if c.sort_key() == Some(table.sort) {
-            (format!("{}{arrow}", title_of(*c)), theme.sorted_column)
+            (format!("{}{arrow}", c.title()), theme.sorted_column)
         } else {
-            (title_of(*c).to_string(), theme.table_header)
+            (c.title().to_string(), theme.table_header)
         };
         aligned(*c, Line::styled(text, style))
     }));
     // Only the rows on screen are formatted: with thousands of processes, building every
     // row's cells was most of the frame's cost.
-    let first = super::layout::table_first_row(state);
+    let first = first_row(&state.layout_input(), table.selected_index());
     let on_screen = area.height.saturating_sub(2) as usize;
     let rows = table
         .rows()
         .skip(first)
         .take(on_screen)
         .map(|r| row(state, r, theme));
-    let widget = Table::new(rows, columns.iter().map(|c| width(*c)))
+    let widget = Table::new(rows, columns.iter().map(|c| column_width(*c)))
         .header(header)
         .block(block)
-        .column_spacing(SPACING)
+        .column_spacing(COLUMN_SPACING)
         .row_highlight_style(theme.selected);
     let mut view = TableState::default().with_selected(table.selected_index().map(|s| s - first));
     frame.render_stateful_widget(widget, area, &mut view);
     if table.is_empty() && area.height > 2 {
         let msg = Rect::new(area.x + 1, area.y + 2, area.width.saturating_sub(2), 1);
-        let text = if state.now.is_none() {
+        let text = if state.model.now().is_none() {
             "waiting for the first sample…"
         } else if table.all.is_empty() {
             "no GPU processes"
@@ -165,10 +121,6 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         };
         frame.render_widget(Line::styled(text, theme.dim), msg);
     }
-}
-
-fn title_of(c: Column) -> &'static str {
-    title(c)
 }
 
 fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {

@@ -1,8 +1,8 @@
 //! The words for typed data: a warning's one-line sentence, shared by the warnings bar,
 //! `--once` text and the JSON document's `message`. Pure formatting; the warning itself
-//! (kind, subject, numbers) is `state::warnings`'s and carries no text.
+//! (kind, subject, numbers) is `model::warnings`'s and carries no text.
 
-use crate::state::warnings::{Subject, Warning, WarningKind};
+use crate::model::warnings::{Subject, Warning, WarningKind};
 use crate::ui::format::{duration_short, gib, truncate};
 
 /// The one-line text of a warning, as the warnings bar and `--once` show it.
@@ -85,8 +85,8 @@ pub fn warning_line(w: &Warning) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::warnings::{Severity, host_down};
     use crate::source::GpuId;
-    use crate::state::warnings::{Severity, host_down};
     use crate::units::{Bytes, Celsius};
     use std::time::Duration;
 

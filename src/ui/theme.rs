@@ -4,7 +4,7 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::state::warnings::Severity;
+use crate::model::warnings::Severity;
 
 /// The themes a user can choose (`theme` in the config file, `--theme`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -10,7 +10,7 @@ use super::format::{bytes_short, elapsed};
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let rows = state.user_rows();
+    let rows = state.model.user_rows();
     let title = format!(
         " Users ({}) · by VRAM · Enter: their processes · u: back ",
         rows.len()
@@ -70,9 +70,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .block(block)
         .column_spacing(1)
         .row_highlight_style(theme.selected);
-    let selected = (!rows.is_empty()).then_some(state.user_selected.min(rows.len() - 1));
+    let selected = (!rows.is_empty()).then_some(state.view.user_selected.min(rows.len() - 1));
     let mut view = TableState::default()
-        .with_offset(super::layout::users_first_row(state))
+        .with_offset(crate::layout::first_row(
+            &state.layout_input(),
+            Some(state.view.user_selected),
+        ))
         .with_selected(selected);
     frame.render_stateful_widget(table, area, &mut view);
 }

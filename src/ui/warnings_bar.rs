@@ -6,17 +6,18 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Theme;
+use crate::model::warnings::Severity;
 use crate::state::State;
-use crate::state::warnings::Severity;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     if area.height == 0 {
         return;
     }
     let shown = area.height as usize;
-    let total = state.warnings.len();
+    let total = state.model.warnings().len();
     let mut lines: Vec<Line> = state
-        .warnings
+        .model
+        .warnings()
         .iter()
         .take(shown)
         .map(|w| {

@@ -112,8 +112,8 @@ pub fn fake_lib() -> &'static std::path::Path {
 }
 
 /// A short name for a warning's kind, for tests that collect which warnings fired.
-pub fn kind_name(kind: &gpuwatch::state::warnings::WarningKind) -> &'static str {
-    use gpuwatch::state::warnings::WarningKind;
+pub fn kind_name(kind: &gpuwatch::model::warnings::WarningKind) -> &'static str {
+    use gpuwatch::model::warnings::WarningKind;
     match kind {
         WarningKind::OomRisk {
             time_to_full: Some(_),

@@ -21,7 +21,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use gpu::{Gpu, Status, throttle_reason_names, throttle_reasons_from_names};
-pub use process::{Proc, ProcType, Visibility};
+pub use process::{Proc, ProcType};
 pub use warning::{Severity, SubjectKind, Warning, WarningKind};
 
 use crate::source::{HostInfo, HostStatus, Sample};

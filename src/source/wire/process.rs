@@ -1,13 +1,13 @@
 //! One process on one GPU in the public JSON document — the same shape in a snapshot and
-//! in a recording. Owns the names of the process type and visibility (defined once, here)
-//! and the conversion to and from `source::ProcReading`.
+//! in a recording. Owns the names of the process type and the conversion to and from
+//! `source::ProcReading`; the visibility names are `source::Visibility`'s (the one list).
 
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
 use super::{epoch, epoch_secs};
-use crate::source::{GpuId, HostProc, ProcDetails, ProcKind, ProcReading};
+use crate::source::{GpuId, HostProc, ProcDetails, ProcKind, ProcReading, Visibility};
 use crate::units::{Bytes, Percent};
 
 /// Compute, graphics, or both — nvidia-smi's `C`, `G`, `C+G`.
@@ -41,17 +41,27 @@ impl From<ProcType> for ProcKind {
     }
 }
 
-/// What this host can see of the process (NVML lists host PIDs; /proc may not show them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Visibility {
-    Visible,
-    /// In another PID namespace (we run in a container): user and command are unknown.
-    OtherNamespace,
-    /// /proc hides it (hidepid).
-    Hidden,
-    /// It left /proc since the last sample; NVML still lists it for a moment.
-    Exited,
+/// A process's visibility under the names `source::Visibility` gives it (defined once,
+/// there): `visible`, `other_namespace`, `hidden`, `exited`.
+pub(super) mod visibility_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::source::Visibility;
+
+    pub fn serialize<S: Serializer>(v: &Visibility, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(v.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Visibility, D::Error> {
+        let name = String::deserialize(d)?;
+        Visibility::from_name(&name).ok_or_else(|| {
+            let known: Vec<&str> = Visibility::ALL.iter().map(|v| v.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown visibility {name:?}, expected one of {}",
+                known.join(", ")
+            ))
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +88,7 @@ pub struct Proc {
     /// Seconds since it started, at the document's time.
     pub elapsed: Option<f64>,
     pub command: Option<String>,
+    #[serde(with = "visibility_name")]
     pub visibility: Visibility,
 }
 
@@ -103,12 +114,7 @@ impl Proc {
                 .and_then(|s| now.duration_since(s).ok())
                 .map(|e| e.as_secs_f64()),
             command: d.map(|d| d.command.clone()),
-            visibility: match p.host {
-                HostProc::Visible(_) => Visibility::Visible,
-                HostProc::OtherNamespace => Visibility::OtherNamespace,
-                HostProc::Hidden => Visibility::Hidden,
-                HostProc::Exited => Visibility::Exited,
-            },
+            visibility: p.host.visibility(),
         }
     }
 

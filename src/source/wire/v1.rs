@@ -11,9 +11,10 @@ use serde::Deserialize;
 
 use super::epoch;
 use super::gpu::throttle_reasons_from_names;
-use super::process::{ProcType, Visibility};
+use super::process::{ProcType, visibility_name};
 use crate::source::{
     GpuId, GpuReading, GpuStatus, HostInfo, HostProc, HostStatus, ProcDetails, ProcReading, Sample,
+    Visibility,
 };
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
@@ -227,6 +228,7 @@ struct SnapshotProc {
     started: Option<f64>,
     uid: Option<u32>,
     command: String,
+    #[serde(with = "visibility_name")]
     visibility: Visibility,
 }
 

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
+use super::procs::ProcRow;
 use crate::source::GpuId;
-use crate::state::procs::ProcRow;
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, Default, PartialEq)]

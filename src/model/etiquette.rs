@@ -7,8 +7,7 @@ use std::time::SystemTime;
 use super::warnings::{Alarm, Thresholds, WarningKind};
 use crate::source::{GpuReading, ProcReading};
 
-/// A GPU at or below this utilization counts as idle.
-pub const IDLE_UTIL_MAX: u32 = super::users::IDLE_UTIL_MAX;
+use super::activity::IDLE_MAX_UTIL;
 
 pub(super) fn evaluate(
     prev: &Alarm,
@@ -26,7 +25,7 @@ pub(super) fn evaluate(
             .unwrap_or_default()
     };
 
-    let idle = gpu.util.is_some_and(|u| u.0 <= IDLE_UTIL_MAX);
+    let idle = gpu.util.is_some_and(|u| u.0 <= IDLE_MAX_UTIL);
     alarm.idle_since = if idle { since(prev.idle_since) } else { None };
     let idle_for = held(alarm.idle_since);
     if alarm.idle_since.is_some() && idle_for >= th.idle_after {

@@ -4,12 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::procs::ProcRow;
 use crate::source::GpuReading;
-use crate::state::procs::ProcRow;
 use crate::units::Bytes;
 
-/// A GPU counts as idle for "idle VRAM" at or below this utilization.
-pub const IDLE_UTIL_MAX: u32 = 1;
+use super::activity::IDLE_MAX_UTIL;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserRow {
@@ -33,7 +32,7 @@ pub fn summarize(rows: &[ProcRow], gpus: &[GpuReading]) -> Vec<UserRow> {
         gpus.iter()
             .find(|g| g.id == row.key.gpu)
             .and_then(|g| g.util)
-            .is_some_and(|u| u.0 <= IDLE_UTIL_MAX)
+            .is_some_and(|u| u.0 <= IDLE_MAX_UTIL)
     };
     let mut by_user: BTreeMap<String, UserRow> = BTreeMap::new();
     for row in rows {

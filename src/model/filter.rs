@@ -2,8 +2,8 @@
 //! `user:` `gpu:` `cmd:` `pid:` and comparisons `vram>10G` `vram<1G` narrow further; all terms
 //! must hold (AND). Parsing and matching only; invalid text is an error to show, never a crash.
 
+use super::procs::ProcRow;
 use crate::pick::parse_size;
-use crate::state::procs::ProcRow;
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -111,8 +111,8 @@ fn term_matches(term: &Term, row: &ProcRow) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::procs::{ProcKey, Visibility};
     use crate::source::{GpuId, ProcKind};
-    use crate::state::procs::{ProcKey, Visibility};
 
     fn row(pid: u32, gpu: u32, user: &str, cmd: &str, vram_gib: f64) -> ProcRow {
         ProcRow {

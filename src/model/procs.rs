@@ -5,7 +5,8 @@
 use std::cmp::Ordering;
 use std::time::{Duration, SystemTime};
 
-use crate::source::{GpuId, HostProc, ProcKind, ProcReading};
+pub use crate::source::Visibility;
+use crate::source::{GpuId, ProcKind, ProcReading};
 use crate::units::Bytes;
 
 /// Columns the table can be sorted by, in the order `s` cycles through them.
@@ -53,18 +54,13 @@ impl SortKey {
         }
     }
 
+    /// The title of the column it sorts (the header arrow sits there).
     pub fn name(self) -> &'static str {
-        match self {
-            SortKey::Gpu => "GPU",
-            SortKey::Pid => "PID",
-            SortKey::User => "USER",
-            SortKey::Vram => "VRAM",
-            SortKey::GpuUtil => "GPU%",
-            SortKey::Cpu => "CPU%",
-            SortKey::HostMemory => "HOST MEM",
-            SortKey::Time => "TIME",
-            SortKey::Command => "COMMAND",
-        }
+        Column::ALL
+            .into_iter()
+            .find(|c| c.sort_key() == Some(self))
+            .map(Column::title)
+            .expect("every sort key has a column")
     }
 }
 
@@ -98,6 +94,23 @@ impl Column {
         Column::Time,
         Column::Command,
     ];
+
+    /// The column's title: the table header, `--once` text and the sort indicator.
+    pub fn title(self) -> &'static str {
+        match self {
+            Column::Host => "HOST",
+            Column::Gpu => "GPU",
+            Column::Pid => "PID",
+            Column::User => "USER",
+            Column::Type => "TYPE",
+            Column::Vram => "VRAM",
+            Column::GpuUtil => "GPU%",
+            Column::Cpu => "CPU%",
+            Column::HostMemory => "HOST MEM",
+            Column::Time => "TIME",
+            Column::Command => "COMMAND",
+        }
+    }
 
     /// The name used in the config file (`columns.visible`).
     pub fn config_name(self) -> &'static str {
@@ -198,50 +211,11 @@ pub struct ProcRow {
     pub visibility: Visibility,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Visibility {
-    Visible,
-    OtherNamespace,
-    Hidden,
-    Exited,
-}
-
 impl ProcRow {
     pub fn from_reading(p: &ProcReading, gpu_index: u32, now: SystemTime) -> ProcRow {
-        let (user, command, cpu, host_memory, started, visibility) = match &p.host {
-            HostProc::Visible(d) => (
-                Some(d.user.clone()),
-                d.command.clone(),
-                d.cpu_percent,
-                d.host_memory,
-                Some(d.started),
-                Visibility::Visible,
-            ),
-            HostProc::OtherNamespace => (
-                None,
-                "(other PID namespace)".to_string(),
-                None,
-                None,
-                None,
-                Visibility::OtherNamespace,
-            ),
-            HostProc::Hidden => (
-                None,
-                "(hidden)".to_string(),
-                None,
-                None,
-                None,
-                Visibility::Hidden,
-            ),
-            HostProc::Exited => (
-                None,
-                "(exited)".to_string(),
-                None,
-                None,
-                None,
-                Visibility::Exited,
-            ),
-        };
+        let visibility = p.host.visibility();
+        let details = p.details();
+        let started = details.map(|d| d.started);
         ProcRow {
             key: ProcKey {
                 pid: p.pid,
@@ -253,12 +227,12 @@ impl ProcRow {
             kind: p.kind,
             vram: p.gpu_memory,
             gpu_util: p.sm_util.map(|u| u.0),
-            cpu,
-            host_memory,
+            cpu: details.and_then(|d| d.cpu_percent),
+            host_memory: details.and_then(|d| d.host_memory),
             elapsed: started.and_then(|s| now.duration_since(s).ok()),
-            user,
-            uid: p.details().map(|d| d.uid),
-            command,
+            user: details.map(|d| d.user.clone()),
+            uid: details.map(|d| d.uid),
+            command: details.map_or_else(|| visibility.placeholder(p.pid), |d| d.command.clone()),
             visibility,
         }
     }

@@ -1,7 +1,12 @@
 //! Host-side facts about GPU processes, read from /proc: user, command line, CPU% (delta
 //! between two samples), resident memory and start time. Owns the per-process and user-name
 //! caches. It reads only the PIDs it is asked about — never scans all of /proc — and the
-//! /proc root is injected so tests use a fixture tree.
+//! /proc root is injected so tests use a fixture tree. In a child PID namespace it reads
+//! nothing for NVML's (host) PIDs at all: see `pidns`.
+
+mod pidns;
+
+pub use pidns::PidNamespace;
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -52,6 +57,7 @@ pub struct ProcInfo {
     boot_time: Option<SystemTime>,
     users: HashMap<u32, String>,
     known: HashMap<u32, Known>,
+    namespace: PidNamespace,
 }
 
 impl ProcInfo {
@@ -72,14 +78,21 @@ impl ProcInfo {
 
     /// A /proc tree at `root`, with explicit units so fixtures do not depend on the host.
     pub fn new(root: impl Into<PathBuf>, ticks_per_second: u64, page_size: u64) -> Self {
+        let root = root.into();
         ProcInfo {
-            root: root.into(),
+            namespace: PidNamespace::detect(&root),
+            root,
             ticks_per_second: ticks_per_second.max(1),
             page_size,
             boot_time: None,
             users: HashMap::new(),
             known: HashMap::new(),
         }
+    }
+
+    /// The PID namespace this /proc was found to belong to.
+    pub fn namespace(&self) -> PidNamespace {
+        self.namespace
     }
 
     /// Looks up every PID once (a process on two GPUs is listed twice by NVML but its CPU
@@ -109,6 +122,11 @@ impl ProcInfo {
 
     /// One process's host facts at `now` (the caller's clock, so tests need no sleeping).
     pub fn lookup(&mut self, pid: u32, now: Instant) -> HostProc {
+        if self.namespace == PidNamespace::Child {
+            // NVML's PID is a host PID: the local process with that number, if any, is
+            // somebody else. Never read it, so it can never be shown or signalled.
+            return HostProc::OtherNamespace;
+        }
         let dir = self.root.join(pid.to_string());
         let (text, stat_file) = match self.read_stat(pid, &dir) {
             Ok(read) => read,
@@ -176,22 +194,25 @@ impl ProcInfo {
     /// The process's identity right now — start time and owner — read fresh from /proc,
     /// bypassing the caches: used to re-check a process just before signalling it.
     pub fn identity(&mut self, pid: u32) -> Option<(SystemTime, u32)> {
+        if self.namespace == PidNamespace::Child {
+            return None;
+        }
         let dir = self.root.join(pid.to_string());
         let stat = parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
         let uid = parse_uid(&std::fs::read_to_string(dir.join("status")).ok()?)?;
         Some((self.started(stat.start_ticks), uid))
     }
 
-    /// Classifies a PID whose files cannot be read. No directory at all: the PID is not in
-    /// this PID namespace (NVML reports host PIDs; inside a container they may not exist)
-    /// or the process just exited. A directory we cannot read: hidden from us (hidepid).
+    /// Classifies a PID whose files cannot be read (in the host namespace: a child one
+    /// never gets here). A directory we cannot read: hidden from us (hidepid). No
+    /// directory: the process has exited and NVML, whose lists lag, still reports it — for
+    /// as long as it does, not just for one sample; on the host every PID NVML reports is
+    /// in our /proc while it lives.
     fn unreadable(&mut self, pid: u32, dir: &Path) -> HostProc {
-        let was_visible = self.known.remove(&pid).is_some();
+        self.known.remove(&pid);
         match std::fs::symlink_metadata(dir) {
             Ok(_) => HostProc::Hidden,
-            // Seen a moment ago and gone now: it exited (NVML has not caught up yet).
-            Err(_) if was_visible => HostProc::Exited,
-            Err(_) => HostProc::OtherNamespace,
+            Err(_) => HostProc::Exited,
         }
     }
 
@@ -439,17 +460,41 @@ mod tests {
     }
 
     #[test]
-    fn missing_pid_is_another_namespace_and_unreadable_is_hidden() {
+    fn on_the_host_a_missing_pid_has_exited_and_an_unreadable_one_is_hidden() {
         let fx = Fixture::new();
         // A directory whose stat cannot be read: what hidepid=1 looks like (files EACCES).
         // Root can read anything, so the fixture leaves the file out instead of chmod-ing it.
         std::fs::create_dir_all(fx.dir.path().join("13")).unwrap();
         let mut info = fx.proc_info();
-        assert_eq!(
-            info.lookup(99_999, Instant::now()),
-            HostProc::OtherNamespace
-        );
+        assert_eq!(info.namespace(), PidNamespace::Host);
+        // Never seen and not there: exited (a bare host has no other namespace to blame),
+        // and it stays exited for as long as NVML keeps listing it.
+        for _ in 0..3 {
+            assert_eq!(info.lookup(99_999, Instant::now()), HostProc::Exited);
+        }
         assert_eq!(info.lookup(13, Instant::now()), HostProc::Hidden);
+    }
+
+    #[test]
+    fn in_a_child_namespace_host_pids_are_never_read_locally() {
+        let fx = Fixture::new();
+        // What `unshare --pid --fork --mount-proc sh -c 'sleep 100 & …'` shows: PID 1 is
+        // the local sh, PID 2 the local sleep. NVML's 1 and 2 are host PIDs, not these.
+        std::fs::create_dir_all(fx.dir.path().join("self/ns")).unwrap();
+        std::os::unix::fs::symlink("pid:[4026532999]", fx.dir.path().join("self/ns/pid")).unwrap();
+        fx.process(1, "sh", 0, b"sh\0-c\0sleep 100\0", 1, 1);
+        fx.process(2, "sleep", 0, b"sleep\x00100\0", 1, 2);
+        let mut info = fx.proc_info();
+        assert_eq!(info.namespace(), PidNamespace::Child);
+        let seen = info.sample([1, 2], Instant::now());
+        assert_eq!(seen[&1], HostProc::OtherNamespace);
+        assert_eq!(seen[&2], HostProc::OtherNamespace);
+        assert_eq!(
+            info.identity(2),
+            None,
+            "nothing to re-check a signal against"
+        );
+        assert_eq!(info.cache_sizes(), (0, 0));
     }
 
     #[test]

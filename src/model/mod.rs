@@ -1,0 +1,240 @@
+//! The model: what the GPUs said and what follows from it — readings, per-GPU history,
+//! the process rows, who holds each GPU, and warnings. Changed only through
+//! [`Model::apply_sample`] (and the two other messages a source can send), so the derived
+//! parts always agree with the readings they came from. Knows nothing of the terminal, of
+//! selection or scrolling (that is `state::View`), nor of how anything is drawn.
+
+pub mod activity;
+pub mod etiquette;
+pub mod filter;
+pub mod holders;
+pub mod owners;
+pub mod procs;
+pub mod users;
+pub mod warnings;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, SystemTime};
+
+use crate::history::GpuHistory;
+use crate::source::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
+use procs::{ProcRow, ProcTable, SortKey};
+use warnings::{Alarm, Severity, Thresholds, Warning};
+
+/// Settings the model and the view need (a subset of the resolved `Settings`).
+#[derive(Debug, Clone)]
+pub struct ViewConfig {
+    pub interval: Duration,
+    /// Samples kept per GPU for sparklines and trends.
+    pub history_len: usize,
+    pub thresholds: Thresholds,
+    /// Whose processes to highlight.
+    pub current_user: Option<String>,
+    /// The current user's UID: only their processes may be signalled (root: with care).
+    pub current_uid: Option<u32>,
+    /// Offset of local time from UTC, resolved once at start-up (tests pin it).
+    pub utc_offset: chrono::FixedOffset,
+    /// No signals can be sent (`--readonly`).
+    pub readonly: bool,
+    /// Process-table columns shown, in order.
+    pub columns: Vec<procs::Column>,
+    /// The table's sort when the program starts.
+    pub sort: SortKey,
+    pub sort_dir: procs::SortDir,
+    /// Only these GPUs are shown (`--only`); `None` shows all.
+    pub only: Option<Vec<crate::select::GpuSelector>>,
+}
+
+impl Default for ViewConfig {
+    fn default() -> Self {
+        ViewConfig {
+            interval: Duration::from_secs(1),
+            history_len: 300,
+            thresholds: Thresholds::default(),
+            current_user: None,
+            current_uid: None,
+            utc_offset: chrono::FixedOffset::east_opt(0).expect("zero offset is valid"),
+            readonly: false,
+            columns: procs::Column::ALL.to_vec(),
+            sort: SortKey::Vram,
+            sort_dir: procs::SortDir::Descending,
+            only: None,
+        }
+    }
+}
+
+/// Everything derived from the samples so far.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Time of the latest sample applied.
+    now: Option<SystemTime>,
+    host: HostInfo,
+    gpus: Vec<GpuReading>,
+    histories: HashMap<GpuId, GpuHistory>,
+    alarms: HashMap<GpuId, Alarm>,
+    warnings: Vec<Warning>,
+    /// The process rows with the table's sort and selection; the table keeps its own
+    /// order consistent with its rows (see `ProcTable`).
+    procs: ProcTable,
+    /// Who holds each GPU, derived from the latest sample's processes.
+    holders: HashMap<GpuId, holders::Holders>,
+    /// The last whole-source failure, cleared by the next good sample.
+    source_error: Option<String>,
+}
+
+impl Model {
+    pub fn new(config: &ViewConfig) -> Self {
+        let mut procs = ProcTable::default();
+        procs.set_sort(config.sort, config.sort_dir);
+        Model {
+            now: None,
+            host: HostInfo::default(),
+            gpus: Vec::new(),
+            histories: HashMap::new(),
+            alarms: HashMap::new(),
+            warnings: Vec::new(),
+            procs,
+            holders: HashMap::new(),
+            source_error: None,
+        }
+    }
+
+    pub fn now(&self) -> Option<SystemTime> {
+        self.now
+    }
+
+    pub fn host(&self) -> &HostInfo {
+        &self.host
+    }
+
+    pub fn gpus(&self) -> &[GpuReading] {
+        &self.gpus
+    }
+
+    pub fn history(&self, id: &GpuId) -> Option<&GpuHistory> {
+        self.histories.get(id)
+    }
+
+    /// How many GPUs have a history (bounded by the current fleet).
+    pub fn history_count(&self) -> usize {
+        self.histories.len()
+    }
+
+    /// Every GPU's history, in no particular order.
+    pub fn histories(&self) -> impl Iterator<Item = (&GpuId, &GpuHistory)> {
+        self.histories.iter()
+    }
+
+    /// Most urgent first.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    pub fn procs(&self) -> &ProcTable {
+        &self.procs
+    }
+
+    /// The table for sorting, narrowing and selection; its rows only change with a sample.
+    pub fn procs_mut(&mut self) -> &mut ProcTable {
+        &mut self.procs
+    }
+
+    pub fn holders(&self, id: &GpuId) -> Option<&holders::Holders> {
+        self.holders.get(id)
+    }
+
+    pub fn source_error(&self) -> Option<&str> {
+        self.source_error.as_deref()
+    }
+
+    /// The per-user table for the latest sample.
+    pub fn user_rows(&self) -> Vec<users::UserRow> {
+        users::summarize(&self.procs.all, &self.gpus)
+    }
+
+    /// The worst warning on a GPU, for colouring its panel.
+    pub fn gpu_severity(&self, id: &GpuId) -> Option<Severity> {
+        self.warnings
+            .iter()
+            .filter(|w| w.gpu() == Some(id))
+            .map(|w| w.severity)
+            .max()
+    }
+
+    /// The source failed as a whole this tick; the readings stay as they were.
+    pub fn source_failed(&mut self, why: String) {
+        self.source_error = Some(why);
+    }
+
+    /// A replay jumped back in time: history and alarms from the "future" are dropped.
+    pub fn rewind(&mut self) {
+        self.histories.clear();
+        self.alarms.clear();
+        self.warnings.clear();
+    }
+
+    pub fn apply_sample(&mut self, mut sample: Sample, config: &ViewConfig) {
+        if let Some(only) = &config.only {
+            sample.gpus.retain(|g| crate::select::selected(only, g));
+            let kept: HashSet<&GpuId> = sample.gpus.iter().map(|g| &g.id).collect();
+            sample.processes.retain(|p| kept.contains(&p.gpu));
+        }
+        let now = sample.time;
+        self.now = Some(now);
+        self.source_error = None;
+        self.warnings = self.evaluate(&sample, config, now);
+        self.host = sample.host;
+        let gpu_of: HashMap<&GpuId, &GpuReading> = sample.gpus.iter().map(|g| (&g.id, g)).collect();
+        let rows: Vec<ProcRow> = sample
+            .processes
+            .iter()
+            .filter_map(|p| {
+                // A process on a GPU the sample does not list cannot be placed; sources
+                // never report one, and a row with a made-up index would mislead.
+                let gpu = gpu_of.get(&p.gpu)?;
+                let mut row = ProcRow::from_reading(p, gpu.index, now);
+                row.host = gpu.host.clone();
+                Some(row)
+            })
+            .collect();
+        self.holders = holders::by_gpu(&rows);
+        self.procs.set_rows(rows);
+        self.gpus = sample.gpus;
+    }
+
+    /// Pushes the readings into the histories and re-evaluates every warning.
+    fn evaluate(&mut self, sample: &Sample, config: &ViewConfig, now: SystemTime) -> Vec<Warning> {
+        // History and alarms are keyed by UUID; GPUs that disappeared are forgotten so
+        // memory stays bounded by the current fleet.
+        let present: HashSet<&GpuId> = sample.gpus.iter().map(|g| &g.id).collect();
+        self.histories.retain(|id, _| present.contains(id));
+        self.alarms.retain(|id, _| present.contains(id));
+        // Processes grouped by GPU once, not filtered again for every GPU.
+        let mut by_gpu: HashMap<&GpuId, Vec<&ProcReading>> = HashMap::new();
+        for p in &sample.processes {
+            by_gpu.entry(&p.gpu).or_default().push(p);
+        }
+        let mut out = Vec::new();
+        for gpu in &sample.gpus {
+            let history = self
+                .histories
+                .entry(gpu.id.clone())
+                .or_insert_with(|| GpuHistory::new(config.history_len));
+            history.push(now, gpu);
+            let prev = self.alarms.get(&gpu.id).cloned().unwrap_or_default();
+            let on_gpu = by_gpu.get(&gpu.id).map_or(&[][..], Vec::as_slice);
+            let (alarm, mut raised) =
+                warnings::evaluate(&prev, gpu, on_gpu, history, &config.thresholds, now);
+            self.alarms.insert(gpu.id.clone(), alarm);
+            out.append(&mut raised);
+        }
+        for h in sample.hosts.iter().filter(|h| h.error.is_some()) {
+            out.push(warnings::host_down(
+                &h.name,
+                h.error.as_deref().unwrap_or(""),
+            ));
+        }
+        warnings::sort(&mut out);
+        out
+    }
+}
