@@ -263,3 +263,35 @@ fn once_waits_for_the_first_answers() {
     assert_eq!(doc["gpus"].as_array().unwrap().len(), 2, "{doc}");
     assert_eq!(doc["gpus"][0]["host"], "127.0.0.1");
 }
+
+/// A host still on an older gpuwatch (schema 1) is watched as before; one on a newer major
+/// is shown down with a reason that names the version, not a parse error.
+#[test]
+fn an_old_host_is_read_and_a_newer_major_is_named() {
+    let v1 = r#"{"schema_version": 1, "time": 1767603600.0,
+        "host": {"hostname": "old", "driver_version": null, "cuda_version": null},
+        "gpus": [{"id": "GPU-old", "index": 0, "name": "Tesla V100", "status": "ok",
+                  "util": 12, "memory_used": 1024, "memory_total": 4096}],
+        "processes": [], "warnings": [], "free_gpus": []}"#;
+    let old = Exporter::start(v1.into());
+    let mut v3: serde_json::Value = serde_json::from_str(&demo_snapshot("1", "1")).unwrap();
+    v3["schema_version"] = 3.into();
+    let newer = Exporter::start(v3.to_string());
+    let addresses = vec![old.address.clone(), newer.address.clone()];
+    let mut multi = MultiSource::new(None, &addresses, Duration::from_millis(200));
+    let s = sample_until(&mut multi, |s| {
+        s.gpus.iter().any(|g| g.status == GpuStatus::Ok)
+            && s.hosts.iter().any(|h| {
+                h.error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("schema version 3"))
+            })
+    });
+    let g = s.gpus.iter().find(|g| g.id.0 == "GPU-old").unwrap();
+    assert_eq!(g.util.map(|u| u.0), Some(12));
+    let err = s.hosts.iter().find_map(|h| h.error.clone()).unwrap();
+    assert!(
+        err.contains("is not one this gpuwatch reads (2.x, or 1)"),
+        "{err}"
+    );
+}
