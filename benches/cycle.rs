@@ -65,6 +65,7 @@ fn synthetic_procs(gpus: &[GpuReading], count: usize, tick: u64) -> Vec<ProcRead
                     cpu_percent: Some(wobble as f32 / 10.0),
                     host_memory: Some(Bytes::from_mib(512 + wobble)),
                     started: epoch() - Duration::from_secs(60 + i as u64 * 13),
+                    context: Default::default(),
                 }),
             }
         })

@@ -17,6 +17,9 @@ pub enum SourceKind {
     Demo,
 }
 
+/// Names `--source` accepts (the same as `source` in the config file and GPUWATCH_SOURCE).
+pub const SOURCE_NAMES: [&str; 3] = ["nvml", "auto", "demo"];
+
 /// Names `--theme` accepts (the same as `theme` in the config file).
 pub const THEME_NAMES: [&str; 3] = ["dark", "light", "mono"];
 
@@ -36,8 +39,9 @@ pub const SORT_NAMES: [&str; 9] = [
 
 const ENV_HELP: &str = "\
 Every setting flag can also come from the environment as GPUWATCH_<FLAG>, e.g.
-GPUWATCH_INTERVAL=2s or GPUWATCH_TEMP_WARN=80 (switches take 1/true/yes or 0/false/no),
-and from the config file (gpuwatch config init writes one with every key explained).
+GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:9400 (switches take
+1/true/yes or 0/false/no); a GPUWATCH_* variable gpuwatch does not know is an error. Most
+also come from the config file (gpuwatch config init writes one with every key explained).
 A flag beats the environment, which beats the file, which beats the default.
 NO_COLOR (non-empty) or --no-color forces the mono theme.";
 
@@ -61,21 +65,25 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub demo: bool,
 
-    /// Where readings come from.
-    #[arg(long, value_enum, default_value_t = SourceKind::Nvml, global = true)]
-    pub source: SourceKind,
+    /// Where readings come from: nvml, auto (NVML, else the demo fleet) or demo [default: nvml].
+    // A string, not a clap value enum with a default: a clap default would hide whether the
+    // flag was given (so GPUWATCH_SOURCE and the file could never apply) and shows the flag
+    // as required in usage lines.
+    #[arg(long, value_name = "SOURCE", global = true,
+          value_parser = PossibleValuesParser::new(SOURCE_NAMES))]
+    pub source: Option<String>,
 
-    /// Number of simulated GPUs (1..64).
-    #[arg(long, value_name = "N", default_value_t = 8, global = true)]
-    pub demo_gpus: usize,
+    /// Number of simulated GPUs (1..64) [default: 8].
+    #[arg(long, value_name = "N", global = true)]
+    pub demo_gpus: Option<String>,
 
-    /// Seed of the simulated fleet; the same seed gives the same readings.
-    #[arg(long, default_value_t = 42, global = true)]
-    pub seed: u64,
+    /// Seed of the simulated fleet; the same seed gives the same readings [default: 42].
+    #[arg(long, value_name = "N", global = true)]
+    pub seed: Option<String>,
 
     /// Path to libnvidia-ml.so.1 (default: the system's).
-    #[arg(long, value_name = "PATH", env = "GPUWATCH_NVML_LIB", global = true)]
-    pub nvml_lib: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", global = true)]
+    pub nvml_lib: Option<String>,
 
     /// Show (or pick from) only these GPUs: indices and/or UUIDs, comma-separated, e.g. 0,2
     /// or GPU-5e0c.
@@ -87,48 +95,51 @@ pub struct Cli {
     pub interval: Option<String>,
 
     /// How much history the sparklines and trends keep, e.g. 5m, 1h [default: 5m].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", global = true)]
     pub history: Option<String>,
 
     /// Print one snapshot and exit (implied when stdout is not a terminal).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub once: bool,
 
     /// With --once: print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub json: bool,
 
-    /// Colours: dark or light terminal background, or none [default: dark].
-    #[arg(long, value_name = "THEME", value_parser = PossibleValuesParser::new(THEME_NAMES))]
+    /// Colours for a dark or light terminal background, or mono (no colour) [default: dark].
+    #[arg(long, value_name = "THEME", global = true,
+          value_parser = PossibleValuesParser::new(THEME_NAMES))]
     pub theme: Option<String>,
 
     /// Monochrome output (also when NO_COLOR is set and non-empty); beats --theme.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub no_color: bool,
 
     /// Start with compact one-line-per-GPU panels.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub compact: bool,
 
     /// Never send signals to processes.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub readonly: bool,
 
     /// Let the mouse select rows and scroll.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub mouse: bool,
 
     /// Column the process table is sorted by at start, in that column's natural direction
     /// [default: vram].
-    #[arg(long, value_name = "COLUMN", value_parser = PossibleValuesParser::new(SORT_NAMES))]
+    #[arg(long, value_name = "COLUMN", global = true,
+          value_parser = PossibleValuesParser::new(SORT_NAMES))]
     pub sort: Option<String>,
 
     /// Write every sample to FILE as NDJSON, in any mode (play it back with `gpuwatch replay`).
     #[arg(long, value_name = "FILE", global = true)]
-    pub record: Option<PathBuf>,
+    pub record: Option<String>,
 
     /// With --record: past this size start a new file, keeping the old one as FILE.1 (e.g. 100MiB).
-    #[arg(long, value_name = "SIZE", global = true, requires = "record")]
+    // No clap `requires`: the recording may be named by GPUWATCH_RECORD or the file instead.
+    #[arg(long, value_name = "SIZE", global = true)]
     pub record_max_size: Option<String>,
 
     /// Watch other hosts' `gpuwatch serve`: HOST:PORT, comma-separated.
@@ -137,14 +148,14 @@ pub struct Cli {
 
     /// Hosts to watch, one HOST:PORT a line (blank lines and # comments ignored).
     #[arg(long, value_name = "FILE", global = true)]
-    pub hosts_file: Option<PathBuf>,
+    pub hosts_file: Option<String>,
 
     /// With --remote or --hosts-file: show this machine's GPUs too.
     #[arg(long, global = true)]
     pub with_local: bool,
 
     /// Testing aid: panic after this many samples, to prove the terminal is restored.
-    #[arg(long, hide = true, value_name = "N")]
+    #[arg(long, hide = true, value_name = "N", global = true)]
     pub debug_panic_after: Option<u64>,
 
     /// VRAM use (%) at which a GPU gets an OOM warning [default: 90].
@@ -265,9 +276,9 @@ pub enum PickFormat {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:9400 listens on
-    /// every interface).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9400")]
-    pub listen: String,
+    /// every interface) [default: 127.0.0.1:9400].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
 
     /// Also export the dcgm-exporter metric names (DCGM_FI_DEV_*) that existing Grafana
     /// dashboards query.

@@ -2,9 +2,9 @@
 //!
 //! Data flows one way, with one owner of state:
 //!
-//! 1. `main` parses the CLI ([`cli`]), resolves [`config::Settings`], builds a
-//!    [`source::GpuSource`] and starts the TUI ([`app`]) or a headless mode ([`headless`],
-//!    [`pick`], [`serve`]).
+//! 1. `main` parses the CLI ([`cli`]), resolves [`config::Settings`], and [`launch`] builds
+//!    a [`source::GpuSource`] and starts the TUI ([`app`]) or a headless mode
+//!    ([`headless`], [`pick`], [`serve`]).
 //! 2. [`sampler`] polls the source on tokio's blocking pool every interval and sends plain
 //!    [`source::Sample`]s over a bounded channel. It knows nothing of the UI.
 //! 3. [`app`] waits on samples, keys, mouse and signals, maps keys through [`keymap`] and
@@ -24,6 +24,7 @@ pub mod config;
 pub mod headless;
 pub mod history;
 pub mod keymap;
+pub mod launch;
 pub mod layout;
 pub mod model;
 pub mod pick;

@@ -122,30 +122,6 @@ pub fn format(gpus: &[&GpuReading], format: Format) -> String {
     }
 }
 
-/// Parses sizes like `20GiB`, `20G`, `512MiB`, `1.5 GiB` (binary units; plain numbers are GiB).
-pub fn parse_size(text: &str) -> Result<Bytes, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 20GiB or 512MiB"))?;
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "g" | "gib" | "gb" => Bytes::GIB,
-        "m" | "mib" | "mb" => Bytes::MIB,
-        "k" | "kib" | "kb" => Bytes::KIB,
-        "t" | "tib" | "tb" => Bytes::GIB * 1024,
-        other => {
-            return Err(format!(
-                "unknown size unit {other:?} in {text:?} (use GiB, MiB)"
-            ));
-        }
-    };
-    Ok(Bytes((value * scale as f64).round() as u64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,19 +181,5 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("3 90% busy"), "{err}");
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("20GiB").unwrap(), Bytes(20 * Bytes::GIB));
-        assert_eq!(parse_size("1.5 G").unwrap(), Bytes(3 * Bytes::GIB / 2));
-        assert_eq!(parse_size("512MiB").unwrap(), Bytes(512 * Bytes::MIB));
-        assert_eq!(parse_size("8").unwrap(), Bytes(8 * Bytes::GIB));
-        assert!(parse_size("lots").is_err());
-        assert!(
-            parse_size("3 parsecs")
-                .unwrap_err()
-                .contains("unknown size unit")
-        );
     }
 }

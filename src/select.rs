@@ -1,6 +1,7 @@
 //! GPU lists as users write them for `--only` (and as `CUDA_VISIBLE_DEVICES` takes them):
 //! indices and UUIDs (with or without the `GPU-` prefix, or a unique prefix of one),
-//! comma-separated. Parsing and matching only.
+//! comma-separated. Parsing and matching only, including the check that every entry
+//! matched a GPU in the first sample (only a sample can tell; the caller takes it).
 
 use crate::source::GpuReading;
 
@@ -49,6 +50,49 @@ impl GpuSelector {
     }
 }
 
+impl std::fmt::Display for GpuSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuSelector::Index(i) => write!(f, "{i}"),
+            GpuSelector::Uuid(prefix) if prefix.starts_with("mig-") => write!(f, "{prefix}"),
+            GpuSelector::Uuid(prefix) => write!(f, "GPU-{prefix}"),
+        }
+    }
+}
+
+/// The first entry of `list` that matches none of `gpus`, as `99 matches no GPU (this host
+/// has 0-7)`: a selector that selects nothing is a typo, and "0 GPUs" on screen hides it.
+pub fn unmatched(list: &[GpuSelector], gpus: &[GpuReading]) -> Option<String> {
+    let missing = list.iter().find(|s| !gpus.iter().any(|g| s.matches(g)))?;
+    let mut indices: Vec<u32> = gpus.iter().map(|g| g.index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    let has = if indices.is_empty() {
+        "no GPUs".to_string()
+    } else {
+        ranges(&indices)
+    };
+    Some(format!("{missing} matches no GPU (this host has {has})"))
+}
+
+/// `0-3,5,7-8` for sorted, distinct indices.
+fn ranges(sorted: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
+            i += 1;
+        }
+        parts.push(match sorted[i] {
+            end if end == start => start.to_string(),
+            end => format!("{start}-{end}"),
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
 /// Whether a GPU is in the list (an empty list selects nothing; `None` at the call site
 /// means "no --only given").
 pub fn selected(list: &[GpuSelector], gpu: &GpuReading) -> bool {
@@ -81,6 +125,34 @@ mod tests {
         // Without the GPU- prefix too, as CUDA_VISIBLE_DEVICES accepts.
         let bare = parse_gpu_list("5e0c0003-1a2b").unwrap();
         assert!(selected(&bare, &gpu(7, "GPU-5e0c0003-1a2b")));
+    }
+
+    #[test]
+    fn an_entry_that_matches_nothing_is_named() {
+        let gpus: Vec<_> = (0..8).map(|i| gpu(i, &format!("GPU-5e0c000{i}"))).collect();
+        assert_eq!(unmatched(&parse_gpu_list("0,7").unwrap(), &gpus), None);
+        assert_eq!(
+            unmatched(&parse_gpu_list("1,99").unwrap(), &gpus).unwrap(),
+            "99 matches no GPU (this host has 0-7)"
+        );
+        assert_eq!(
+            unmatched(&parse_gpu_list("GPU-DEAD").unwrap(), &gpus[..3]).unwrap(),
+            "GPU-dead matches no GPU (this host has 0-2)"
+        );
+        let gaps = [
+            gpu(0, "GPU-a"),
+            gpu(2, "GPU-b"),
+            gpu(3, "GPU-c"),
+            gpu(5, "GPU-d"),
+        ];
+        assert_eq!(
+            unmatched(&parse_gpu_list("4").unwrap(), &gaps).unwrap(),
+            "4 matches no GPU (this host has 0,2-3,5)"
+        );
+        assert_eq!(
+            unmatched(&parse_gpu_list("0").unwrap(), &[]).unwrap(),
+            "0 matches no GPU (this host has no GPUs)"
+        );
     }
 
     #[test]

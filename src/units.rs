@@ -42,6 +42,36 @@ impl std::iter::Sum for Bytes {
     }
 }
 
+/// Sizes as users write them: `20GiB`, `20G`, `512MiB`, `1.5 GiB` (binary units, so `GB` is
+/// read as GiB like nvidia-smi's "MiB" columns; a plain number is GiB). Used by every size
+/// setting, `pick --min-free` and the `vram>` filter, so they all accept the same forms.
+impl std::str::FromStr for Bytes {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Bytes, String> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let value: f64 = number
+            .parse()
+            .map_err(|_| format!("{text:?} is not a size like 20GiB or 512MiB"))?;
+        let scale = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "g" | "gib" | "gb" => Bytes::GIB,
+            "m" | "mib" | "mb" => Bytes::MIB,
+            "k" | "kib" | "kb" => Bytes::KIB,
+            "t" | "tib" | "tb" => Bytes::GIB * 1024,
+            other => {
+                return Err(format!(
+                    "unknown size unit {other:?} in {text:?} (use GiB, MiB)"
+                ));
+            }
+        };
+        Ok(Bytes((value * scale as f64).round() as u64))
+    }
+}
+
 /// Degrees Celsius, whole degrees as NVML reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -83,6 +113,24 @@ mod tests {
     fn gib_round_trip() {
         assert_eq!(Bytes::from_gib(80.0).0, 80 * Bytes::GIB);
         assert!((Bytes(41 * Bytes::GIB + Bytes::GIB / 2).as_gib() - 41.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sizes() {
+        let parse = |t: &str| t.parse::<Bytes>();
+        assert_eq!(parse("20GiB").unwrap(), Bytes(20 * Bytes::GIB));
+        assert_eq!(parse("1.5 G").unwrap(), Bytes(3 * Bytes::GIB / 2));
+        assert_eq!(parse("512MiB").unwrap(), Bytes(512 * Bytes::MIB));
+        assert_eq!(parse("8").unwrap(), Bytes(8 * Bytes::GIB));
+        assert_eq!(
+            parse("lots").unwrap_err(),
+            "\"lots\" is not a size like 20GiB or 512MiB"
+        );
+        assert!(
+            parse("3 parsecs")
+                .unwrap_err()
+                .contains("unknown size unit")
+        );
     }
 
     #[test]

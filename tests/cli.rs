@@ -5,6 +5,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
+mod serve_support;
 
 fn gpuwatch() -> Command {
     common::clean_command()
@@ -178,4 +179,242 @@ fn only_restricts_what_is_shown() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--only").and(predicate::str::contains("empty")));
+}
+
+// Regression tests for the issue "One model, one view, one wire format" (settings part).
+
+#[test]
+fn only_that_matches_no_gpu_names_the_selector() {
+    for (args, why) in [
+        (
+            &["--only", "99"][..],
+            "99 matches no GPU (this host has 0-7)",
+        ),
+        (
+            &["--only", "0,GPU-dead"][..],
+            "GPU-dead matches no GPU (this host has 0-7)",
+        ),
+    ] {
+        gpuwatch()
+            .args(["--demo", "--once"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(format!("gpuwatch: --only: {why}\n"));
+    }
+    // From the environment it names the variable; pick and serve check it too.
+    gpuwatch()
+        .env("GPUWATCH_ONLY", "12")
+        .args(["--demo", "--demo-gpus", "2", "pick"])
+        .assert()
+        .code(2)
+        .stderr("gpuwatch: GPUWATCH_ONLY: 12 matches no GPU (this host has 0-1)\n");
+    gpuwatch()
+        .args(["--demo", "serve", "--listen", "127.0.0.1:0", "--only", "9"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr("gpuwatch: --only: 9 matches no GPU (this host has 0-7)\n");
+}
+
+#[test]
+fn once_with_a_remote_host_down_prints_the_rest_then_exits_1() {
+    let live = serve_support::Exporter::demo(&[]);
+    live.wait_ready();
+    let dead = format!("127.0.0.1:{}", serve_support::free_port());
+    let remotes = format!("{},{dead}", live.addr);
+    let out = gpuwatch()
+        .args(["--remote", &remotes, "--once", "--json"])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the whole document");
+    assert_eq!(doc["gpus"].as_array().unwrap().len(), 8, "{doc}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("gpuwatch: host {dead} not answering: ")),
+        "{err}"
+    );
+    // The text snapshot too, in full.
+    gpuwatch()
+        .args(["--remote", &remotes, "--once"])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("WARNINGS").and(predicate::str::contains("COMMAND")));
+}
+
+#[test]
+fn all_mode_flags_work_after_a_subcommand() {
+    let recording = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/demo-recording.ndjson"
+    );
+    let out = gpuwatch()
+        .args(["replay", recording, "--once", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc: Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(doc["host"]["hostname"], "demo-gpu-server");
+    gpuwatch()
+        .args([
+            "replay", recording, "--once", "--theme", "mono", "--sort", "pid",
+        ])
+        .args(["--history", "1m", "--compact", "--readonly", "--no-color"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("demo-gpu-server"));
+    // No setting is shown as required in usage lines.
+    gpuwatch()
+        .args(["replay", "--zzzq"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "Usage: gpuwatch replay [OPTIONS] <FILE>\n",
+        ));
+    gpuwatch()
+        .arg("replay")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("Usage: gpuwatch replay <FILE>\n"));
+}
+
+#[test]
+fn help_offers_only_accepted_themes() {
+    let out = gpuwatch().arg("--help").assert().success();
+    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let theme = help.lines().find(|l| l.contains("--theme <")).unwrap();
+    assert!(
+        theme.contains("[possible values: dark, light, mono]"),
+        "{theme}"
+    );
+    assert!(!theme.contains("none"), "{theme}");
+    gpuwatch()
+        .args(["--demo", "--once", "--theme", "mono"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn durations_say_which_forms_are_accepted() {
+    gpuwatch()
+        .args(["--demo", "--interval", "2x"])
+        .assert()
+        .code(2)
+        .stderr(
+            "gpuwatch: --interval: not a duration: use a number with ms, s, m or h, \
+             e.g. 500ms, 2s, 1m (got \"2x\")\n",
+        );
+    gpuwatch()
+        .env("GPUWATCH_TEMP_HOLD", "soon")
+        .args(["--demo"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with(
+            "gpuwatch: GPUWATCH_TEMP_HOLD: not a duration: use a number with ms, s, m or h",
+        ));
+}
+
+#[test]
+fn an_unknown_gpuwatch_variable_is_refused() {
+    gpuwatch()
+        .env("GPUWATCH_LISTNE", "0.0.0.0:9400")
+        .args(["--demo", "--once"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr("gpuwatch: GPUWATCH_LISTNE: unknown setting; did you mean GPUWATCH_LISTEN?\n");
+    let out = gpuwatch()
+        .env("GPUWATCH_WHATEVER", "1")
+        .args(["config", "check"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("gpuwatch: GPUWATCH_WHATEVER: unknown setting (known: GPUWATCH_CONFIG,"),
+        "{err}"
+    );
+}
+
+#[test]
+fn source_and_demo_come_from_the_environment() {
+    for (name, value) in [("GPUWATCH_DEMO", "1"), ("GPUWATCH_SOURCE", "demo")] {
+        gpuwatch()
+            .env(name, value)
+            .env("GPUWATCH_DEMO_GPUS", "3")
+            .arg("--once")
+            .assert()
+            .success()
+            .stdout(
+                predicate::str::contains("demo-gpu-server").and(predicate::str::contains("3 GPUs")),
+            );
+    }
+    gpuwatch()
+        .env("GPUWATCH_SOURCE", "cuda")
+        .arg("--once")
+        .assert()
+        .code(2)
+        .stderr(
+            "gpuwatch: GPUWATCH_SOURCE: unknown source; use nvml, auto or demo (got \"cuda\")\n",
+        );
+}
+
+#[test]
+fn recording_comes_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.ndjson");
+    gpuwatch()
+        .env("GPUWATCH_RECORD", &path)
+        .env("GPUWATCH_RECORD_MAX_SIZE", "1MiB")
+        .args(["--demo", "--once"])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let header = format!(
+        "{{\"gpuwatch_recording\":{}",
+        gpuwatch::record::RECORDING_VERSION
+    );
+    assert!(text.starts_with(&header), "{text}");
+    gpuwatch()
+        .env("GPUWATCH_RECORD_MAX_SIZE", "1MiB")
+        .args(["--demo", "--once"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with(
+            "gpuwatch: GPUWATCH_RECORD_MAX_SIZE: only with --record",
+        ));
+}
+
+#[test]
+fn serve_settings_come_from_the_environment() {
+    gpuwatch()
+        .env("GPUWATCH_LISTEN", "nowhere")
+        .args(["--demo", "serve"])
+        .assert()
+        .code(2)
+        .stderr(
+            "gpuwatch: GPUWATCH_LISTEN: not an IP:PORT address such as 127.0.0.1:9400 or \
+             0.0.0.0:9400 (got \"nowhere\")\n",
+        );
+    // GPUWATCH_DCGM_COMPAT turns on the DCGM names.
+    let mut cmd = serve_support::gpuwatch();
+    cmd.env("GPUWATCH_DCGM_COMPAT", "1").arg("--demo");
+    let exporter = serve_support::Exporter::start(cmd, &[]);
+    exporter.wait_ready();
+    assert!(
+        exporter
+            .get("/metrics")
+            .body
+            .contains("DCGM_FI_DEV_GPU_TEMP")
+    );
 }

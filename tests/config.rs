@@ -9,7 +9,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use clap::Parser;
 use gpuwatch::cli::Cli;
-use gpuwatch::config::{Settings, check_file, default_file_text};
+use gpuwatch::config::{ServeSettings, Settings, check_file, default_file_text};
 use gpuwatch::model::procs::{Column, SortDir, SortKey};
 use gpuwatch::model::warnings::Thresholds;
 use gpuwatch::ui::theme::ThemeName;
@@ -191,8 +191,8 @@ fn every_file_error_names_file_line_and_key() {
         ),
         (
             "bad_duration.toml",
-            "3: thresholds.temp_hold: not a duration like 500ms, 2s or 5m: expected number at 0 \
-             (got \"half a minute\")",
+            "3: thresholds.temp_hold: not a duration: use a number with ms, s, m or h, \
+             e.g. 500ms, 2s, 1m (got \"half a minute\")",
         ),
         (
             "bad_size.toml",
@@ -290,15 +290,22 @@ fn the_default_file_is_exactly_the_defaults() {
     let from_file = check_file(&path).unwrap();
     let defaults = resolve(&[], &[]).unwrap();
     assert_eq!(from_file.config_path.as_deref(), Some(path.as_path()));
+    // Where the listen address came from is not part of what it is.
+    let serve = ServeSettings {
+        listen_origin: defaults.serve.listen_origin.clone(),
+        ..from_file.serve.clone()
+    };
     assert_eq!(
         Settings {
             config_path: None,
+            serve,
             ..from_file
         },
         defaults
     );
     // Every key is written out, not just mentioned.
     for key in [
+        "source",
         "interval",
         "history",
         "compact",
@@ -318,12 +325,49 @@ fn the_default_file_is_exactly_the_defaults() {
         "idle_after",
         "stale_min_vram",
         "stale_after",
+        "hosts",
+        "with_local",
+        "listen",
+        "dcgm_compat",
+        "process_metrics",
     ] {
         assert!(
             default_file_text().contains(&format!("\n{key} = ")),
             "{key}"
         );
     }
+}
+
+/// The keys with no default are in the file as commented-out examples; uncommented they
+/// must be valid too, or `config init` would teach a setting that stops gpuwatch.
+#[test]
+fn the_default_files_examples_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let examples = ["path", "max_size", "hosts_file"];
+    let mut uncommented = 0;
+    let text: String = default_file_text()
+        .lines()
+        .map(|line| {
+            let key = line.strip_prefix("# ").and_then(|l| l.split(" = ").next());
+            if key.is_some_and(|k| examples.contains(&k)) {
+                uncommented += 1;
+                line[2..].to_string() + "\n"
+            } else {
+                line.to_string() + "\n"
+            }
+        })
+        .collect();
+    assert_eq!(uncommented, examples.len(), "{text}");
+    std::fs::write(&path, text).unwrap();
+    let s = check_file(&path).unwrap();
+    let record = s.record.expect("[record] path set");
+    assert_eq!(record.path, Path::new("gpuwatch.ndjson"));
+    assert_eq!(record.max_size, Some(Bytes(100 * Bytes::MIB)));
+    assert_eq!(
+        s.remote.hosts_file.as_deref(),
+        Some(Path::new("/etc/gpuwatch/hosts"))
+    );
 }
 
 /// The binary with a clean environment and a HOME of its own.
@@ -498,4 +542,130 @@ fn pick_says_why_when_too_few_qualify() {
         .assert()
         .code(2)
         .stderr("gpuwatch: --min-free: \"lots\" is not a size like 20GiB or 512MiB\n");
+}
+
+#[test]
+fn serve_settings_flag_beats_env_beats_file() {
+    let home = config_home(
+        "[serve]\nlisten = \"0.0.0.0:9500\"\ndcgm_compat = true\nprocess_metrics = true\n",
+    );
+    let xdg = home.path().to_str().unwrap();
+    let file = [("XDG_CONFIG_HOME", xdg)];
+    let serve = |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().serve;
+    let s = serve(&["serve"], &[]);
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9400", "default");
+    assert!(!s.dcgm_compat && !s.process_metrics);
+    let s = serve(&["serve"], &file);
+    assert_eq!(s.listen.to_string(), "0.0.0.0:9500", "file");
+    assert!(s.dcgm_compat && s.process_metrics);
+    assert!(
+        s.listen_origin.ends_with("config.toml:2: serve.listen"),
+        "{}",
+        s.listen_origin
+    );
+    let env = [
+        ("XDG_CONFIG_HOME", xdg),
+        ("GPUWATCH_LISTEN", "127.0.0.1:9601"),
+        ("GPUWATCH_DCGM_COMPAT", "0"),
+    ];
+    let s = serve(&["serve"], &env);
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9601", "env");
+    assert_eq!(s.listen_origin, "GPUWATCH_LISTEN");
+    assert!(!s.dcgm_compat, "env turns the file's switch off");
+    let s = serve(
+        &["serve", "--listen", "127.0.0.1:9702", "--dcgm-compat"],
+        &env,
+    );
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9702", "flag");
+    assert!(s.dcgm_compat);
+}
+
+#[test]
+fn record_and_remote_settings_flag_beats_env_beats_file() {
+    let home = config_home(
+        "[record]\npath = \"night.ndjson\"\nmax_size = \"200MiB\"\n\n\
+         [remote]\nhosts = [\"gpu1:9400\", \"gpu2:9400\"]\nwith_local = true\n",
+    );
+    let xdg = home.path().to_str().unwrap();
+    let file = [("XDG_CONFIG_HOME", xdg)];
+    let s = resolve(&[], &file).unwrap();
+    let record = s.record.unwrap();
+    assert_eq!(record.path, Path::new("night.ndjson"));
+    assert_eq!(record.max_size, Some(Bytes(200 * Bytes::MIB)));
+    assert_eq!(s.remote.addresses, ["gpu1:9400", "gpu2:9400"]);
+    assert!(s.remote.with_local);
+    let env = [
+        ("XDG_CONFIG_HOME", xdg),
+        ("GPUWATCH_RECORD", "day.ndjson"),
+        ("GPUWATCH_REMOTE", "gpu3:9400"),
+        ("GPUWATCH_HOSTS_FILE", "/etc/hosts.gpu"),
+    ];
+    let s = resolve(&[], &env).unwrap();
+    assert_eq!(s.record.unwrap().path, Path::new("day.ndjson"));
+    assert_eq!(s.remote.addresses, ["gpu3:9400"]);
+    assert_eq!(
+        s.remote.hosts_file.as_deref(),
+        Some(Path::new("/etc/hosts.gpu"))
+    );
+    let s = resolve(&["--record", "x.ndjson", "--remote", "gpu4:1"], &env).unwrap();
+    assert_eq!(s.record.unwrap().path, Path::new("x.ndjson"));
+    assert_eq!(s.remote.addresses, ["gpu4:1"]);
+    // Nothing asked for: no recording, no remote hosts.
+    let s = resolve(&[], &[]).unwrap();
+    assert_eq!((s.record, s.remote.any()), (None, false));
+}
+
+#[test]
+fn new_keys_name_file_line_and_key() {
+    for (text, message) in [
+        (
+            "[serve]\nlisten = \"localhost\"\n",
+            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:9400 or 0.0.0.0:9400 \
+             (got \"localhost\")",
+        ),
+        (
+            "[remote]\nhosts = [\"gpu1\"]\n",
+            "2: remote.hosts: \"gpu1\" needs a port, e.g. gpu1:9400 (got [\"gpu1\"])",
+        ),
+        (
+            "[remote]\nwith_local = true\n",
+            "2: remote.with_local: only with --remote or --hosts-file",
+        ),
+        (
+            "[record]\nmax_size = \"1 parsec\"\n",
+            "2: record.max_size: unknown size unit \"parsec\" in \"1 parsec\" (use GiB, MiB)",
+        ),
+        (
+            "source = \"gpu\"\n",
+            "1: source: unknown source; use nvml, auto or demo (got \"gpu\")",
+        ),
+        (
+            "[serve]\nlisen = \"0.0.0.0:1\"\n",
+            "2: serve.lisen: unknown key (known keys here: listen, dcgm_compat, process_metrics)",
+        ),
+    ] {
+        let home = config_home(text);
+        let path = home.path().join("gpuwatch/config.toml");
+        let err = resolve(&[], &[("XDG_CONFIG_HOME", home.path().to_str().unwrap())]);
+        assert_eq!(
+            err.unwrap_err(),
+            format!("{}:{message}", path.display()),
+            "{text}"
+        );
+    }
+    // Each new variable is checked and named.
+    for (var, value, why) in [
+        (
+            "GPUWATCH_DEMO_GPUS",
+            "lots",
+            "not a whole number ≥ 0 (got \"lots\")",
+        ),
+        ("GPUWATCH_SEED", "-1", "not a whole number ≥ 0 (got \"-1\")"),
+        ("GPUWATCH_WITH_LOCAL", "maybe", "not a switch"),
+        ("GPUWATCH_RECORD_MAX_SIZE", "0", "must be more than 0"),
+        ("GPUWATCH_REMOTE", "gpu1:0", "\"gpu1:0\" has no valid port"),
+    ] {
+        let err = resolve(&[], &[(var, value)]).unwrap_err();
+        assert!(err.starts_with(&format!("{var}: {why}")), "{err}");
+    }
 }

@@ -168,7 +168,12 @@ fn remote_once_json_with_a_dead_host_conforms_and_names_the_host() {
         l.local_addr().unwrap().to_string()
     };
     let hosts = format!("{live},{dead}");
-    let doc = once_json(common::clean_command().args(["--remote", &hosts]));
+    // A host down makes `--once` exit 1 (after printing the document).
+    let out = common::clean_command()
+        .args(["--remote", &hosts, "--once", "--json"])
+        .assert()
+        .code(1);
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).expect("valid JSON");
     assert_conforms(&doc, "--remote with a dead host");
     assert!(doc["gpus"].as_array().unwrap().len() >= 2, "{doc:#}");
     assert!(doc["gpus"][0]["host"].is_string(), "tagged with its host");

@@ -21,6 +21,7 @@ pub type Entry<T> = Option<Spanned<T>>;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
+    pub source: Entry<String>,
     pub interval: Entry<DurationText>,
     pub history: Entry<DurationText>,
     pub compact: Entry<bool>,
@@ -33,6 +34,38 @@ pub struct FileConfig {
     pub columns: ColumnsTable,
     #[serde(default)]
     pub thresholds: ThresholdsTable,
+    #[serde(default)]
+    pub record: RecordTable,
+    #[serde(default)]
+    pub remote: RemoteTable,
+    #[serde(default)]
+    pub serve: ServeTable,
+}
+
+/// `--record`, `--record-max-size`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordTable {
+    pub path: Entry<String>,
+    pub max_size: Entry<SizeText>,
+}
+
+/// `--remote` (a list here), `--hosts-file`, `--with-local`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteTable {
+    pub hosts: Entry<Vec<String>>,
+    pub hosts_file: Entry<String>,
+    pub with_local: Entry<bool>,
+}
+
+/// `gpuwatch serve`'s `--listen`, `--dcgm-compat`, `--process-metrics`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeTable {
+    pub listen: Entry<String>,
+    pub dcgm_compat: Entry<bool>,
+    pub process_metrics: Entry<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -68,7 +101,7 @@ pub struct ThresholdsTable {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DurationText(pub String);
 
-/// A size as written: `"1GiB"`, or a bare number of GiB (as `pick::parse_size` reads it).
+/// A size as written: `"1GiB"`, or a bare number of GiB (as `Bytes`'s `FromStr` reads it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SizeText(pub String);
 

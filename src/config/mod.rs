@@ -3,25 +3,34 @@
 //! from: `--flag`, `GPUWATCH_FLAG` or `FILE:LINE: key`. No I/O beyond reading the file; the
 //! environment is injected so tests never see the real one.
 
+mod env;
 mod file;
+mod outputs;
+mod parse;
+mod sources;
 mod template;
+mod thresholds;
 mod values;
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use env::{ENV_FLAGS, check_env_names, env_var, known_env_vars};
 pub use file::LoadedFile;
+pub use outputs::DEFAULT_LISTEN;
+pub use parse::{parse_duration, theme_by_name};
+pub use sources::{DEFAULT_DEMO_GPUS, DEFAULT_SEED};
 pub use template::{InitError, check_file, default_file_text, init_file, run_config_command};
-pub use values::{env_var, parse_duration, theme_by_name};
 
 use crate::cli::{Cli, PickArgs, PickFormat, SourceKind};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
 use crate::pick::{self, Criteria};
 use crate::select::{GpuSelector, parse_gpu_list};
-use crate::source::sim::MAX_GPUS;
 use crate::ui::theme::ThemeName;
+use crate::units::Bytes;
 use values::Resolver;
 
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -72,12 +81,53 @@ pub struct PickRequest {
     pub format: pick::Format,
 }
 
+/// `--record`: where every sample is written as NDJSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordSettings {
+    pub path: PathBuf,
+    /// Past this size a new file starts, the old one kept as `PATH.1`.
+    pub max_size: Option<Bytes>,
+}
+
+/// Other hosts to watch (`--remote`, `--hosts-file`), and whether this one shows too.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RemoteSettings {
+    /// Checked `HOST:PORT`s.
+    pub addresses: Vec<String>,
+    /// Read when the source is built, not here: resolving does no I/O but the config file.
+    pub hosts_file: Option<PathBuf>,
+    pub with_local: bool,
+}
+
+impl RemoteSettings {
+    /// Whether any remote host was asked for.
+    pub fn any(&self) -> bool {
+        !self.addresses.is_empty() || self.hosts_file.is_some()
+    }
+}
+
+/// `gpuwatch serve`: where to listen and which extra metric families to export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeSettings {
+    pub listen: SocketAddr,
+    /// Where `listen` came from (`--listen`, `GPUWATCH_LISTEN`, `FILE:LINE: serve.listen`), so
+    /// a port in use is blamed on the place to change.
+    pub listen_origin: String,
+    pub dcgm_compat: bool,
+    pub process_metrics: bool,
+}
+
 /// Everything the program needs to know, resolved and validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub source: SourceKind,
     pub demo_gpus: usize,
     pub seed: u64,
+    /// `gpuwatch replay FILE`: play this recording instead of a live source.
+    pub replay: Option<PathBuf>,
+    pub record: Option<RecordSettings>,
+    pub remote: RemoteSettings,
+    pub serve: ServeSettings,
     pub interval: Duration,
     pub history: Duration,
     pub once: bool,
@@ -93,6 +143,8 @@ pub struct Settings {
     pub sort_dir: SortDir,
     /// `--only`: the GPUs to show; `None` shows all.
     pub only: Option<Vec<GpuSelector>>,
+    /// Where `only` came from (`--only` or `GPUWATCH_ONLY`), for "matches no GPU".
+    pub only_origin: String,
     pub nvml_lib: Option<PathBuf>,
     pub thresholds: Thresholds,
     /// The config file actually read (`None` when there was none).
@@ -121,6 +173,7 @@ pub fn config_location(flag: Option<&Path>, env: Env) -> Option<ConfigLocation> 
             named_by: Some("--config"),
         });
     }
+    // `ENV_FLAGS` lists `config`; the name is spelled out here because it is `'static`.
     if let Some(path) = set("GPUWATCH_CONFIG") {
         return Some(ConfigLocation {
             path: path.into(),
@@ -156,52 +209,39 @@ fn load(location: Option<ConfigLocation>) -> Result<Option<LoadedFile>, Settings
 impl Settings {
     /// Resolves flags, `env` (which also locates the config file and gives `NO_COLOR`) and
     /// the file. `stdout_is_tty` is whether output goes to a terminal (injected for tests).
+    /// Unknown `GPUWATCH_*` names are refused separately, by `check_env_names`, since this
+    /// looks variables up by name and never lists them.
     pub fn resolve(cli: &Cli, env: Env, stdout_is_tty: bool) -> Result<Self, SettingsError> {
         let file = load(config_location(cli.config.as_deref(), env))?;
         let r = Resolver::new(env, file.as_ref());
         let fc = r.file_config();
-
-        let interval = r.duration(
-            ("interval", &cli.interval),
-            ("interval", &fc.interval),
-            DEFAULT_INTERVAL,
-        )?;
-        if interval.value < MIN_INTERVAL {
-            return Err(interval.invalid("must be at least 100ms"));
-        }
-        let history = r.duration(
-            ("history", &cli.history),
-            ("history", &fc.history),
-            DEFAULT_HISTORY,
-        )?;
-        if history.value < interval.value {
-            return Err(history.invalid("must be at least one interval"));
-        }
-        if !(1..=MAX_GPUS).contains(&cli.demo_gpus) {
-            return Err(flag_error(
-                "demo-gpus",
-                cli.demo_gpus,
-                "must be between 1 and 64",
-            ));
-        }
+        let (interval, history) = timing(cli, &r)?;
+        let (demo_gpus, seed) = sources::demo_fleet(cli, &r)?;
         let theme = r.theme(&cli.theme, &fc.theme)?;
-        let no_color = cli.no_color || env("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let no_color = r.switch(("no-color", cli.no_color), ("", &None))?
+            || env("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let json = r.switch(("json", cli.json), ("", &None))?;
+        let once = r.switch(("once", cli.once), ("", &None))?;
         let (sort, sort_dir) = r.sort(&cli.sort, &fc.sort)?;
-        let only = r
-            .text("only", &cli.only)?
-            .map(|got| parse_gpu_list(&got.value).map_err(|why| got.invalid_because(why)));
+        let only = r.text("only", &cli.only)?;
+        let only_origin = only
+            .as_ref()
+            .map_or_else(|| "--only".into(), |got| got.at());
+        let only = only
+            .map(|got| parse_gpu_list(&got.value).map_err(|why| got.invalid_because(why)))
+            .transpose()?;
         Ok(Settings {
-            source: if cli.demo {
-                SourceKind::Demo
-            } else {
-                cli.source
-            },
-            demo_gpus: cli.demo_gpus,
-            seed: cli.seed,
-            interval: interval.value,
-            history: history.value,
-            once: cli.once || cli.json || !stdout_is_tty,
-            json: cli.json,
+            source: sources::source_kind(cli, &r)?,
+            demo_gpus,
+            seed,
+            replay: sources::replay(cli),
+            record: outputs::record(cli, &r)?,
+            remote: sources::remote(cli, &r)?,
+            serve: outputs::serve(cli, &r)?,
+            interval,
+            history,
+            once: once || json || !stdout_is_tty,
+            json,
             theme: if no_color { ThemeName::Mono } else { theme },
             compact: r.switch(("compact", cli.compact), ("compact", &fc.compact))?,
             readonly: r.switch(("readonly", cli.readonly), ("readonly", &fc.readonly))?,
@@ -209,9 +249,10 @@ impl Settings {
             columns: r.columns(&fc.columns)?,
             sort,
             sort_dir,
-            only: only.transpose()?,
-            nvml_lib: cli.nvml_lib.clone(),
-            thresholds: thresholds(cli, &r)?,
+            only,
+            only_origin,
+            nvml_lib: sources::nvml_lib(cli, &r)?,
+            thresholds: thresholds::thresholds(cli, &r)?,
             config_path: file.as_ref().map(|f| f.path.clone()),
             pick: match &cli.command {
                 Some(crate::cli::Command::Pick(args)) => Some(pick_request(args)?),
@@ -229,79 +270,26 @@ impl Settings {
     }
 }
 
-fn thresholds(cli: &Cli, r: &Resolver) -> Result<Thresholds, SettingsError> {
-    let d = Thresholds::default();
-    let t = &r.file_config().thresholds;
-    let oom_warn = r.percent(
-        ("oom-warn", &cli.oom_warn),
-        ("thresholds.oom_warn_percent", &t.oom_warn_percent),
-        d.oom_warn_percent,
+/// `--interval` and `--history`, which must hold at least one interval.
+fn timing(cli: &Cli, r: &Resolver) -> Result<(Duration, Duration), SettingsError> {
+    let fc = r.file_config();
+    let interval = r.duration(
+        ("interval", &cli.interval),
+        ("interval", &fc.interval),
+        DEFAULT_INTERVAL,
     )?;
-    let oom_critical = r.percent(
-        ("oom-critical", &cli.oom_critical),
-        ("thresholds.oom_critical_percent", &t.oom_critical_percent),
-        d.oom_critical_percent,
+    if interval.value < MIN_INTERVAL {
+        return Err(interval.invalid("must be at least 100ms"));
+    }
+    let history = r.duration(
+        ("history", &cli.history),
+        ("history", &fc.history),
+        DEFAULT_HISTORY,
     )?;
-    values::ordered(&oom_warn, &oom_critical)?;
-    let temp_warn = r.celsius(
-        ("temp-warn", &cli.temp_warn),
-        ("thresholds.temp_warn", &t.temp_warn),
-        d.temp_warn,
-    )?;
-    let temp_critical = r.celsius(
-        ("temp-critical", &cli.temp_critical),
-        ("thresholds.temp_critical", &t.temp_critical),
-        d.temp_critical,
-    )?;
-    values::ordered(&temp_warn, &temp_critical)?;
-    Ok(Thresholds {
-        oom_warn_percent: oom_warn.value,
-        oom_critical_percent: oom_critical.value,
-        oom_time_to_full: r
-            .duration(
-                ("oom-time-to-full", &cli.oom_time_to_full),
-                ("thresholds.oom_time_to_full", &t.oom_time_to_full),
-                d.oom_time_to_full,
-            )?
-            .value,
-        temp_warn: temp_warn.value,
-        temp_critical: temp_critical.value,
-        temp_hold: r
-            .duration(
-                ("temp-hold", &cli.temp_hold),
-                ("thresholds.temp_hold", &t.temp_hold),
-                d.temp_hold,
-            )?
-            .value,
-        idle_min_vram: r
-            .size(
-                ("idle-min-vram", &cli.idle_min_vram),
-                ("thresholds.idle_min_vram", &t.idle_min_vram),
-                d.idle_min_vram,
-            )?
-            .value,
-        idle_after: r
-            .duration(
-                ("idle-after", &cli.idle_after),
-                ("thresholds.idle_after", &t.idle_after),
-                d.idle_after,
-            )?
-            .value,
-        stale_min_vram: r
-            .size(
-                ("stale-min-vram", &cli.stale_min_vram),
-                ("thresholds.stale_min_vram", &t.stale_min_vram),
-                d.stale_min_vram,
-            )?
-            .value,
-        stale_after: r
-            .duration(
-                ("stale-after", &cli.stale_after),
-                ("thresholds.stale_after", &t.stale_after),
-                d.stale_after,
-            )?
-            .value,
-    })
+    if history.value < interval.value {
+        return Err(history.invalid("must be at least one interval"));
+    }
+    Ok((interval.value, history.value))
 }
 
 fn pick_request(args: &PickArgs) -> Result<PickRequest, SettingsError> {
@@ -317,7 +305,7 @@ fn pick_request(args: &PickArgs) -> Result<PickRequest, SettingsError> {
     }
     let min_free = match &args.min_free {
         Some(text) => Some(
-            pick::parse_size(text)
+            text.parse::<Bytes>()
                 .map_err(|why| SettingsError::new("--min-free".into(), why, None))?,
         ),
         None => None,

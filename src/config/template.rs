@@ -6,9 +6,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::values::theme_config_name;
-use super::{DEFAULT_HISTORY, DEFAULT_INTERVAL, DEFAULT_SORT, Env, Settings, SettingsError};
-use crate::cli::{Cli, ConfigCommand};
+use super::parse::{source_config_name, theme_config_name};
+use super::{
+    DEFAULT_HISTORY, DEFAULT_INTERVAL, DEFAULT_LISTEN, DEFAULT_SORT, Env, Settings, SettingsError,
+};
+use crate::cli::{Cli, ConfigCommand, SourceKind};
 use crate::model::procs::{Column, SortDir};
 use crate::model::warnings::Thresholds;
 use crate::ui::theme::ThemeName;
@@ -34,6 +36,9 @@ pub fn default_file_text() -> String {
 # Durations: "500ms", "2s", "5m", "1h", or a number of seconds.
 # Sizes: "1GiB", "512MiB", or a number of GiB.
 
+# Where readings come from (--source): "nvml" (real GPUs), "auto" (NVML, else the simulated
+# demo fleet) or "demo".
+source = "{source}"
 # Time between samples, at least 100ms (--interval).
 interval = {interval}
 # How far back sparklines and VRAM trends reach (--history).
@@ -77,7 +82,32 @@ idle_after = {idle_after}
 # a stale allocation (--stale-min-vram, --stale-after).
 stale_min_vram = {stale_min}
 stale_after = {stale_after}
+
+[record]
+# Write every sample as NDJSON to this file, in any mode (--record); no recording by default.
+# path = "gpuwatch.ndjson"
+# Past this size start a new file, keeping the previous one as PATH.1 (--record-max-size);
+# no limit by default.
+# max_size = "100MiB"
+
+[remote]
+# Other hosts running `gpuwatch serve` to watch, as HOST:PORT (--remote).
+hosts = []
+# A file listing more hosts, one HOST:PORT a line (--hosts-file); none by default.
+# hosts_file = "/etc/gpuwatch/hosts"
+# With remote hosts, show this machine's GPUs too (--with-local).
+with_local = false
+
+[serve]
+# gpuwatch serve: the IP:PORT to listen on; 0.0.0.0 exposes it on every interface (--listen).
+listen = "{listen}"
+# Also export dcgm-exporter's DCGM_FI_DEV_* names for existing dashboards (--dcgm-compat).
+dcgm_compat = false
+# Also export per-process series labelled by PID, user and command (--process-metrics).
+process_metrics = false
 "#,
+        source = source_config_name(SourceKind::Nvml),
+        listen = DEFAULT_LISTEN,
         interval = dur(DEFAULT_INTERVAL),
         history = dur(DEFAULT_HISTORY),
         theme = theme_config_name(ThemeName::Dark),

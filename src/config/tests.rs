@@ -152,3 +152,65 @@ fn env_names_follow_the_flags() {
     assert_eq!(env_var("temp-warn"), "GPUWATCH_TEMP_WARN");
     assert_eq!(env_var("interval"), "GPUWATCH_INTERVAL");
 }
+
+/// The table of known variables is exactly what `resolve` reads (the other direction, a
+/// variable read but missing from the table, fails `Resolver::text`'s debug assertion).
+#[test]
+fn every_known_variable_is_read() {
+    let asked = std::cell::RefCell::new(Vec::<String>::new());
+    let env = |name: &str| {
+        asked.borrow_mut().push(name.to_string());
+        None
+    };
+    for args in [&["gpuwatch"][..], &["gpuwatch", "serve"]] {
+        Settings::resolve(&Cli::parse_from(args), &env, true).unwrap();
+    }
+    let asked = asked.into_inner();
+    for flag in ENV_FLAGS {
+        assert!(
+            asked.contains(&env_var(flag)),
+            "{flag} is listed but never read"
+        );
+    }
+    for name in asked.iter().filter(|n| n.starts_with("GPUWATCH_")) {
+        assert!(
+            known_env_vars().contains(name),
+            "{name} is read but not listed"
+        );
+    }
+}
+
+#[test]
+fn demo_and_source_from_the_stronger_place() {
+    let with = |vars: &'static [(&'static str, &'static str)], args: &[&str]| {
+        let env = move |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        };
+        let mut argv = vec!["gpuwatch"];
+        argv.extend_from_slice(args);
+        Settings::resolve(&Cli::parse_from(argv), &env, true)
+            .unwrap()
+            .source
+    };
+    assert_eq!(with(&[("GPUWATCH_DEMO", "1")], &[]), SourceKind::Demo);
+    assert_eq!(with(&[("GPUWATCH_SOURCE", "auto")], &[]), SourceKind::Auto);
+    assert_eq!(
+        with(&[("GPUWATCH_DEMO", "1")], &["--source", "nvml"]),
+        SourceKind::Nvml,
+        "a flag beats the environment"
+    );
+    assert_eq!(
+        with(&[("GPUWATCH_SOURCE", "nvml")], &["--demo"]),
+        SourceKind::Demo
+    );
+    assert_eq!(
+        with(
+            &[("GPUWATCH_SOURCE", "auto"), ("GPUWATCH_DEMO", "yes")],
+            &[]
+        ),
+        SourceKind::Demo,
+        "at the same place --demo wins"
+    );
+}

@@ -6,7 +6,9 @@ use std::fmt;
 use std::ops::Range;
 use std::time::Duration;
 
+use super::env::{ENV_FLAGS, env_var};
 use super::file::{ColumnsTable, DurationText, Entry, FileConfig, LoadedFile, SizeText, SortTable};
+use super::parse::{check_percent, parse_duration, parse_switch, sort_by_name, theme_by_name};
 use super::{DEFAULT_SORT, Env, SettingsError};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::ui::theme::ThemeName;
@@ -46,11 +48,24 @@ pub(super) struct Got<T> {
 }
 
 impl<T> Got<T> {
-    fn at(&self) -> String {
+    /// Where the value came from, as an error names it: `--flag`, `GPUWATCH_X` or
+    /// `FILE:LINE: key` (`--flag` for a default, the place to change it).
+    pub fn at(&self) -> String {
         match &self.origin {
             Origin::Flag | Origin::Default => format!("--{}", self.flag),
             Origin::Env(var) | Origin::File(var) => var.clone(),
         }
+    }
+
+    /// Whether this value was given at least as strongly as `other` (flag > env > file >
+    /// default), for two settings that decide one thing (`--demo` and `--source`).
+    pub fn at_least_as_strong_as<U>(&self, other: &Got<U>) -> bool {
+        self.origin.rank() >= other.origin.rank()
+    }
+
+    /// Whether anyone gave this value (it is not the default).
+    pub fn given(&self) -> bool {
+        self.origin != Origin::Default
     }
 
     /// How to refer to this setting in a message about another one from `vocabulary`'s place.
@@ -101,11 +116,6 @@ pub(super) fn ordered<T: PartialOrd + fmt::Display>(
     })
 }
 
-/// `GPUWATCH_TEMP_WARN` for `temp-warn`.
-pub fn env_var(flag: &str) -> String {
-    format!("GPUWATCH_{}", flag.to_uppercase().replace('-', "_"))
-}
-
 pub(super) struct Resolver<'a> {
     env: Env<'a>,
     file: Option<&'a LoadedFile>,
@@ -143,6 +153,8 @@ impl<'a> Resolver<'a> {
         flag: &'static str,
         cli: &Option<String>,
     ) -> Result<Option<Got<String>>, SettingsError> {
+        // The table of known variables must name every one read here (see `env`).
+        debug_assert!(ENV_FLAGS.contains(&flag), "{flag} missing from ENV_FLAGS");
         let var = env_var(flag);
         let (text, origin) = match cli {
             Some(text) => (text.clone(), Origin::Flag),
@@ -161,7 +173,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// The layering every setting goes through: flag, env, file, default.
-    fn layer<T, F>(
+    pub fn layer<T, F>(
         &self,
         (flag, cli): Flag<&Option<String>>,
         (key, entry): Key<F>,
@@ -200,6 +212,22 @@ impl<'a> Resolver<'a> {
         })
     }
 
+    /// A setting with no file key (the demo fleet's size, `--seed`): flag, env, default.
+    pub fn flag_or_env<T>(
+        &self,
+        flag: Flag<&Option<String>>,
+        parse: impl Fn(&str) -> Result<T, String>,
+        default: T,
+    ) -> Result<Got<T>, SettingsError> {
+        self.layer(
+            flag,
+            ("", &None::<toml::Spanned<()>>),
+            parse,
+            |()| unreachable!("no key"),
+            default,
+        )
+    }
+
     pub fn duration(
         &self,
         flag: Flag<&Option<String>>,
@@ -215,13 +243,7 @@ impl<'a> Resolver<'a> {
         key: Key<SizeText>,
         default: Bytes,
     ) -> Result<Got<Bytes>, SettingsError> {
-        self.layer(
-            flag,
-            key,
-            crate::pick::parse_size,
-            |t| crate::pick::parse_size(&t.0),
-            default,
-        )
+        self.layer(flag, key, |t| t.parse(), |t| t.0.parse(), default)
     }
 
     pub fn percent(
@@ -255,11 +277,18 @@ impl<'a> Resolver<'a> {
     }
 
     /// A switch: the flag can only turn it on; env and file can say either.
-    pub fn switch(&self, (flag, on): Flag<bool>, key: Key<bool>) -> Result<bool, SettingsError> {
+    pub fn switch(&self, flag: Flag<bool>, key: Key<bool>) -> Result<bool, SettingsError> {
+        Ok(self.switch_got(flag, key)?.value)
+    }
+
+    /// The same, remembering where it came from.
+    pub fn switch_got(
+        &self,
+        (flag, on): Flag<bool>,
+        key: Key<bool>,
+    ) -> Result<Got<bool>, SettingsError> {
         let cli = on.then(|| "true".to_string());
-        Ok(self
-            .layer((flag, &cli), key, parse_switch, |v| Ok(*v), false)?
-            .value)
+        self.layer((flag, &cli), key, parse_switch, |v| Ok(*v), false)
     }
 
     pub fn theme(
@@ -327,57 +356,4 @@ impl<'a> Resolver<'a> {
         }
         Ok(columns)
     }
-}
-
-/// `500ms`, `2s`, `1m`, or a bare number of seconds like `watch -n` takes.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let trimmed = text.trim();
-    if let Ok(secs) = trimmed.parse::<f64>()
-        && secs.is_finite()
-        && secs >= 0.0
-    {
-        return Duration::try_from_secs_f64(secs).map_err(|_| format!("{secs} s is too long"));
-    }
-    humantime::parse_duration(trimmed)
-        .map_err(|e| format!("not a duration like 500ms, 2s or 5m: {e}"))
-}
-
-fn check_percent(v: f64) -> Result<f64, String> {
-    if (0.0..=100.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err("must be a percentage between 0 and 100".into())
-    }
-}
-
-fn parse_switch(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err("not a switch: use 1, true, yes, on or 0, false, no, off".into()),
-    }
-}
-
-pub fn theme_by_name(name: &str) -> Result<ThemeName, String> {
-    match name {
-        "dark" => Ok(ThemeName::Dark),
-        "light" => Ok(ThemeName::Light),
-        "mono" => Ok(ThemeName::Mono),
-        _ => Err("unknown theme; use dark, light or mono".into()),
-    }
-}
-
-pub fn theme_config_name(theme: ThemeName) -> &'static str {
-    match theme {
-        ThemeName::Dark => "dark",
-        ThemeName::Light => "light",
-        ThemeName::Mono => "mono",
-    }
-}
-
-fn sort_by_name(name: &str) -> Result<SortKey, String> {
-    SortKey::from_config_name(name).ok_or_else(|| {
-        let known: Vec<_> = SortKey::ALL.iter().map(|k| k.config_name()).collect();
-        format!("unknown column; use one of {}", known.join(", "))
-    })
 }

@@ -95,6 +95,7 @@ mod tests {
                 cpu_percent: None,
                 host_memory: None,
                 started: t(0),
+                context: Default::default(),
             }),
         }
     }

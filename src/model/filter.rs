@@ -3,7 +3,6 @@
 //! must hold (AND). Parsing and matching only; invalid text is an error to show, never a crash.
 
 use super::procs::ProcRow;
-use crate::pick::parse_size;
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +53,9 @@ fn parse_term(word: &str) -> Result<Term, String> {
         ("<", false, false),
     ] {
         if let Some(rest) = lower.strip_prefix("vram").and_then(|r| r.strip_prefix(op)) {
-            let size = parse_size(rest).map_err(|e| format!("vram{op}: {e}"))?;
+            let size = rest
+                .parse::<Bytes>()
+                .map_err(|e| format!("vram{op}: {e}"))?;
             return Ok(if above {
                 Term::VramAbove(size, inclusive)
             } else {

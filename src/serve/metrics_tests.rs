@@ -71,6 +71,7 @@ fn visible(command: &str) -> HostProc {
         cpu_percent: Some(12.0),
         host_memory: Some(Bytes(Bytes::GIB)),
         started: at() - Duration::from_secs(600),
+        context: Default::default(),
     })
 }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
-use crate::cli::ServeArgs;
+use crate::config::ServeSettings;
 use crate::sampler::{self, SamplerEvent};
 use crate::source::GpuSource;
 use crate::state::{Msg, State, ViewConfig, update};
@@ -27,20 +27,21 @@ use crate::state::{Msg, State, ViewConfig, update};
 use http::Published;
 pub use metrics::MetricOptions;
 
-/// Bad input (`--listen`) or a port we cannot have: the same code as other usage errors.
+/// A port we cannot have: the same code as other usage errors.
 const EXIT_USAGE: u8 = 2;
 
 /// How long open connections may take to finish after SIGINT/SIGTERM before we exit anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// `gpuwatch serve` after the source is built: binds, serves until SIGINT/SIGTERM (exit 0).
-/// A bad `--listen` or a port in use is one line and exit 2; runtime failures exit 1.
-pub fn main(args: &ServeArgs, source: Box<dyn GpuSource>, config: ViewConfig) -> ExitCode {
+/// `gpuwatch serve` after the settings are resolved (`config` checked the address) and the
+/// source is built: binds, serves until SIGINT/SIGTERM (exit 0). A port we cannot have is
+/// one line and exit 2; runtime failures exit 1.
+pub fn main(settings: &ServeSettings, source: Box<dyn GpuSource>, config: ViewConfig) -> ExitCode {
     let options = MetricOptions {
-        dcgm_compat: args.dcgm_compat,
-        process_metrics: args.process_metrics,
+        dcgm_compat: settings.dcgm_compat,
+        process_metrics: settings.process_metrics,
     };
-    let listener = match parse_listen(&args.listen).and_then(bind) {
+    let listener = match bind(settings.listen, &settings.listen_origin) {
         Ok(l) => l,
         Err(why) => return fail(&why, EXIT_USAGE),
     };
@@ -62,24 +63,15 @@ fn fail(why: &str, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// `IP:PORT` only: a host name would need a resolver, and which interface to expose
-/// metrics on should be explicit.
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    text.parse().map_err(|_| {
-        format!(
-            "--listen: not an IP:PORT address such as 127.0.0.1:9400 or 0.0.0.0:9400 (got {text:?})"
-        )
-    })
-}
-
 /// Binds before the runtime starts, so a port in use is reported as a usage error.
-fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, String> {
+/// `origin` names where the address was set.
+fn bind(addr: SocketAddr, origin: &str) -> Result<std::net::TcpListener, String> {
     let listener = std::net::TcpListener::bind(addr)
-        .map_err(|e| format!("--listen: cannot listen on {addr}: {e}"))?;
+        .map_err(|e| format!("{origin}: cannot listen on {addr}: {e}"))?;
     // Tokio requires a non-blocking socket.
     listener
         .set_nonblocking(true)
-        .map_err(|e| format!("--listen: cannot use {addr}: {e}"))?;
+        .map_err(|e| format!("{origin}: cannot use {addr}: {e}"))?;
     Ok(listener)
 }
 
@@ -170,23 +162,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn listen_takes_ip_and_port_only() {
-        assert_eq!(
-            parse_listen("127.0.0.1:9400").unwrap(),
-            "127.0.0.1:9400".parse::<SocketAddr>().unwrap()
-        );
-        assert!(parse_listen("[::1]:0").is_ok());
-        let err = parse_listen("localhost:9400").unwrap_err();
-        assert!(err.starts_with("--listen: "), "{err}");
-        assert!(err.contains("\"localhost:9400\""), "{err}");
-        assert!(parse_listen("127.0.0.1").is_err());
-    }
-
-    #[test]
     fn a_port_in_use_is_a_usage_error_naming_the_address() {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = taken.local_addr().unwrap();
-        let err = bind(addr).unwrap_err();
+        let err = bind(addr, "--listen").unwrap_err();
         assert!(err.contains(&addr.to_string()), "{err}");
         assert!(!err.contains('\n'));
     }

@@ -8,6 +8,7 @@ pub mod remote;
 pub mod replay;
 pub mod sim;
 pub mod wire;
+pub mod workload;
 
 use std::time::{Duration, SystemTime};
 
@@ -292,6 +293,9 @@ pub struct ProcDetails {
     pub host_memory: Option<Bytes>,
     #[serde(with = "epoch_seconds")]
     pub started: SystemTime,
+    /// Its container, pod, Slurm job or service, and its GPU-related environment.
+    #[serde(skip)]
+    pub context: workload::ProcContext,
 }
 
 impl ProcReading {

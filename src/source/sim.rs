@@ -422,6 +422,7 @@ fn proc(
             cpu_percent: Some(((cpu + jitter).max(0.0) * 10.0).round() as f32 / 10.0),
             host_memory: Some(Bytes::from_gib(host_gib)),
             started,
+            context: Default::default(),
         }),
     }
 }

@@ -131,6 +131,8 @@ impl Proc {
                 cpu_percent: self.cpu_percent,
                 host_memory: self.host_memory.map(Bytes),
                 started: epoch(self.started.ok_or_else(|| missing("start time"))?)?,
+                // Attribution is read from this host's /proc; the document does not carry it.
+                context: Default::default(),
             }),
             Visibility::OtherNamespace => HostProc::OtherNamespace,
             Visibility::Hidden => HostProc::Hidden,

@@ -1,0 +1,166 @@
+//! The `GPUWATCH_*` environment variables: the one table of the names gpuwatch reads, and
+//! the check that refuses any other, since a misspelt variable (`GPUWATCH_LISTNE`) would
+//! otherwise be ignored without a word. Reads no environment itself: names are injected.
+
+use super::SettingsError;
+
+/// Every flag that can also come from the environment as `GPUWATCH_<FLAG>`. `Resolver::text`
+/// refuses (in debug builds) to read a flag missing here, and a test checks that every one
+/// listed here is read, so this table is the list of known variables.
+pub const ENV_FLAGS: &[&str] = &[
+    "config",
+    "source",
+    "demo",
+    "demo-gpus",
+    "seed",
+    "nvml-lib",
+    "only",
+    "interval",
+    "history",
+    "once",
+    "json",
+    "theme",
+    "no-color",
+    "compact",
+    "readonly",
+    "mouse",
+    "sort",
+    "record",
+    "record-max-size",
+    "remote",
+    "hosts-file",
+    "with-local",
+    "listen",
+    "dcgm-compat",
+    "process-metrics",
+    "oom-warn",
+    "oom-critical",
+    "oom-time-to-full",
+    "temp-warn",
+    "temp-critical",
+    "temp-hold",
+    "idle-after",
+    "idle-min-vram",
+    "stale-after",
+    "stale-min-vram",
+];
+
+/// `GPUWATCH_*` variables read by something other than the settings: the fake NVML library
+/// the tests load through `--nvml-lib` takes its scenario from this one.
+const OTHER_VARS: &[&str] = &["GPUWATCH_FAKE_NVML_SCENARIO"];
+
+/// `GPUWATCH_TEMP_WARN` for `temp-warn`.
+pub fn env_var(flag: &str) -> String {
+    format!("GPUWATCH_{}", flag.to_uppercase().replace('-', "_"))
+}
+
+/// Every `GPUWATCH_*` name gpuwatch knows, in table order.
+pub fn known_env_vars() -> Vec<String> {
+    ENV_FLAGS
+        .iter()
+        .map(|f| env_var(f))
+        .chain(OTHER_VARS.iter().map(|v| v.to_string()))
+        .collect()
+}
+
+/// Refuses the first `GPUWATCH_*` name in `names` that gpuwatch does not read, suggesting
+/// the nearest known one when it is a likely typo. Other variables are none of our business.
+pub fn check_env_names(names: impl IntoIterator<Item = String>) -> Result<(), SettingsError> {
+    let known = known_env_vars();
+    let mut unknown: Vec<String> = names
+        .into_iter()
+        .filter(|n| n.starts_with("GPUWATCH_") && !known.contains(n))
+        .collect();
+    // The environment's order is arbitrary; the same environment gives the same message.
+    unknown.sort();
+    let Some(name) = unknown.into_iter().next() else {
+        return Ok(());
+    };
+    let nearest = known
+        .iter()
+        .map(|k| (distance(&name, k), k))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, _)| *d <= 2);
+    let why = match nearest {
+        Some((_, k)) => format!("unknown setting; did you mean {k}?"),
+        None => format!("unknown setting (known: {})", known.join(", ")),
+    };
+    Err(SettingsError::new(name, why, None))
+}
+
+/// Edit distance counting an adjacent swap as one edit (`LISTNE` → `LISTEN` is 1).
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(names: &[&str]) -> Result<(), String> {
+        check_env_names(names.iter().map(|n| n.to_string())).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn known_and_foreign_names_pass() {
+        check(&[
+            "GPUWATCH_LISTEN",
+            "GPUWATCH_CONFIG",
+            "GPUWATCH_NVML_LIB",
+            "HOME",
+        ])
+        .unwrap();
+        check(&["GPUWATCH_FAKE_NVML_SCENARIO", "GPUWATCHER", "PATH"]).unwrap();
+    }
+
+    #[test]
+    fn a_typo_gets_a_suggestion() {
+        assert_eq!(
+            check(&["GPUWATCH_LISTNE"]).unwrap_err(),
+            "GPUWATCH_LISTNE: unknown setting; did you mean GPUWATCH_LISTEN?"
+        );
+        assert_eq!(
+            check(&["GPUWATCH_INTERVALL"]).unwrap_err(),
+            "GPUWATCH_INTERVALL: unknown setting; did you mean GPUWATCH_INTERVAL?"
+        );
+    }
+
+    #[test]
+    fn a_stranger_gets_the_list() {
+        let err = check(&["GPUWATCH_COLOUR_SCHEME"]).unwrap_err();
+        assert!(
+            err.starts_with("GPUWATCH_COLOUR_SCHEME: unknown setting (known: GPUWATCH_CONFIG, "),
+            "{err}"
+        );
+        assert!(
+            err.contains("GPUWATCH_LISTEN") && !err.contains('\n'),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn env_names_follow_the_flags() {
+        assert_eq!(env_var("temp-warn"), "GPUWATCH_TEMP_WARN");
+        assert_eq!(env_var("record-max-size"), "GPUWATCH_RECORD_MAX_SIZE");
+    }
+}

@@ -1,0 +1,94 @@
+//! Settings for where readings come from: the source kind (`--source`, `--demo`), the demo
+//! fleet, the NVML library, a replayed recording and remote hosts. Resolution only: opening
+//! libraries, reading the hosts file and connecting belong to `launch`.
+
+use std::path::PathBuf;
+
+use super::parse::{parse_addresses, parse_whole, source_by_name};
+use super::values::Resolver;
+use super::{RemoteSettings, SettingsError};
+use crate::cli::{Cli, Command, SourceKind};
+use crate::source::remote::parse_address;
+use crate::source::sim::MAX_GPUS;
+
+pub const DEFAULT_DEMO_GPUS: usize = 8;
+pub const DEFAULT_SEED: u64 = 42;
+
+/// `--source`, with `--demo` (or `GPUWATCH_DEMO`) as a shorthand for `demo`. When both are
+/// given the one from the stronger place wins, so `GPUWATCH_DEMO=1 gpuwatch --source nvml`
+/// reads NVML; at the same place `--demo` wins, as it always has.
+pub(super) fn source_kind(cli: &Cli, r: &Resolver) -> Result<SourceKind, SettingsError> {
+    let kind = r.layer(
+        ("source", &cli.source),
+        ("source", &r.file_config().source),
+        source_by_name,
+        |s| source_by_name(s),
+        SourceKind::Nvml,
+    )?;
+    let demo = r.switch_got(("demo", cli.demo), ("demo", &None))?;
+    Ok(if demo.value && demo.at_least_as_strong_as(&kind) {
+        SourceKind::Demo
+    } else {
+        kind.value
+    })
+}
+
+/// `--demo-gpus` and `--seed`: the simulated fleet's size and seed.
+pub(super) fn demo_fleet(cli: &Cli, r: &Resolver) -> Result<(usize, u64), SettingsError> {
+    let gpus = r.flag_or_env(
+        ("demo-gpus", &cli.demo_gpus),
+        parse_whole,
+        DEFAULT_DEMO_GPUS,
+    )?;
+    if !(1..=MAX_GPUS).contains(&gpus.value) {
+        return Err(gpus.invalid("must be between 1 and 64"));
+    }
+    let seed = r.flag_or_env(("seed", &cli.seed), parse_whole, DEFAULT_SEED)?;
+    Ok((gpus.value, seed.value))
+}
+
+pub(super) fn nvml_lib(cli: &Cli, r: &Resolver) -> Result<Option<PathBuf>, SettingsError> {
+    Ok(r.text("nvml-lib", &cli.nvml_lib)?
+        .map(|got| got.value.into()))
+}
+
+/// `gpuwatch replay FILE`: the recording to play instead of a live source.
+pub(super) fn replay(cli: &Cli) -> Option<PathBuf> {
+    match &cli.command {
+        Some(Command::Replay { file }) => Some(file.clone()),
+        _ => None,
+    }
+}
+
+/// `--remote`, `--hosts-file` and `--with-local`, each flag > env > `[remote]` key.
+pub(super) fn remote(cli: &Cli, r: &Resolver) -> Result<RemoteSettings, SettingsError> {
+    let t = &r.file_config().remote;
+    let addresses = r.layer(
+        ("remote", &cli.remote),
+        ("remote.hosts", &t.hosts),
+        parse_addresses,
+        |list| list.iter().map(|h| parse_address(h)).collect(),
+        Vec::new(),
+    )?;
+    let path = |s: &str| Ok(Some(PathBuf::from(s)));
+    let hosts_file = r.layer(
+        ("hosts-file", &cli.hosts_file),
+        ("remote.hosts_file", &t.hosts_file),
+        path,
+        |s| path(s),
+        None,
+    )?;
+    let with_local = r.switch_got(
+        ("with-local", cli.with_local),
+        ("remote.with_local", &t.with_local),
+    )?;
+    if with_local.value && addresses.value.is_empty() && hosts_file.value.is_none() {
+        let why = "only with --remote or --hosts-file".to_string();
+        return Err(SettingsError::new(with_local.at(), why, None));
+    }
+    Ok(RemoteSettings {
+        addresses: addresses.value,
+        hosts_file: hosts_file.value,
+        with_local: with_local.value,
+    })
+}

@@ -1,0 +1,289 @@
+//! From resolved `Settings` to a running mode: builds the source (live NVML or the demo
+//! fleet, a replay, remote hosts, wrapped for recording), the view configuration, and runs
+//! `--once`, `pick` or the TUI. Reads `Settings` only, never raw flags; never draws.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use color_eyre::eyre::Result;
+
+use crate::app::{self, Exit};
+use crate::cli::SourceKind;
+use crate::config::{PickRequest, Settings};
+use crate::headless;
+use crate::model::warnings::{Subject, WarningKind};
+use crate::pick;
+use crate::record::{self, RecordingSource};
+use crate::source::multi::MultiSource;
+use crate::source::nvml::NvmlSource;
+use crate::source::remote;
+use crate::source::replay::{ReplayHandle, ReplaySource};
+use crate::source::sim::{SimClock, SimSource};
+use crate::source::{GpuSource, Sample, SourceError};
+use crate::state::{State, ViewConfig};
+
+/// The source and what the modes need to know about it.
+pub struct Built {
+    pub source: Box<dyn GpuSource>,
+    /// The simulated fleet: its processes cannot be signalled.
+    pub demo: bool,
+    /// Time between samples (a replay goes at its recording's pace).
+    pub interval: Duration,
+    replay: Option<(ReplayHandle, i64)>,
+    /// Something to say on the status line at start (e.g. skipped recording lines).
+    notice: Option<String>,
+}
+
+/// Builds the source `settings` ask for. Errors are one line (exit 2: bad input or no
+/// usable source).
+pub fn build(settings: &Settings) -> Result<Built, String> {
+    let remote = &settings.remote;
+    let mut built = match &settings.replay {
+        Some(file) => replay_source(file)?,
+        None if remote.any() => remote_source(settings)?,
+        None => {
+            let (source, demo) = live_source(settings)?;
+            // With --source auto the fallback must be obvious on screen, not just on stderr.
+            let notice = (demo && settings.source == SourceKind::Auto)
+                .then(|| "no usable NVIDIA GPU here: showing the simulated demo fleet".to_string());
+            Built {
+                source,
+                demo,
+                interval: settings.interval,
+                replay: None,
+                notice,
+            }
+        }
+    };
+    if let Some(rec) = &settings.record {
+        let max = rec.max_size.map(|b| b.0);
+        let inner = std::mem::replace(&mut built.source, Box::new(NoSource));
+        built.source = Box::new(RecordingSource::new(inner, &rec.path, built.interval, max)?);
+    }
+    check_only(&mut built, settings)?;
+    Ok(built)
+}
+
+/// `--only` that selects nothing is a typo to report (exit 2), not "0 GPUs" to show; only
+/// a sample can tell. So when `--only` is given one sample is taken here, before any mode
+/// starts, checked, and handed back as the mode's first sample: every mode (`--once`,
+/// `pick`, `serve`, the TUI) gets the same check, and the TUI fails before it takes over
+/// the terminal. A host that is down may hold the GPU meant, so then nothing is refused.
+fn check_only(built: &mut Built, settings: &Settings) -> Result<(), String> {
+    let Some(only) = &settings.only else {
+        return Ok(());
+    };
+    let first = built.source.sample();
+    if let Ok(sample) = &first
+        && sample.hosts.iter().all(|h| h.error.is_none())
+        && let Some(why) = crate::select::unmatched(only, &sample.gpus)
+    {
+        return Err(format!("{}: {why}", settings.only_origin));
+    }
+    let inner = std::mem::replace(&mut built.source, Box::new(NoSource));
+    built.source = Box::new(Primed {
+        first: Some(first),
+        inner,
+    });
+    Ok(())
+}
+
+/// A source whose first sample was already taken (by `check_only`); returns it first.
+struct Primed {
+    first: Option<Result<Sample, SourceError>>,
+    inner: Box<dyn GpuSource>,
+}
+
+impl GpuSource for Primed {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        self.first.take().unwrap_or_else(|| self.inner.sample())
+    }
+}
+
+/// A placeholder while a source is moved into a wrapper; never sampled.
+struct NoSource;
+
+impl GpuSource for NoSource {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        Err(SourceError::Unavailable("no source".into()))
+    }
+}
+
+/// Remote hosts (`--remote`, `--hosts-file`), with this machine's GPUs for `--with-local`.
+fn remote_source(settings: &Settings) -> Result<Built, String> {
+    let remote = &settings.remote;
+    let mut addresses = remote.addresses.clone();
+    if let Some(path) = &remote.hosts_file {
+        addresses.extend(remote::read_hosts_file(path)?);
+    }
+    let local = if remote.with_local {
+        let (source, _) = live_source(settings)?;
+        Some((crate::source::hostname(), source))
+    } else {
+        None
+    };
+    let multi = MultiSource::new(local, &addresses, settings.interval);
+    Ok(Built {
+        source: Box::new(multi),
+        // Remote processes are never signalled (the rule lives in state::signal); local
+        // ones are, so the local source decides.
+        demo: remote.with_local && settings.source == SourceKind::Demo,
+        interval: settings.interval,
+        replay: None,
+        notice: None,
+    })
+}
+
+fn replay_source(file: &std::path::Path) -> Result<Built, String> {
+    let recording = record::read(file)?;
+    let interval = recording.header.interval();
+    let notice = (!recording.skipped.is_empty()).then(|| {
+        let (line, why) = &recording.skipped[0];
+        format!(
+            "{}: skipped {} unreadable line(s), first at line {line}: {why}",
+            file.display(),
+            recording.skipped.len()
+        )
+    });
+    if let Some(n) = &notice {
+        eprintln!("gpuwatch: {n}");
+    }
+    let (source, handle) = ReplaySource::new(recording);
+    let seek = ReplaySource::samples_per(interval, Duration::from_secs(30));
+    Ok(Built {
+        source: Box::new(source),
+        demo: true,
+        interval,
+        replay: Some((handle, seek)),
+        notice,
+    })
+}
+
+/// The source for live monitoring, and whether it is the simulated fleet.
+fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String> {
+    let demo = || -> (Box<dyn GpuSource>, bool) {
+        let sim = SimSource::new(
+            settings.demo_gpus,
+            settings.seed,
+            settings.interval,
+            SimClock::Real,
+        );
+        (Box::new(sim), true)
+    };
+    let nvml = || NvmlSource::open(settings.nvml_lib.as_deref());
+    match settings.source {
+        SourceKind::Demo => Ok(demo()),
+        SourceKind::Nvml => nvml()
+            .map(|s| (Box::new(s) as Box<dyn GpuSource>, false))
+            .map_err(|e| e.to_string()),
+        SourceKind::Auto => Ok(match nvml() {
+            Ok(s) => (Box::new(s), false),
+            Err(e) => {
+                eprintln!("gpuwatch: {e}");
+                eprintln!("gpuwatch: no usable NVIDIA GPU here; showing the simulated demo fleet");
+                demo()
+            }
+        }),
+    }
+}
+
+/// What the state and views need from the settings, at the source's pace (`interval`: a
+/// replay keeps its recording's), with the history window counted in those samples.
+pub fn view_config(settings: &Settings, interval: Duration) -> ViewConfig {
+    ViewConfig {
+        interval,
+        history_len: (settings.history.as_secs_f64() / interval.as_secs_f64())
+            .ceil()
+            .max(1.0) as usize,
+        thresholds: settings.thresholds.clone(),
+        current_user: uzers::get_current_username().map(|u| u.to_string_lossy().into_owned()),
+        current_uid: Some(uzers::get_current_uid()),
+        utc_offset: *chrono::Local::now().offset(),
+        readonly: settings.readonly,
+        columns: settings.columns.clone(),
+        sort: settings.sort,
+        sort_dir: settings.sort_dir,
+        only: settings.only.clone(),
+    }
+}
+
+/// Runs `pick`, `--once` or the TUI on the built source.
+pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
+    let config = view_config(settings, built.interval);
+    let source = built.source;
+    if let Some(request) = &settings.pick {
+        return pick(source, config, request).await;
+    }
+    if settings.once {
+        return once(source, config, settings.json).await;
+    }
+    let options = app::Options {
+        compact: settings.compact,
+        panic_after_samples: settings.debug_panic_after,
+        mouse: settings.mouse,
+        demo: built.demo,
+        seek_samples: built.replay.as_ref().map_or(0, |r| r.1),
+        replay: built.replay.map(|r| r.0),
+        notice: built.notice,
+        theme: settings.theme,
+    };
+    Ok(match app::run(source, config, options).await? {
+        Exit::Quit => ExitCode::SUCCESS,
+        Exit::Signal(n) => ExitCode::from(128 + n as u8),
+    })
+}
+
+/// `--once`: the snapshot in full, then exit 1 naming each remote host that did not answer
+/// (a script must not mistake a partial fleet for the whole one).
+async fn once(source: Box<dyn GpuSource>, config: ViewConfig, json: bool) -> Result<ExitCode> {
+    let state = headless::snapshot(source, config).await?;
+    let text = if json {
+        headless::render_json(&state)
+    } else {
+        headless::render_text(&state)
+    };
+    print!("{text}");
+    let down = hosts_down(&state);
+    for why in &down {
+        eprintln!("gpuwatch: {why}");
+    }
+    Ok(if down.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `host H not answering: WHY` for each remote host that failed.
+fn hosts_down(state: &State) -> Vec<String> {
+    let down = state
+        .model
+        .warnings()
+        .iter()
+        .filter_map(|w| match (&w.subject, &w.kind) {
+            (Subject::Host { name }, WarningKind::HostDown { reason }) => {
+                Some(format!("host {name} not answering: {reason}"))
+            }
+            _ => None,
+        });
+    down.collect()
+}
+
+/// `gpuwatch pick`: one snapshot, the chosen GPUs on stdout, or why not (exit 1).
+async fn pick(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    request: &PickRequest,
+) -> Result<ExitCode> {
+    let state = headless::snapshot(source, config).await?;
+    Ok(match pick::choose(&state, &request.criteria) {
+        Ok(chosen) => {
+            println!("{}", pick::format(&chosen, request.format));
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("gpuwatch pick: {why}");
+            ExitCode::from(1)
+        }
+    })
+}

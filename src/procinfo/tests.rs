@@ -1,0 +1,247 @@
+//! ProcInfo against fixture /proc trees: identity, CPU deltas, caches, namespaces,
+//! workloads and environments.
+
+use super::*;
+use crate::source::workload::{Engine, Workload};
+
+const BTIME: u64 = 1_700_000_000;
+
+/// A fixture /proc tree in a temporary folder.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("stat"),
+            format!("cpu  1 2 3 4\nintr 5\nbtime {BTIME}\nprocesses 9\n"),
+        )
+        .unwrap();
+        Fixture { dir }
+    }
+
+    fn proc_info(&self) -> ProcInfo {
+        ProcInfo::new(self.dir.path(), 100, 4096)
+    }
+
+    /// Writes a process: its stat line with the given CPU and start ticks and RSS pages.
+    fn process(&self, pid: u32, comm: &str, uid: u32, cmdline: &[u8], cpu: u64, start: u64) {
+        let d = self.dir.path().join(pid.to_string());
+        std::fs::create_dir_all(&d).unwrap();
+        self.set_cpu(pid, comm, cpu, start);
+        std::fs::write(
+            d.join("status"),
+            format!("Name:\t{comm}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\nVmRSS:\t1 kB\n"),
+        )
+        .unwrap();
+        std::fs::write(d.join("cmdline"), cmdline).unwrap();
+    }
+
+    fn set_cpu(&self, pid: u32, comm: &str, cpu: u64, start: u64) {
+        // utime carries all the CPU ticks, stime is 0; rss is 2560 pages (10 MiB).
+        let line = format!(
+            "{pid} ({comm}) S 1 {pid} {pid} 0 -1 4194304 100 0 0 0 {cpu} 0 0 0 20 0 1 0 \
+             {start} 123456789 2560 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0\n"
+        );
+        std::fs::write(self.dir.path().join(pid.to_string()).join("stat"), line).unwrap();
+    }
+}
+
+fn visible(h: HostProc) -> ProcDetails {
+    match h {
+        HostProc::Visible(d) => d,
+        other => panic!("expected a visible process, got {other:?}"),
+    }
+}
+
+#[test]
+fn reads_user_command_memory_and_start_time() {
+    let fx = Fixture::new();
+    fx.process(
+        4242,
+        "python3",
+        0,
+        b"python3\0train.py\0--lr\x000.1\0",
+        50,
+        12_345,
+    );
+    let mut info = fx.proc_info();
+    let d = visible(info.lookup(4242, Instant::now()));
+    assert_eq!(d.uid, 0);
+    assert_eq!(d.user, "root");
+    assert_eq!(d.command, "python3 train.py --lr 0.1");
+    assert_eq!(d.host_memory, Some(Bytes(2560 * 4096)));
+    assert_eq!(
+        d.started,
+        SystemTime::UNIX_EPOCH + Duration::from_secs(BTIME) + Duration::from_millis(123_450)
+    );
+    assert_eq!(d.cpu_percent, None, "no CPU% before a second sample");
+}
+
+#[test]
+fn cpu_percent_is_the_delta_between_samples() {
+    let fx = Fixture::new();
+    fx.process(7, "worker", 0, b"worker\0", 1_000, 500);
+    let mut info = fx.proc_info();
+    let t0 = Instant::now();
+    assert_eq!(visible(info.lookup(7, t0)).cpu_percent, None);
+    // 150 ticks at 100 Hz = 1.5 s of CPU over 1 s: 150% (more than one core).
+    fx.set_cpu(7, "worker", 1_150, 500);
+    let d = visible(info.lookup(7, t0 + Duration::from_secs(1)));
+    assert_eq!(d.cpu_percent, Some(150.0));
+    // Idle since: a real zero, not absent.
+    let d = visible(info.lookup(7, t0 + Duration::from_secs(3)));
+    assert_eq!(d.cpu_percent, Some(0.0));
+}
+
+#[test]
+fn a_reused_pid_is_a_new_process() {
+    let fx = Fixture::new();
+    fx.process(9, "old", 0, b"old-job\0", 1_000, 500);
+    let mut info = fx.proc_info();
+    let t0 = Instant::now();
+    info.lookup(9, t0);
+    // Same PID, later start time: static data is re-read and there is no CPU delta.
+    fx.process(9, "new", 4_242_424, b"new-job\0", 10, 9_000);
+    let d = visible(info.lookup(9, t0 + Duration::from_secs(1)));
+    assert_eq!(d.command, "new-job");
+    assert_eq!(d.cpu_percent, None);
+    assert_eq!(d.user, "4242424", "an unknown UID shows as its number");
+}
+
+#[test]
+fn static_data_is_cached_per_process() {
+    let fx = Fixture::new();
+    fx.process(11, "job", 0, b"job --first\0", 0, 77);
+    let mut info = fx.proc_info();
+    let t0 = Instant::now();
+    info.lookup(11, t0);
+    // Rewriting cmdline is not noticed for the same (PID, start time): it was cached.
+    std::fs::write(fx.dir.path().join("11/cmdline"), b"changed\0").unwrap();
+    let d = visible(info.lookup(11, t0 + Duration::from_secs(1)));
+    assert_eq!(d.command, "job --first");
+}
+
+#[test]
+fn empty_cmdline_falls_back_to_the_name_and_odd_names_parse() {
+    let fx = Fixture::new();
+    fx.process(12, "kworker/0:1 (x)", 0, b"", 0, 1);
+    let d = visible(fx.proc_info().lookup(12, Instant::now()));
+    assert_eq!(d.command, "[kworker/0:1 (x)]");
+}
+
+#[test]
+fn on_the_host_a_missing_pid_has_exited_and_an_unreadable_one_is_hidden() {
+    let fx = Fixture::new();
+    // A directory whose stat cannot be read: what hidepid=1 looks like (files EACCES).
+    // Root can read anything, so the fixture leaves the file out instead of chmod-ing it.
+    std::fs::create_dir_all(fx.dir.path().join("13")).unwrap();
+    let mut info = fx.proc_info();
+    assert_eq!(info.namespace(), PidNamespace::Host);
+    // Never seen and not there: exited (a bare host has no other namespace to blame),
+    // and it stays exited for as long as NVML keeps listing it.
+    for _ in 0..3 {
+        assert_eq!(info.lookup(99_999, Instant::now()), HostProc::Exited);
+    }
+    assert_eq!(info.lookup(13, Instant::now()), HostProc::Hidden);
+}
+
+#[test]
+fn in_a_child_namespace_host_pids_are_never_read_locally() {
+    let fx = Fixture::new();
+    // What `unshare --pid --fork --mount-proc sh -c 'sleep 100 & …'` shows: PID 1 is
+    // the local sh, PID 2 the local sleep. NVML's 1 and 2 are host PIDs, not these.
+    std::fs::create_dir_all(fx.dir.path().join("self/ns")).unwrap();
+    std::os::unix::fs::symlink("pid:[4026532999]", fx.dir.path().join("self/ns/pid")).unwrap();
+    fx.process(1, "sh", 0, b"sh\0-c\0sleep 100\0", 1, 1);
+    fx.process(2, "sleep", 0, b"sleep\x00100\0", 1, 2);
+    let mut info = fx.proc_info();
+    assert_eq!(info.namespace(), PidNamespace::Child);
+    let seen = info.sample([1, 2], Instant::now());
+    assert_eq!(seen[&1], HostProc::OtherNamespace);
+    assert_eq!(seen[&2], HostProc::OtherNamespace);
+    assert_eq!(
+        info.identity(2),
+        None,
+        "nothing to re-check a signal against"
+    );
+    assert_eq!(info.cache_sizes(), (0, 0));
+}
+
+#[test]
+fn sample_looks_up_each_pid_once_and_forgets_the_rest() {
+    let fx = Fixture::new();
+    fx.process(20, "a", 0, b"a\0", 100, 5);
+    fx.process(21, "b", 0, b"b\0", 100, 5);
+    let mut info = fx.proc_info();
+    let t0 = Instant::now();
+    let first = info.sample([20, 21, 20], t0);
+    assert_eq!(first.len(), 2);
+    fx.set_cpu(20, "a", 200, 5);
+    // 21 is no longer on a GPU: its cache entry goes, so a later sighting starts afresh.
+    let second = info.sample([20], t0 + Duration::from_secs(1));
+    assert_eq!(visible(second[&20].clone()).cpu_percent, Some(100.0));
+    assert!(!info.known.contains_key(&21));
+    let third = info.sample([20, 21], t0 + Duration::from_secs(2));
+    assert_eq!(visible(third[&21].clone()).cpu_percent, None);
+}
+
+#[test]
+fn stat_parsing_rejects_garbage() {
+    assert_eq!(parse_stat("not a stat line"), None);
+    assert_eq!(parse_stat("1 (x) S 1 2"), None);
+    assert_eq!(
+        parse_uid("Name:\tx\nUid:\t1000\t1001\t1001\t1001\n"),
+        Some(1000)
+    );
+    assert_eq!(join_cmdline(b"a\0b c\0\0"), "a b c");
+}
+
+#[test]
+fn the_workload_and_gpu_environment_are_read_once_per_process() {
+    let fx = Fixture::new();
+    let id = "3f2a1b9c0d12e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9";
+    fx.process(30, "python3", 1000, b"python3\0train.py\0", 0, 5);
+    let d = fx.dir.path().join("30");
+    std::fs::write(
+        d.join("cgroup"),
+        format!("0::/system.slice/docker-{id}.scope\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("environ"),
+        b"HOME=/root\0CUDA_VISIBLE_DEVICES=2,3\0AWS_SECRET_ACCESS_KEY=hunter2\0NCCL_DEBUG=INFO\0",
+    )
+    .unwrap();
+    fx.process(31, "bash", 1000, b"bash\0", 0, 6);
+    let mut info = fx.proc_info();
+    let t0 = Instant::now();
+    let job = visible(info.lookup(30, t0));
+    match &job.context.workload {
+        Some(Workload::Container {
+            engine, id: got, ..
+        }) => {
+            assert_eq!((*engine, got.as_str()), (Engine::Docker, id))
+        }
+        other => panic!("{other:?}"),
+    }
+    let env = job.context.env.as_deref().expect("readable");
+    assert_eq!(env.get("CUDA_VISIBLE_DEVICES"), Some("2,3"));
+    assert_eq!(
+        env.vars()
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect::<Vec<_>>(),
+        ["CUDA_VISIBLE_DEVICES", "NCCL_DEBUG"],
+        "only GPU- and job-related variables are kept"
+    );
+    // No cgroup file, no environ (not readable): no workload, env unknown — not empty.
+    let shell = visible(info.lookup(31, t0));
+    assert_eq!(shell.context, ProcContext::default());
+    // Cached with the process: a changed file is not re-read for the same identity.
+    std::fs::write(d.join("cgroup"), "0::/\n").unwrap();
+    let again = visible(info.lookup(30, t0 + Duration::from_secs(1)));
+    assert_eq!(again.context, job.context);
+}

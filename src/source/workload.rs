@@ -1,0 +1,156 @@
+//! What a GPU process runs under, beyond its Unix user: a container, a Kubernetes pod, a
+//! Slurm job, a systemd service or a login session. On a shared server "who holds GPU 0"
+//! is as often one of these as a login (every container process shows as `root`). The ids
+//! come from /proc/PID/cgroup (`procinfo::cgroup`); the names, when the engine, the
+//! kubelet or Slurm answer in time, from `procinfo`'s lookups. Data only.
+
+/// The container engine that made a container's cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Engine {
+    Docker,
+    Podman,
+    Containerd,
+    CriO,
+}
+
+impl Engine {
+    /// The public name (JSON, metrics labels, the JOB column's prefix).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Docker => "docker",
+            Engine::Podman => "podman",
+            Engine::Containerd => "containerd",
+            Engine::CriO => "crio",
+        }
+    }
+}
+
+/// A pod's Kubernetes quality-of-service class, as its cgroup path names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PodQos {
+    Guaranteed,
+    Burstable,
+    BestEffort,
+}
+
+/// A container's names, when its engine told us.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerNames {
+    pub name: Option<String>,
+    pub image: Option<String>,
+    /// `com.docker.compose.project` / `.service` labels.
+    pub compose_project: Option<String>,
+    pub compose_service: Option<String>,
+}
+
+/// A pod's names, when the kubelet told us.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodNames {
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub container: Option<String>,
+}
+
+/// A Slurm job's facts, when `scontrol` or the process environment told us.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmNames {
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub account: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workload {
+    /// A container outside Kubernetes (Docker, Podman, or containerd/CRI-O directly).
+    Container {
+        engine: Engine,
+        /// The full container id (64 hex digits).
+        id: String,
+        names: ContainerNames,
+    },
+    /// A Kubernetes pod's container.
+    Pod {
+        /// The pod's UID, dashed as the API shows it.
+        uid: String,
+        qos: PodQos,
+        /// The container's runtime and id, when the path names it.
+        container: Option<(Engine, String)>,
+        names: PodNames,
+    },
+    /// A Slurm job step.
+    Slurm {
+        job: u64,
+        /// `0`, `1`, … or `batch`, `extern`, `interactive`.
+        step: Option<String>,
+        /// The job owner's UID as the cgroup path says (v1 only).
+        uid: Option<u32>,
+        names: SlurmNames,
+    },
+    /// A systemd service: a system one, or one in a user's service manager.
+    Service {
+        /// The unit name without `.service`.
+        name: String,
+        /// The user whose manager runs it (`user@UID.service`); `None` for system services.
+        user: Option<u32>,
+    },
+    /// A login session (`session-N.scope`) or a user's own manager: a person at a shell,
+    /// no job to name.
+    Session { uid: Option<u32>, id: String },
+}
+
+impl Workload {
+    /// The container id a container engine's API would know this workload by.
+    pub fn container_id(&self) -> Option<(Engine, &str)> {
+        match self {
+            Workload::Container { engine, id, .. } => Some((*engine, id)),
+            Workload::Pod {
+                container: Some((engine, id)),
+                ..
+            } => Some((*engine, id)),
+            _ => None,
+        }
+    }
+}
+
+/// The variables of a process's environment that say how it uses GPUs and which job it
+/// belongs to: `CUDA_*`, `NVIDIA_*`, `SLURM_*`, `OMP_*`, `NCCL_*` — never the rest (other
+/// users' environments hold secrets).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcEnv {
+    vars: Vec<(String, String)>,
+}
+
+impl ProcEnv {
+    /// Prefixes of the variables kept.
+    pub const PREFIXES: [&'static str; 5] = ["CUDA_", "NVIDIA_", "SLURM_", "OMP_", "NCCL_"];
+
+    /// Keeps only the GPU- and job-related variables, sorted by name.
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut vars: Vec<(String, String)> = vars
+            .into_iter()
+            .filter(|(k, _)| Self::PREFIXES.iter().any(|p| k.starts_with(p)))
+            .collect();
+        vars.sort();
+        vars.dedup_by(|a, b| a.0 == b.0);
+        ProcEnv { vars }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn vars(&self) -> &[(String, String)] {
+        &self.vars
+    }
+}
+
+/// What runs a process beyond its user: its workload (from the cgroup) and the GPU-related
+/// part of its environment (`None`: not readable — another user's process, unless root).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcContext {
+    pub workload: Option<Workload>,
+    pub env: Option<std::sync::Arc<ProcEnv>>,
+}
