@@ -1,9 +1,17 @@
 //! The interactive terminal: sets up and always restores the terminal, runs the one event
 //! loop (samples, keys, resizes, signals), passes every message through `state::update`,
 //! carries out the returned effects and redraws after each handled message — never on a timer.
+//! The loop reads the outside world only through an injected [`Io`], so tests drive it with
+//! scripted events on a `TestBackend`; only [`run`] touches the real terminal and OS signals.
+
+use std::io;
+use std::pin::Pin;
+use std::task::Poll;
 
 use color_eyre::eyre::{Result, WrapErr};
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::crossterm::event::{
     DisableMouseCapture, EnableMouseCapture, Event, EventStream, MouseButton, MouseEvent,
     MouseEventKind,
@@ -22,7 +30,6 @@ use crate::state::{
 use crate::terminal::Coalescing;
 use crate::ui::hit::{MouseInput, MouseKind};
 use crate::ui::{self, Theme};
-use ratatui::backend::CrosstermBackend;
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,17 +60,71 @@ pub struct Options {
     pub theme: crate::ui::theme::ThemeName,
 }
 
+/// Terminal input as crossterm's `EventStream` yields it.
+pub type Events = Pin<Box<dyn Stream<Item = io::Result<Event>> + Send>>;
+/// The OS signals that end the TUI, in arrival order.
+pub type OsSignals = Pin<Box<dyn Stream<Item = OsSignal> + Send>>;
+
+/// A signal that asks gpuwatch to stop (Ctrl-C in raw mode is a key, not SIGINT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OsSignal {
+    Terminate,
+    Hangup,
+    Interrupt,
+}
+
+impl OsSignal {
+    /// The signal number, for the exit code 128+n.
+    pub fn number(self) -> i32 {
+        match self {
+            OsSignal::Terminate => libc::SIGTERM,
+            OsSignal::Hangup => libc::SIGHUP,
+            OsSignal::Interrupt => libc::SIGINT,
+        }
+    }
+}
+
+/// Everything the loop reads from or does to the world outside the process, besides the
+/// GPU source (which the sampler owns). `run` builds the real one; tests script it.
+///
+/// There is no clock: the loop never reads the time. Redraws follow messages, the sampler
+/// ticks on tokio's timer (paused in tests), and `state.model.now()` comes from each sample's own
+/// stamp. A status expiry or similar would add a clock field here.
+pub struct Io<B: Backend> {
+    pub terminal: Terminal<B>,
+    /// Keys, resizes and mouse events.
+    pub events: Events,
+    pub os_signals: OsSignals,
+    /// Carries out confirmed signals (the real `kill(2)`, the demo's stand-in, a test's fake).
+    pub signaller: Box<dyn Signaller>,
+}
+
+/// The interactive mode on the real terminal: builds the real [`Io`] (crossterm input,
+/// SIGTERM/SIGHUP/SIGINT, the `Coalescing` crossterm screen, `kill(2)` or the demo's
+/// stand-in), runs the loop, and restores the terminal whatever happens.
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
-    let theme = Theme::named(options.theme);
-    // try_init installs a panic hook that restores the terminal before the (color-eyre)
-    // report is printed.
-    let mut terminal = init_terminal().wrap_err("cannot set up the terminal")?;
+    // Before touching the terminal: a failure here leaves it as it was.
+    let os_signals = system_signals().wrap_err("cannot listen for SIGTERM/SIGHUP/SIGINT")?;
+    // init_terminal installs a panic hook that restores the terminal before the
+    // (color-eyre) report is printed.
+    let terminal = init_terminal().wrap_err("cannot set up the terminal")?;
     show_cursor_on_panic(options.mouse);
     if options.mouse {
         ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
     }
     let mouse = options.mouse;
-    let result = event_loop(&mut terminal, source, config, options, &theme).await;
+    let signaller: Box<dyn Signaller> = if options.demo {
+        Box::new(DemoSignaller)
+    } else {
+        Box::new(SystemSignaller::default())
+    };
+    let mut io = Io {
+        terminal,
+        events: Box::pin(EventStream::new()),
+        os_signals,
+        signaller,
+    };
+    let result = event_loop(&mut io, source, config, options).await;
     if mouse {
         let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     }
@@ -71,102 +132,205 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     result
 }
 
-async fn event_loop(
-    terminal: &mut Tui,
+/// SIGTERM, SIGHUP and SIGINT as one stream. Each tokio `Signal` is polled in turn; a
+/// pending one registers the waker, so the stream wakes on whichever arrives.
+fn system_signals() -> io::Result<OsSignals> {
+    let mut listeners = [
+        (OsSignal::Terminate, signal(SignalKind::terminate())?),
+        (OsSignal::Hangup, signal(SignalKind::hangup())?),
+        (OsSignal::Interrupt, signal(SignalKind::interrupt())?),
+    ];
+    Ok(Box::pin(futures_util::stream::poll_fn(move |cx| {
+        for (which, listener) in &mut listeners {
+            // Ready(None) only when the runtime shuts down: that listener just goes quiet.
+            if let Poll::Ready(Some(())) = listener.poll_recv(cx) {
+                return Poll::Ready(Some(*which));
+            }
+        }
+        Poll::Pending
+    })))
+}
+
+/// Runs the TUI against `io` until the user quits, a signal arrives or input ends.
+/// Samples come from `source` through the sampler task, which this spawns and stops.
+pub async fn event_loop<B>(
+    io: &mut Io<B>,
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     options: Options,
-    theme: &Theme,
-) -> Result<Exit> {
+) -> Result<Exit>
+where
+    B: Backend,
+    B::Error: Send + Sync + 'static,
+{
     let (tx, samples) = sampler::channel();
     let sampler_task = tokio::spawn(sampler::run(source, config.interval, tx));
-    let mut keys = EventStream::new();
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
+    let result = Session::start(io, samples, config, options)?.run(io).await;
+    sampler_task.abort();
+    result
+}
 
-    let mut state = State::new(config);
-    state.view.status = options.notice.clone();
-    if options.compact {
-        state.view.layout = LayoutPref::Compact;
-    }
-    let size = terminal.size()?;
-    update(
-        &mut state,
-        Msg::Resize {
-            width: size.width,
-            height: size.height,
-        },
-    );
-    terminal.draw(|f| ui::draw(f, &state, theme))?;
+/// The loop's own state between messages.
+struct Session {
+    state: State,
+    theme: Theme,
+    options: Options,
+    /// `None` once the sampler has gone (the last frame and the keys stay alive).
+    samples: Option<mpsc::Receiver<SamplerEvent>>,
+    samples_seen: u64,
+}
 
-    let mut samples = Some(samples);
-    let mut samples_seen = 0u64;
-    let mut signaller: Box<dyn Signaller> = if options.demo {
-        Box::new(DemoSignaller)
-    } else {
-        Box::new(SystemSignaller::default())
-    };
-    let exit = 'events: loop {
-        let msg = tokio::select! {
-            event = next_sample(&mut samples) => match event {
-                Some(SamplerEvent::Sample(s)) => {
-                    if let Some(handle) = &options.replay {
-                        let status = replay_status(handle, &mut state);
-                        update(&mut state, Msg::Replay(status));
-                    }
-                    samples_seen += 1;
-                    if options.panic_after_samples.is_some_and(|n| samples_seen > n) {
-                        panic!("--debug-panic-after: deliberate panic after {} samples", samples_seen - 1);
-                    }
-                    Msg::Sample(s)
-                }
-                Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
-                None => {
-                    // Nothing more will come; keep the last frame and the keys alive.
-                    samples = None;
-                    Msg::SourceFailed("the sampler stopped".into())
-                }
+/// What one wait of the loop produced.
+enum Next {
+    Msg(Msg),
+    /// An event with no meaning here (a key release, focus change, unmapped key): no redraw.
+    Ignore,
+    Exit(Exit),
+}
+
+impl Session {
+    /// The state at start, sized to the terminal and drawn once before the first sample.
+    fn start<B>(
+        io: &mut Io<B>,
+        samples: mpsc::Receiver<SamplerEvent>,
+        config: ViewConfig,
+        options: Options,
+    ) -> Result<Session>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        let theme = Theme::named(options.theme);
+        let mut state = State::new(config);
+        state.view.status = options.notice.clone();
+        if options.compact {
+            state.view.layout = LayoutPref::Compact;
+        }
+        let size = io.terminal.size().wrap_err("reading the terminal size")?;
+        update(
+            &mut state,
+            Msg::Resize {
+                width: size.width,
+                height: size.height,
             },
-            event = keys.next() => match event {
-                Some(Ok(Event::Key(key))) => match keymap::action_for(key, state.input_mode()) {
-                    Some(action) => Msg::Action(action),
-                    None => continue,
-                },
-                Some(Ok(Event::Resize(width, height))) => Msg::Resize { width, height },
-                Some(Ok(Event::Mouse(m))) => match mouse_input(m) {
-                    Some(input) => Msg::Actions(ui::hit::actions(&state, input)),
-                    None => continue,
-                },
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => return Err(e).wrap_err("reading terminal input"),
-                None => break Exit::Quit,
-            },
-            _ = sigterm.recv() => break Exit::Signal(15),
-            _ = sighup.recv() => break Exit::Signal(1),
-            _ = sigint.recv() => break Exit::Signal(2),
+        );
+        let session = Session {
+            state,
+            theme,
+            options,
+            samples: Some(samples),
+            samples_seen: 0,
         };
-        let mut effects = update(&mut state, msg);
+        session.draw(io)?;
+        Ok(session)
+    }
+
+    async fn run<B>(mut self, io: &mut Io<B>) -> Result<Exit>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        loop {
+            let msg = match self.next(io).await? {
+                Next::Msg(msg) => msg,
+                Next::Ignore => continue,
+                Next::Exit(exit) => return Ok(exit),
+            };
+            let effects = update(&mut self.state, msg);
+            if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
+                return Ok(exit);
+            }
+            self.draw(io)?;
+        }
+    }
+
+    /// Waits for whichever comes first: a sample, terminal input, or a stopping signal.
+    async fn next<B: Backend>(&mut self, io: &mut Io<B>) -> Result<Next> {
+        Ok(tokio::select! {
+            event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)),
+            event = io.events.next() => terminal_input(event, &self.state)?,
+            Some(sig) = io.os_signals.next() => Next::Exit(Exit::Signal(sig.number())),
+        })
+    }
+
+    fn on_sample(&mut self, event: Option<SamplerEvent>) -> Msg {
+        match event {
+            Some(SamplerEvent::Sample(s)) => {
+                if let Some(handle) = &self.options.replay {
+                    let status = replay_status(handle, &mut self.state);
+                    update(&mut self.state, Msg::Replay(status));
+                }
+                self.samples_seen += 1;
+                if let Some(n) = self.options.panic_after_samples
+                    && self.samples_seen > n
+                {
+                    panic!("--debug-panic-after: deliberate panic after {n} samples");
+                }
+                Msg::Sample(s)
+            }
+            Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
+            None => {
+                self.samples = None;
+                Msg::SourceFailed("the sampler stopped".into())
+            }
+        }
+    }
+
+    /// Runs `update`'s effects (and those their results cause); `Some` when one ends the loop.
+    fn carry_out(
+        &mut self,
+        mut effects: Vec<Effect>,
+        signaller: &mut dyn Signaller,
+    ) -> Option<Exit> {
         while let Some(effect) = effects.pop() {
             match effect {
-                Effect::Quit => break 'events Exit::Quit,
+                Effect::Quit => return Some(Exit::Quit),
                 Effect::SendSignal(request) => {
                     let outcome = signaller.send(&request);
-                    effects.extend(update(&mut state, Msg::SignalResult(outcome)));
+                    effects.extend(update(&mut self.state, Msg::SignalResult(outcome)));
                 }
                 Effect::Replay(command) => {
-                    if let Some(handle) = &options.replay {
-                        steer_replay(handle, command, options.seek_samples);
-                        let status = replay_status(handle, &mut state);
-                        effects.extend(update(&mut state, Msg::Replay(status)));
+                    if let Some(handle) = &self.options.replay {
+                        steer_replay(handle, command, self.options.seek_samples);
+                        let status = replay_status(handle, &mut self.state);
+                        effects.extend(update(&mut self.state, Msg::Replay(status)));
                     }
                 }
             }
         }
-        terminal.draw(|f| ui::draw(f, &state, theme))?;
-    };
-    sampler_task.abort();
-    Ok(exit)
+        None
+    }
+
+    fn draw<B>(&self, io: &mut Io<B>) -> Result<()>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        io.terminal
+            .draw(|f| ui::draw(f, &self.state, &self.theme))
+            .wrap_err("drawing the screen")?;
+        Ok(())
+    }
+}
+
+/// Maps one terminal event to a message: key presses through the keymap, resizes, mouse.
+fn terminal_input(event: Option<io::Result<Event>>, state: &State) -> Result<Next> {
+    Ok(match event {
+        Some(Ok(Event::Key(key))) => match keymap::action_for(key, state.input_mode()) {
+            Some(action) => Next::Msg(Msg::Action(action)),
+            None => Next::Ignore,
+        },
+        Some(Ok(Event::Resize(width, height))) => Next::Msg(Msg::Resize { width, height }),
+        Some(Ok(Event::Mouse(m))) => match mouse_input(m) {
+            // Hit-testing reads the geometry the last frame was drawn with.
+            Some(input) => Next::Msg(Msg::Actions(ui::hit::actions(state, input))),
+            None => Next::Ignore,
+        },
+        Some(Ok(_)) => Next::Ignore,
+        Some(Err(e)) => return Err(e).wrap_err("reading terminal input"),
+        // The terminal went away: nothing more can be asked of us.
+        None => Next::Exit(Exit::Quit),
+    })
 }
 
 /// The terminal the TUI draws on: crossterm, behind the byte-saving `Coalescing` layer.

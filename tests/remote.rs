@@ -1,7 +1,9 @@
 //! Watching several hosts: snapshots polled over HTTP from stand-in exporters on loopback
 //! (each serves what `gpuwatch --once --json` prints), merged with every GPU tagged by host;
 //! a host that refuses connections or answers garbage is shown with the reason and never
-//! holds up the others; a host that comes back resumes.
+//! holds up the others; a host that comes back resumes. These run the real HTTP transport on
+//! real time (every wait bounded); the polling schedule itself — backoff, timeouts, slow
+//! hosts — is tested on a fake network and clock in `src/source/multi_tests.rs`.
 
 mod common;
 
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::source::multi::MultiSource;
+use gpuwatch::source::remote::{HttpTransport, Transport};
 use gpuwatch::source::{GpuSource, GpuStatus, Sample};
 use gpuwatch::state::{Msg, State, update};
 use gpuwatch::ui::text::warning_line;
@@ -205,6 +208,20 @@ fn remote_processes_are_never_signalled_from_here() {
         "{:?}",
         state.view.status
     );
+}
+
+#[test]
+fn the_http_transport_gives_up_at_its_timeout() {
+    // Connections queue in the backlog and the request is written, but nothing answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = silent.local_addr().unwrap().to_string();
+    let started = Instant::now();
+    let err = HttpTransport::default()
+        .fetch(&address, Duration::from_millis(300))
+        .unwrap_err();
+    assert_eq!(err, "no answer within 300ms");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(silent);
 }
 
 #[test]

@@ -252,7 +252,8 @@ impl ProcInfo {
         let context = ProcContext {
             workload: std::fs::read_to_string(dir.join("cgroup"))
                 .ok()
-                .and_then(|text| cgroup::workload(&text)),
+                .and_then(|text| cgroup::workload(&text))
+                .map(Arc::new),
             env: read_env(dir).map(Arc::new),
         };
         Ok(Known {

@@ -219,7 +219,7 @@ fn the_workload_and_gpu_environment_are_read_once_per_process() {
     let mut info = fx.proc_info();
     let t0 = Instant::now();
     let job = visible(info.lookup(30, t0));
-    match &job.context.workload {
+    match job.context.workload.as_deref() {
         Some(Workload::Container {
             engine, id: got, ..
         }) => {

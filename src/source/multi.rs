@@ -2,15 +2,20 @@
 //! snapshot, every remote GPU tagged with its host (local GPUs stay untagged: they are the
 //! only ones whose processes can be signalled from here). A host that stops answering keeps its GPUs'
 //! slots (shown lost) and its reason in `Sample::hosts`, while the others keep updating.
+//! The network and the clock come in through [`PollIo`], so tests script both.
 
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 
-use super::remote::RemoteHost;
+use super::remote::{HostSlot, PollIo, RemoteHost, Wake};
 use super::{GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
 
 pub struct MultiSource {
     local: Option<(String, Box<dyn GpuSource>)>,
     remotes: Vec<RemoteHost>,
+    io: PollIo,
+    /// Raised by every poller after each poll (the first sample waits on it).
+    answered: Arc<Wake>,
     /// What each remote is called on screen, in `remotes` order.
     names: Vec<String>,
     /// Whether the first sample was taken (it waits for every host's first answer).
@@ -18,20 +23,34 @@ pub struct MultiSource {
 }
 
 impl MultiSource {
-    /// `local`: this machine's source and the name to show for it.
+    /// `local`: this machine's source and the name to show for it. Polls over HTTP on
+    /// the system clock.
     pub fn new(
         local: Option<(String, Box<dyn GpuSource>)>,
         addresses: &[String],
         interval: Duration,
     ) -> Self {
+        Self::with_io(local, addresses, interval, PollIo::system())
+    }
+
+    /// The same with the network and the clock given.
+    pub fn with_io(
+        local: Option<(String, Box<dyn GpuSource>)>,
+        addresses: &[String],
+        interval: Duration,
+        io: PollIo,
+    ) -> Self {
+        let answered = Wake::new();
         let remotes = addresses
             .iter()
-            .map(|a| RemoteHost::start(a, interval))
+            .map(|a| RemoteHost::start(a, interval, io.clone(), answered.clone()))
             .collect();
         let names = display_names(addresses);
         MultiSource {
             local,
             remotes,
+            io,
+            answered,
             names,
             started: false,
         }
@@ -73,18 +92,17 @@ fn lost(gpus: &[GpuReading]) -> Vec<GpuReading> {
 impl MultiSource {
     /// Waits (at most one poll timeout) until every host has answered or failed once, so
     /// the first sample — all that `--once` and `pick` see — is not just "waiting".
+    /// A host whose transport overruns its timeout is shown as still waiting.
     fn wait_for_first_answers(&self) {
-        let deadline =
-            std::time::Instant::now() + super::remote::TIMEOUT + Duration::from_millis(500);
-        while std::time::Instant::now() < deadline {
-            let settled = self.remotes.iter().all(|r| {
-                let s = r.latest();
-                s.latest.is_some() || s.error.is_some()
-            });
-            if settled {
+        let clock = &self.io.clock;
+        let deadline = clock.now() + super::remote::TIMEOUT + Duration::from_millis(500);
+        loop {
+            // Lowered before looking, so an answer that lands after the look wakes the sleep.
+            self.answered.take();
+            if self.remotes.iter().all(|r| r.latest().settled()) || clock.now() >= deadline {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            clock.sleep_until(deadline, &self.answered);
         }
     }
 }
@@ -96,17 +114,16 @@ impl GpuSource for MultiSource {
             self.wait_for_first_answers();
         }
         let mut out = Sample {
-            time: SystemTime::now(),
+            time: self.io.clock.wall(),
             host: HostInfo::default(),
             gpus: Vec::new(),
             processes: Vec::new(),
             hosts: Vec::new(),
         };
-        let mut names = Vec::new();
         // Driver and CUDA versions are shown only when every host agrees.
         let mut versions: Vec<(Option<String>, Option<String>)> = Vec::new();
         if let Some((name, source)) = &mut self.local {
-            let status = match source.sample() {
+            let error = match source.sample() {
                 Ok(s) => {
                     versions.push((s.host.driver_version.clone(), s.host.cuda_version.clone()));
                     out.gpus.extend(s.gpus);
@@ -117,12 +134,10 @@ impl GpuSource for MultiSource {
             };
             out.hosts.push(HostStatus {
                 name: name.clone(),
-                error: status,
+                error,
             });
-            names.push(name.clone());
         }
         for (remote, name) in self.remotes.iter().zip(&self.names) {
-            let name = name.clone();
             let slot = remote.latest();
             if let Some(latest) = &slot.latest {
                 versions.push((
@@ -130,30 +145,9 @@ impl GpuSource for MultiSource {
                     latest.host.cuda_version.clone(),
                 ));
             }
-            match (&slot.latest, &slot.error) {
-                (Some(latest), None) => {
-                    let mut s = latest.clone();
-                    tag(&mut s, &name);
-                    out.gpus.extend(s.gpus);
-                    out.processes.extend(s.processes);
-                }
-                (Some(latest), Some(_)) => {
-                    let mut s = latest.clone();
-                    tag(&mut s, &name);
-                    out.gpus.extend(lost(&s.gpus));
-                }
-                (None, _) => {}
-            }
-            let error = match (&slot.latest, slot.error) {
-                (None, None) => Some("waiting for the first answer".to_string()),
-                (_, e) => e,
-            };
-            out.hosts.push(HostStatus {
-                name: name.clone(),
-                error,
-            });
-            names.push(name);
+            add_remote(&mut out, name, slot);
         }
+        let names: Vec<&str> = out.hosts.iter().map(|h| h.name.as_str()).collect();
         out.host.hostname = names.join(", ");
         if let Some(first) = versions
             .first()
@@ -165,17 +159,31 @@ impl GpuSource for MultiSource {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_keep_the_port_only_when_needed() {
-        let a = |v: &[&str]| display_names(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        assert_eq!(a(&["gpu1:9400", "gpu2:9400"]), ["gpu1", "gpu2"]);
-        assert_eq!(
-            a(&["lab:9400", "lab:9401", "gpu2:9400"]),
-            ["lab:9400", "lab:9401", "gpu2"]
-        );
+/// One remote host's part of the merged sample: its GPUs (lost while it fails, their
+/// processes dropped), and its status line.
+fn add_remote(out: &mut Sample, name: &str, slot: HostSlot) {
+    let error = match (&slot.latest, &slot.error) {
+        (None, None) => Some("waiting for the first answer".to_string()),
+        (_, e) => e.clone(),
+    };
+    match (slot.latest, &slot.error) {
+        (Some(mut latest), None) => {
+            tag(&mut latest, name);
+            out.gpus.extend(latest.gpus);
+            out.processes.extend(latest.processes);
+        }
+        (Some(mut latest), Some(_)) => {
+            tag(&mut latest, name);
+            out.gpus.extend(lost(&latest.gpus));
+        }
+        (None, _) => {}
     }
+    out.hosts.push(HostStatus {
+        name: name.to_string(),
+        error,
+    });
 }
+
+#[cfg(test)]
+#[path = "multi_tests.rs"]
+mod tests;

@@ -1,12 +1,12 @@
 //! One remote host: a background thread polls its `gpuwatch serve` snapshot
-//! (`/api/v1/snapshot`) with a timeout, keeps the latest sample, and backs off while the host
-//! fails. Reading the latest never waits on the network, so a slow or dead host cannot
-//! stall the others or the UI.
+//! (`/api/v1/snapshot`) through a [`Transport`] with a timeout, keeps the latest sample, and
+//! backs off while the host fails. Reading the latest never waits on the network, so a slow
+//! or dead host cannot stall the others or the UI. The network and time are injected
+//! ([`Transport`], [`Clock`]) so the polling is tested without sockets and without sleeping.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::Sample;
 
@@ -14,6 +14,131 @@ use super::Sample;
 pub const TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest wait between retries of a failing host.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Fetches one host's snapshot document.
+pub trait Transport: Send + Sync {
+    /// The document's text from `address` (HOST:PORT), or a short reason it could not be
+    /// had. Returns within `timeout`: a host that takes longer is failing.
+    fn fetch(&self, address: &str, timeout: Duration) -> Result<String, String>;
+}
+
+/// Plain HTTP with ureq: `GET http://HOST:PORT/api/v1/snapshot`.
+pub struct HttpTransport {
+    agent: ureq::Agent,
+}
+
+impl Default for HttpTransport {
+    fn default() -> Self {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(true)
+            .build()
+            .into();
+        HttpTransport { agent }
+    }
+}
+
+impl Transport for HttpTransport {
+    fn fetch(&self, address: &str, timeout: Duration) -> Result<String, String> {
+        let url = format!("http://{address}/api/v1/snapshot");
+        let describe = |e| describe(e, timeout);
+        let request = self.agent.get(&url).config().timeout_global(Some(timeout));
+        let mut response = request.build().call().map_err(describe)?;
+        response.body_mut().read_to_string().map_err(describe)
+    }
+}
+
+/// A short reason for the header, without the URL noise.
+fn describe(e: ureq::Error, timeout: Duration) -> String {
+    match e {
+        ureq::Error::StatusCode(code) => format!("HTTP {code}"),
+        ureq::Error::Timeout(_) => format!("no answer within {timeout:?}"),
+        ureq::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The one place a fetched document becomes a sample (the wire format lives elsewhere).
+/// `received` stamps a document that carries no time of its own.
+pub fn parse_snapshot(text: &str, received: SystemTime) -> Result<Sample, String> {
+    crate::source::wire::read_snapshot(text, received)
+}
+
+/// Time as the pollers see it: readings, and waiting that a [`Wake`] can cut short.
+pub trait Clock: Send + Sync {
+    /// Monotonic time, for deadlines and backoff.
+    fn now(&self) -> Instant;
+    /// Wall time, to stamp samples.
+    fn wall(&self) -> SystemTime;
+    /// Blocks until `deadline` or until `wake` is raised, whichever comes first; returns
+    /// whether `wake` was raised.
+    fn sleep_until(&self, deadline: Instant, wake: &Arc<Wake>) -> bool;
+}
+
+/// The real clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
+    }
+    fn sleep_until(&self, deadline: Instant, wake: &Arc<Wake>) -> bool {
+        let mut raised = wake.raised.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let now = Instant::now();
+            if *raised || now >= deadline {
+                return *raised;
+            }
+            raised = match wake.changed.wait_timeout(raised, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+}
+
+/// A flag a sleeping thread can be woken by: a poller's "stop", or "a host answered" for
+/// whoever waits on the first answers.
+#[derive(Debug, Default)]
+pub struct Wake {
+    raised: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Wake {
+    pub fn new() -> Arc<Wake> {
+        Arc::new(Wake::default())
+    }
+
+    pub fn raise(&self) {
+        *self.raised.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.changed.notify_all();
+    }
+
+    /// Whether it was raised, lowering it again.
+    pub fn take(&self) -> bool {
+        std::mem::take(&mut *self.raised.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Blocks while it is not raised and `keep_waiting` holds, re-checking both whenever
+    /// [`Wake::notify`] is called; returns whether it was raised. For clocks other than the
+    /// system's (a test's clock notifies its sleepers when it moves).
+    pub fn wait_while(&self, keep_waiting: impl Fn() -> bool) -> bool {
+        let mut raised = self.raised.lock().unwrap_or_else(|e| e.into_inner());
+        while !*raised && keep_waiting() {
+            raised = self.changed.wait(raised).unwrap_or_else(|e| e.into_inner());
+        }
+        *raised
+    }
+
+    /// Wakes the waiters to re-check, without raising.
+    pub fn notify(&self) {
+        let _guard = self.raised.lock().unwrap_or_else(|e| e.into_inner());
+        self.changed.notify_all();
+    }
+}
 
 /// What the poller last learned about a host.
 #[derive(Debug, Clone, Default)]
@@ -24,11 +149,35 @@ pub struct HostSlot {
     pub error: Option<String>,
 }
 
+impl HostSlot {
+    /// Whether the host has answered or failed at least once.
+    pub fn settled(&self) -> bool {
+        self.latest.is_some() || self.error.is_some()
+    }
+}
+
+/// The outside world of the pollers: the network and time.
+#[derive(Clone)]
+pub struct PollIo {
+    pub transport: Arc<dyn Transport>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl PollIo {
+    /// HTTP on the system clock.
+    pub fn system() -> PollIo {
+        PollIo {
+            transport: Arc::new(HttpTransport::default()),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
 /// A remote host being polled. Dropping it stops the poller.
 pub struct RemoteHost {
     pub name: String,
     slot: Arc<Mutex<HostSlot>>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Wake>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -67,16 +216,16 @@ pub fn read_hosts_file(path: &std::path::Path) -> Result<Vec<String>, String> {
 }
 
 impl RemoteHost {
-    /// Starts polling `address` (HOST:PORT) every `interval`.
-    pub fn start(address: &str, interval: Duration) -> RemoteHost {
+    /// Starts polling `address` (HOST:PORT) every `interval`; `answered` is raised after
+    /// every poll.
+    pub fn start(address: &str, interval: Duration, io: PollIo, answered: Arc<Wake>) -> RemoteHost {
         let slot = Arc::new(Mutex::new(HostSlot::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let url = format!("http://{address}/api/v1/snapshot");
+        let stop = Wake::new();
         let thread = {
-            let (slot, stop) = (slot.clone(), stop.clone());
+            let (slot, stop, address) = (slot.clone(), stop.clone(), address.to_string());
             std::thread::Builder::new()
                 .name(format!("poll {address}"))
-                .spawn(move || poll_loop(&url, interval, &slot, &stop))
+                .spawn(move || poll_loop(&address, interval, &io, &slot, &stop, &answered))
                 .ok()
         };
         RemoteHost {
@@ -95,73 +244,98 @@ impl RemoteHost {
 
 impl Drop for RemoteHost {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // The thread notices within one sleep step; no need to wait for it.
+        // Wakes the poller from its wait; one in the middle of a fetch ends after it (within
+        // the timeout). No need to wait for it.
+        self.stop.raise();
         drop(self.thread.take());
     }
 }
 
-fn poll_loop(url: &str, interval: Duration, slot: &Mutex<HostSlot>, stop: &AtomicBool) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(TIMEOUT))
-        .http_status_as_error(true)
-        .build()
-        .into();
-    let mut backoff = interval;
-    while !stop.load(Ordering::Relaxed) {
-        let result = fetch(&agent, url);
-        let wait = match result {
-            Ok(sample) => {
-                if let Ok(mut s) = slot.lock() {
+/// When to poll again: every interval while the host answers; while it fails, twice as
+/// long after each failure, up to [`MAX_BACKOFF`], so a dead host costs almost nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    interval: Duration,
+    wait: Duration,
+}
+
+impl Backoff {
+    pub fn new(interval: Duration) -> Backoff {
+        Backoff {
+            interval,
+            wait: interval,
+        }
+    }
+
+    /// The wait after a poll that succeeded (`true`) or failed.
+    pub fn after(&mut self, ok: bool) -> Duration {
+        self.wait = if ok {
+            self.interval
+        } else {
+            (self.wait * 2).min(MAX_BACKOFF)
+        };
+        self.wait
+    }
+}
+
+/// Polls until `stop` is raised, raising `answered` after each poll.
+fn poll_loop(
+    address: &str,
+    interval: Duration,
+    io: &PollIo,
+    slot: &Mutex<HostSlot>,
+    stop: &Arc<Wake>,
+    answered: &Wake,
+) {
+    let mut backoff = Backoff::new(interval);
+    loop {
+        let result = io
+            .transport
+            .fetch(address, TIMEOUT)
+            .and_then(|text| parse_snapshot(&text, io.clock.wall()));
+        // Timed from the end of this poll, before anyone is told of it.
+        let next = io.clock.now() + backoff.after(result.is_ok());
+        if let Ok(mut s) = slot.lock() {
+            match result {
+                Ok(sample) => {
                     s.latest = Some(sample);
                     s.error = None;
                 }
-                backoff = interval;
-                interval
+                Err(why) => s.error = Some(why),
             }
-            Err(why) => {
-                if let Ok(mut s) = slot.lock() {
-                    s.error = Some(why);
-                }
-                // Double the wait on each failure, up to a ceiling, so a dead host costs
-                // almost nothing; the first success resets it.
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                backoff
-            }
-        };
-        sleep_unless_stopped(wait, stop);
-    }
-}
-
-fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
-    let step = Duration::from_millis(100);
-    let mut left = total;
-    while !left.is_zero() && !stop.load(Ordering::Relaxed) {
-        let d = left.min(step);
-        std::thread::sleep(d);
-        left -= d;
-    }
-}
-
-fn fetch(agent: &ureq::Agent, url: &str) -> Result<Sample, String> {
-    let mut response = agent.get(url).call().map_err(describe)?;
-    let text = response.body_mut().read_to_string().map_err(describe)?;
-    crate::source::wire::read_snapshot(&text, SystemTime::now())
-}
-
-/// A short reason for the header, without the URL noise.
-fn describe(e: ureq::Error) -> String {
-    match e {
-        ureq::Error::StatusCode(code) => format!("HTTP {code}"),
-        ureq::Error::Timeout(_) => format!("no answer within {}s", TIMEOUT.as_secs()),
-        ureq::Error::Io(io) => io.to_string(),
-        other => other.to_string(),
+        }
+        answered.raise();
+        if io.clock.sleep_until(next, stop) {
+            return;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backoff_doubles_to_the_ceiling_and_resets_on_success() {
+        let mut b = Backoff::new(Duration::from_secs(1));
+        let secs = |b: &mut Backoff, ok| b.after(ok).as_secs();
+        let failing: Vec<u64> = (0..7).map(|_| secs(&mut b, false)).collect();
+        assert_eq!(failing, [2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(secs(&mut b, true), 1);
+        assert_eq!(secs(&mut b, false), 2);
+    }
+
+    #[test]
+    fn a_raised_wake_cuts_a_real_sleep_short() {
+        let wake = Wake::new();
+        wake.raise();
+        let far = Instant::now() + Duration::from_secs(3600);
+        assert!(SystemClock.sleep_until(far, &wake));
+        assert!(wake.take());
+        assert!(!wake.take(), "take lowers it");
+        // A deadline already past returns at once, not raised.
+        assert!(!SystemClock.sleep_until(Instant::now(), &wake));
+    }
 
     #[test]
     fn addresses() {

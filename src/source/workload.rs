@@ -151,6 +151,7 @@ impl ProcEnv {
 /// part of its environment (`None`: not readable — another user's process, unless root).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcContext {
-    pub workload: Option<Workload>,
+    /// Shared: rows are rebuilt every sample, and a workload never changes for a process.
+    pub workload: Option<std::sync::Arc<Workload>>,
     pub env: Option<std::sync::Arc<ProcEnv>>,
 }

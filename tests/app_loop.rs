@@ -1,0 +1,349 @@
+//! The real TUI loop (`app::event_loop`) on paused tokio time, with its whole outside world
+//! scripted: keys, resizes and mouse events from a channel, OS signals from another, a
+//! `TestBackend` screen that reports every frame, and a signaller that records instead of
+//! calling kill(2). No terminal, no real signals, no sleeping.
+
+mod common;
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::stream;
+use gpuwatch::app::{self, Exit, Io, Options, OsSignal};
+use gpuwatch::signals::Signaller;
+use gpuwatch::source::{GpuSource, Sample, SourceError};
+use gpuwatch::state::signal::{Sig, SignalRequest};
+use gpuwatch::state::{Action, Msg, State, ViewConfig, update};
+use gpuwatch::terminal::Coalescing;
+use ratatui::Terminal;
+use ratatui::backend::{Backend, ClearType, TestBackend, WindowSize};
+use ratatui::buffer::Cell;
+use ratatui::crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::{Position, Size};
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+
+/// A drawn frame: its size and its text, one line per row.
+#[derive(Debug, Clone)]
+struct Frame {
+    size: Size,
+    text: String,
+}
+
+/// A `TestBackend` the test can resize (as a real terminal resizes before crossterm reports
+/// it) and that sends each finished frame to the test.
+struct Screen {
+    inner: Arc<Mutex<TestBackend>>,
+    frames: UnboundedSender<Frame>,
+}
+
+impl Backend for Screen {
+    type Error = std::convert::Infallible;
+
+    fn draw<'a, I: Iterator<Item = (u16, u16, &'a Cell)>>(
+        &mut self,
+        content: I,
+    ) -> Result<(), Self::Error> {
+        self.inner.lock().unwrap().draw(content)
+    }
+    fn hide_cursor(&mut self) -> Result<(), Self::Error> {
+        self.inner.lock().unwrap().hide_cursor()
+    }
+    fn show_cursor(&mut self) -> Result<(), Self::Error> {
+        self.inner.lock().unwrap().show_cursor()
+    }
+    fn get_cursor_position(&mut self) -> Result<Position, Self::Error> {
+        self.inner.lock().unwrap().get_cursor_position()
+    }
+    fn set_cursor_position<P: Into<Position>>(&mut self, p: P) -> Result<(), Self::Error> {
+        self.inner.lock().unwrap().set_cursor_position(p)
+    }
+    fn clear(&mut self) -> Result<(), Self::Error> {
+        self.inner.lock().unwrap().clear()
+    }
+    fn clear_region(&mut self, t: ClearType) -> Result<(), Self::Error> {
+        self.inner.lock().unwrap().clear_region(t)
+    }
+    fn size(&self) -> Result<Size, Self::Error> {
+        self.inner.lock().unwrap().size()
+    }
+    fn window_size(&mut self) -> Result<WindowSize, Self::Error> {
+        self.inner.lock().unwrap().window_size()
+    }
+    /// ratatui flushes once per `Terminal::draw`: one finished frame.
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        let backend = self.inner.lock().unwrap();
+        let buffer = backend.buffer();
+        let text = (0..buffer.area.height)
+            .map(|y| {
+                (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let size = Size::new(buffer.area.width, buffer.area.height);
+        let _ = self.frames.send(Frame { size, text });
+        Ok(())
+    }
+}
+
+/// Records confirmed requests instead of sending anything.
+struct Recording(Arc<Mutex<Vec<SignalRequest>>>);
+
+impl Signaller for Recording {
+    fn send(&mut self, r: &SignalRequest) -> String {
+        self.0.lock().unwrap().push(r.clone());
+        format!("recorded {} for PID {}", r.signal.name(), r.pid)
+    }
+}
+
+/// The test's side of the scripted world.
+struct Script {
+    events: UnboundedSender<io::Result<Event>>,
+    signals: UnboundedSender<OsSignal>,
+    frames: UnboundedReceiver<Frame>,
+    backend: Arc<Mutex<TestBackend>>,
+    sent: Arc<Mutex<Vec<SignalRequest>>>,
+}
+
+/// A scripted `Io` on a `width`x`height` screen (behind the real `Coalescing` layer).
+fn scripted(width: u16, height: u16) -> (Script, Io<Coalescing<Screen>>) {
+    let (events, event_rx) = mpsc::unbounded_channel();
+    let (signals, signal_rx) = mpsc::unbounded_channel();
+    let (frame_tx, frames) = mpsc::unbounded_channel();
+    let backend = Arc::new(Mutex::new(TestBackend::new(width, height)));
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let screen = Screen {
+        inner: backend.clone(),
+        frames: frame_tx,
+    };
+    let io = Io {
+        terminal: Terminal::new(Coalescing::new(screen)).unwrap(),
+        events: Box::pin(receiver_stream(event_rx)),
+        os_signals: Box::pin(receiver_stream(signal_rx)),
+        signaller: Box::new(Recording(sent.clone())),
+    };
+    let script = Script {
+        events,
+        signals,
+        frames,
+        backend,
+        sent,
+    };
+    (script, io)
+}
+
+fn receiver_stream<T>(mut rx: UnboundedReceiver<T>) -> impl futures_util::Stream<Item = T> {
+    stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+impl Script {
+    fn key(&self, c: char) {
+        let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        self.events.send(Ok(Event::Key(key))).unwrap();
+    }
+
+    /// The next frame that satisfies `ok`, within a minute of (paused, so instant) time.
+    async fn frame_where(&mut self, what: &str, ok: impl Fn(&Frame) -> bool) -> Frame {
+        let mut last = None;
+        let wait = async {
+            while let Some(frame) = self.frames.recv().await {
+                if ok(&frame) {
+                    return Some(frame);
+                }
+                last = Some(frame);
+            }
+            None
+        };
+        match tokio::time::timeout(Duration::from_secs(60), wait).await {
+            Ok(Some(frame)) => frame,
+            _ => panic!("no frame with {what}; the last one:\n{last:#?}"),
+        }
+    }
+
+    async fn frame_with(&mut self, text: &str) -> Frame {
+        self.frame_where(text, |f| f.text.contains(text)).await
+    }
+}
+
+const GPU: &str = "NVIDIA H100";
+
+fn config() -> ViewConfig {
+    common::config()
+}
+
+/// Always the same sample: the process table cannot change under the test's selection.
+struct Fixed(Sample);
+
+impl GpuSource for Fixed {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        Ok(self.0.clone())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn q_quits_after_the_gpus_are_on_screen() {
+    let (mut script, mut io) = scripted(120, 40);
+    let source = Box::new(common::sim(2));
+    let run = app::event_loop(&mut io, source, config(), Options::default());
+    let drive = async {
+        let first = script.frames.recv().await.unwrap();
+        assert!(!first.text.contains(GPU), "drawn once before any sample");
+        let frame = script.frame_with(GPU).await;
+        assert!(frame.text.contains("alice"), "{}", frame.text);
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
+}
+
+#[tokio::test(start_paused = true)]
+async fn sigterm_ends_the_loop_with_its_number() {
+    let (mut script, mut io) = scripted(100, 30);
+    let run = app::event_loop(
+        &mut io,
+        Box::new(common::sim(1)),
+        config(),
+        Options::default(),
+    );
+    let drive = async {
+        script.frame_with(GPU).await;
+        script.signals.send(OsSignal::Terminate).unwrap();
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Signal(15));
+    assert_eq!(OsSignal::Hangup.number(), 1);
+    assert_eq!(OsSignal::Interrupt.number(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resize_redraws_at_the_new_size() {
+    let (mut script, mut io) = scripted(80, 24);
+    let run = app::event_loop(
+        &mut io,
+        Box::new(common::sim(2)),
+        config(),
+        Options::default(),
+    );
+    let drive = async {
+        // 80x24 is small enough for compact lines, which leave out the GPU's name.
+        let before = script.frame_with("2 GPUs").await;
+        assert_eq!(before.size, Size::new(80, 24));
+        assert!(!before.text.contains(GPU), "{}", before.text);
+        // The terminal changes size first, then crossterm reports it.
+        script.backend.lock().unwrap().resize(150, 45);
+        script.events.send(Ok(Event::Resize(150, 45))).unwrap();
+        let after = script
+            .frame_where("150x45", |f| f.size == Size::new(150, 45))
+            .await;
+        assert!(after.text.contains(GPU), "{}", after.text);
+        let lines: Vec<&str> = after.text.lines().collect();
+        assert_eq!(lines.len(), 45);
+        assert!(lines.iter().all(|l| l.chars().count() == 150));
+        // A wheel turn and a plain move go through the mouse path without harm.
+        let wheel = MouseEvent {
+            kind: MouseEventKind::ScrollDown,
+            column: 10,
+            row: 20,
+            modifiers: KeyModifiers::NONE,
+        };
+        script.events.send(Ok(Event::Mouse(wheel))).unwrap();
+        let moved = MouseEvent {
+            kind: MouseEventKind::Moved,
+            ..wheel
+        };
+        script.events.send(Ok(Event::Mouse(moved))).unwrap();
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
+    let shown = script.backend.lock().unwrap().buffer().area;
+    assert_eq!((shown.width, shown.height), (150, 45));
+}
+
+/// What the first row's signal dialog asks for, worked out on a state of our own.
+fn expected_request(sample: &Sample, cfg: ViewConfig) -> SignalRequest {
+    let mut state = State::new(cfg);
+    update(&mut state, Msg::Sample(Box::new(sample.clone())));
+    update(&mut state, Msg::Action(Action::SelectFirst));
+    update(&mut state, Msg::Action(Action::Signal(Sig::Term)));
+    state
+        .view
+        .dialog
+        .expect("the first process may be signalled")
+        .request
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_confirmed_signal_reaches_the_signaller_with_that_pid() {
+    let sample = common::sim(2).sample().unwrap();
+    // Root sees the dialog for anyone's process; then run as that process's owner so one
+    // `y` confirms.
+    let probe = expected_request(
+        &sample,
+        ViewConfig {
+            current_uid: Some(0),
+            ..config()
+        },
+    );
+    let cfg = ViewConfig {
+        current_uid: Some(probe.uid),
+        current_user: Some(probe.user.clone()),
+        ..config()
+    };
+    let expected = expected_request(&sample, cfg.clone());
+    let (mut script, mut io) = scripted(120, 40);
+    let run = app::event_loop(&mut io, Box::new(Fixed(sample)), cfg, Options::default());
+    let drive = async {
+        script.frame_with(GPU).await;
+        script.key('g');
+        script.key('T');
+        let pid = expected.pid.to_string();
+        let dialog = script
+            .frame_where("the dialog", |f| {
+                f.text.contains("SIGTERM") && f.text.contains(&pid)
+            })
+            .await;
+        assert!(script.sent.lock().unwrap().is_empty(), "{}", dialog.text);
+        script.key('y');
+        script
+            .frame_with(&format!("recorded SIGTERM for PID {pid}"))
+            .await;
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
+    assert_eq!(*script.sent.lock().unwrap(), vec![expected]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn broken_terminal_input_is_an_error_and_ended_input_quits() {
+    let (mut script, mut io) = scripted(80, 24);
+    let run = app::event_loop(
+        &mut io,
+        Box::new(common::sim(1)),
+        config(),
+        Options::default(),
+    );
+    let drive = async {
+        script.frame_with(GPU).await;
+        let broken = io::Error::other("tty gone");
+        script.events.send(Err(broken)).unwrap();
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    let err = exit.unwrap_err();
+    assert_eq!(format!("{err:#}"), "reading terminal input: tty gone");
+
+    let (script, mut io) = scripted(80, 24);
+    drop(script.events);
+    let exit = app::event_loop(
+        &mut io,
+        Box::new(common::sim(1)),
+        config(),
+        Options::default(),
+    );
+    assert_eq!(exit.await.unwrap(), Exit::Quit);
+}
