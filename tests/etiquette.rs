@@ -301,7 +301,7 @@ fn idle_holders_and_stale_vram_warn_after_their_settings() {
         .collect();
     assert!(
         kinds.iter().any(|(g, k)| *g == Some(4)
-            && matches!(k, WarningKind::IdleHolder { user, pid: 4000, .. } if user == "dave")),
+            && matches!(k, WarningKind::IdleHolder { user, pid: 4000, .. } if user.as_deref() == Some("dave"))),
         "{kinds:?}"
     );
     assert!(

@@ -83,8 +83,9 @@ pub enum WarningKind {
     /// named here; the subject stays its GPU, so the GPU panel and sort see it.
     IdleHolder {
         pid: u32,
-        user: String,
-        command: String,
+        /// `None` when the process is not visible from here (another PID namespace).
+        user: Option<String>,
+        command: Option<String>,
         vram: Bytes,
         idle_for: Duration,
     },

@@ -61,12 +61,16 @@ pub fn warning_line(w: &Warning) -> String {
             command,
             vram,
             idle_for,
-        } => format!(
-            "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
-            gib(*vram),
-            duration_short(*idle_for),
-            truncate(command, 40)
-        ),
+        } => {
+            // A process not visible from here has no user or command to name.
+            let user = user.clone().unwrap_or_else(|| format!("PID {pid}'s owner"));
+            format!(
+                "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
+                gib(*vram),
+                duration_short(*idle_for),
+                truncate(command.as_deref().unwrap_or(""), 40)
+            )
+        }
         WarningKind::HostDown { reason } => {
             let host = match &w.subject {
                 Subject::Host { name } => name.as_str(),
@@ -144,12 +148,22 @@ mod tests {
             (
                 WarningKind::IdleHolder {
                     pid: 4000,
-                    user: "dave".into(),
-                    command: "jupyter".into(),
+                    user: Some("dave".into()),
+                    command: Some("jupyter".into()),
                     vram: Bytes::from_gib(30.2),
                     idle_for: Duration::from_secs(600),
                 },
                 "dave holds 30.2 GiB on GPU 3, idle for 10m (PID 4000 jupyter)",
+            ),
+            (
+                WarningKind::IdleHolder {
+                    pid: 77,
+                    user: None,
+                    command: None,
+                    vram: Bytes::from_gib(2.0),
+                    idle_for: Duration::from_secs(3600),
+                },
+                "PID 77's owner holds 2.0 GiB on GPU 3, idle for 1h (PID 77 )",
             ),
             (
                 WarningKind::StaleVram {

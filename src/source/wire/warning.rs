@@ -44,8 +44,9 @@ pub enum WarningKind {
     /// A process holding VRAM (bytes) on a GPU idle for `idle_for` seconds.
     IdleHolder {
         pid: u32,
-        user: String,
-        command: String,
+        /// `null` when the process is not visible from the host (another PID namespace).
+        user: Option<String>,
+        command: Option<String>,
         gpu_memory: u64,
         idle_for: f64,
     },
@@ -110,8 +111,8 @@ mod tests {
             WarningKind::Lost,
             WarningKind::IdleHolder {
                 pid: 1,
-                user: "u".into(),
-                command: "c".into(),
+                user: Some("u".into()),
+                command: None,
                 gpu_memory: 1,
                 idle_for: 1.0,
             },
