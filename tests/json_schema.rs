@@ -42,16 +42,14 @@ fn assert_conforms(doc: &Value, what: &str) {
         }
     };
     documented("", doc, &schema["properties"]);
-    documented(
-        "host",
-        &doc["host"],
-        &schema["properties"]["host"]["properties"],
-    );
-    for (list, def) in [
-        ("gpus", "gpu"),
-        ("processes", "process"),
-        ("warnings", "warning"),
-    ] {
+    documented("host", &doc["host"], &schema["$defs"]["host"]["properties"]);
+    for g in doc["gpus"].as_array().unwrap() {
+        let mut g = g.clone();
+        // The snapshot's one derived field is documented beside the readings.
+        g.as_object_mut().unwrap().remove("unattributed_memory");
+        documented("gpus", &g, &schema["$defs"]["gpu"]["properties"]);
+    }
+    for (list, def) in [("processes", "process"), ("warnings", "warning")] {
         for item in doc[list].as_array().unwrap() {
             documented(list, item, &schema["$defs"][def]["properties"]);
         }
@@ -72,7 +70,13 @@ fn the_schema_is_a_valid_draft_2020_12_schema() {
         "https://json-schema.org/draft/2020-12/schema"
     );
     // Every field carries a description (with its unit, where it has one).
-    for def in ["gpu", "process", "warning"] {
+    for def in [
+        "gpu",
+        "process",
+        "warning",
+        "recording_header",
+        "recorded_sample",
+    ] {
         for (key, prop) in schema["$defs"][def]["properties"].as_object().unwrap() {
             assert!(prop["description"].is_string(), "{def}.{key}");
         }
@@ -239,7 +243,13 @@ fn docs_json_md_names_every_field_of_the_schema() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.md")).unwrap();
     let schema = schema();
     let mut names: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
-    for def in ["gpu", "process", "warning"] {
+    for def in [
+        "gpu",
+        "snapshot_gpu",
+        "process",
+        "warning",
+        "recording_header",
+    ] {
         names.extend(
             schema["$defs"][def]["properties"]
                 .as_object()
@@ -253,4 +263,52 @@ fn docs_json_md_names_every_field_of_the_schema() {
             "docs/json.md: `{name}`"
         );
     }
+}
+
+/// The schema's part for a recording line (`$defs/NAME`), as a schema of its own.
+fn sub_schema(name: &str) -> jsonschema::Validator {
+    let schema = schema();
+    let sub = json!({
+        "$schema": schema["$schema"],
+        "$defs": schema["$defs"],
+        "$ref": format!("#/$defs/{name}"),
+    });
+    jsonschema::validator_for(&sub).expect("the sub-schema compiles")
+}
+
+#[test]
+fn a_recording_conforms_line_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.ndjson");
+    common::clean_command()
+        .args(["--demo", "--once", "--record"])
+        .arg(&path)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let errors: Vec<String> = sub_schema("recording_header")
+        .iter_errors(&header)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let sample = sub_schema("recorded_sample");
+    for line in lines {
+        let doc: Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = sample
+            .iter_errors(&doc)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert!(!doc["processes"].as_array().unwrap().is_empty());
+    }
+    // The version 1 recording is not this shape: it is read by the legacy reader only.
+    let v1 = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/recording-v1.ndjson"
+    ))
+    .unwrap();
+    let v1_line: Value = serde_json::from_str(v1.lines().nth(1).unwrap()).unwrap();
+    assert!(!sample.is_valid(&v1_line));
 }
