@@ -25,10 +25,11 @@ pub const THEME_NAMES: [&str; 3] = ["dark", "light", "mono"];
 
 /// Names `--sort` accepts: `state::procs::SortKey::config_name` of every key (a unit test in
 /// `config` keeps the two lists equal; clap needs them as a constant for help and completions).
-pub const SORT_NAMES: [&str; 9] = [
+pub const SORT_NAMES: [&str; 10] = [
     "gpu",
     "pid",
     "user",
+    "job",
     "vram",
     "gpu_util",
     "cpu",

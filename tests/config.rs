@@ -200,7 +200,7 @@ fn every_file_error_names_file_line_and_key() {
         ),
         (
             "bad_column.toml",
-            "4: columns.visible: unknown column; use one of gpu, pid, user, type, vram, gpu_util, \
+            "4: columns.visible: unknown column; use one of gpu, pid, user, job, type, vram, gpu_util, \
              cpu, host_memory, time, command (got \"gpu_memory\")",
         ),
         (
@@ -257,7 +257,7 @@ fn more_file_errors() {
         ),
         (
             "[sort]\ncolumn = \"type\"\n",
-            "2: sort.column: unknown column; use one of gpu, pid, user, vram, gpu_util, cpu, host_memory, time, command (got \"type\")",
+            "2: sort.column: unknown column; use one of gpu, pid, user, job, vram, gpu_util, cpu, host_memory, time, command (got \"type\")",
         ),
     ] {
         let home = config_home(text);

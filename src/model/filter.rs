@@ -1,7 +1,8 @@
-//! The process filter typed after `/`: plain words match user, command or PID; fields
-//! `user:` `gpu:` `cmd:` `pid:` and comparisons `vram>10G` `vram<1G` narrow further; all terms
-//! must hold (AND). Parsing and matching only; invalid text is an error to show, never a crash.
+//! The process filter typed after `/`: plain words match user, job, command or PID; fields
+//! `user:` `gpu:` `cmd:` `pid:` `job:` `container:` `pod:` and comparisons `vram>10G`
+//! `vram<1G` narrow further; all terms must hold (AND). Parsing and matching only; invalid text is an error to show, never a crash.
 
+use super::jobs::{self, Facet};
 use super::procs::ProcRow;
 use crate::units::Bytes;
 
@@ -13,6 +14,8 @@ enum Term {
     Gpu(Vec<u32>),
     Command(String),
     Pid(u32),
+    /// `job:`, `container:`, `pod:` — a workload by name or id (see `jobs::matches`).
+    Workload(Facet, String),
     /// `vram>SIZE` (strictly) or `vram>=SIZE`; `inclusive` tells which.
     VramAbove(Bytes, bool),
     VramBelow(Bytes, bool),
@@ -23,7 +26,8 @@ pub struct Filter {
     terms: Vec<Term>,
 }
 
-const HELP: &str = "use words, user:NAME, gpu:N[,N], cmd:TEXT, pid:N, vram>SIZE, vram<SIZE";
+const HELP: &str = "use words, user:NAME, gpu:N[,N], cmd:TEXT, pid:N, job:ID, container:NAME, \
+                    pod:NAME, vram>SIZE, vram<SIZE";
 
 impl Filter {
     /// Parses the filter line; an empty line is the empty filter (matches everything).
@@ -80,6 +84,9 @@ fn parse_term(word: &str) -> Result<Term, String> {
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Term::Gpu),
+        "job" | "j" => Ok(Term::Workload(Facet::Job, value.to_string())),
+        "container" => Ok(Term::Workload(Facet::Container, value.to_string())),
+        "pod" => Ok(Term::Workload(Facet::Pod, value.to_string())),
         "pid" | "p" => value
             .parse::<u32>()
             .map(Term::Pid)
@@ -93,6 +100,10 @@ fn term_matches(term: &Term, row: &ProcRow) -> bool {
     match term {
         Term::Text(t) => {
             user.contains(t.as_str())
+                || row
+                    .job
+                    .as_ref()
+                    .is_some_and(|j| j.to_lowercase().contains(t.as_str()))
                 || row.command.to_lowercase().contains(t.as_str())
                 || row.key.pid.to_string().starts_with(t.as_str())
         }
@@ -100,6 +111,11 @@ fn term_matches(term: &Term, row: &ProcRow) -> bool {
         Term::Gpu(list) => list.contains(&row.gpu_index),
         Term::Command(c) => row.command.to_lowercase().contains(c.as_str()),
         Term::Pid(p) => row.key.pid == *p,
+        Term::Workload(facet, needle) => row
+            .context
+            .workload
+            .as_deref()
+            .is_some_and(|w| jobs::matches(w, *facet, needle)),
         Term::VramAbove(b, inclusive) => {
             row.vram.is_some_and(|v| v > *b || (*inclusive && v == *b))
         }
@@ -134,6 +150,8 @@ mod tests {
             uid: Some(1000),
             command: cmd.into(),
             visibility: Visibility::Visible,
+            job: None,
+            context: Default::default(),
         }
     }
 
@@ -170,6 +188,61 @@ mod tests {
         assert_eq!(pids("vram>40GiB"), vec![1000, 3030]);
         assert_eq!(pids("vram>=40GiB"), vec![1000, 2020, 3030]);
         assert_eq!(pids("pid:2020"), vec![2020]);
+    }
+
+    #[test]
+    fn job_container_and_pod_terms_match_workloads() {
+        use crate::source::workload::{ContainerNames, Engine, SlurmNames, Workload};
+        use std::sync::Arc;
+        let with = |mut r: ProcRow, w: Workload| {
+            r.job = jobs::label(&w);
+            r.context.workload = Some(Arc::new(w));
+            r
+        };
+        let rows = [
+            with(
+                row(1, 0, "alice", "python train.py", 40.0),
+                Workload::Slurm {
+                    job: 48121,
+                    step: Some("0".into()),
+                    uid: Some(1000),
+                    names: SlurmNames {
+                        name: Some("train-llama".into()),
+                        ..Default::default()
+                    },
+                },
+            ),
+            with(
+                row(2, 1, "root", "python serve.py", 20.0),
+                Workload::Container {
+                    engine: Engine::Docker,
+                    id: "ab12".repeat(16),
+                    names: ContainerNames {
+                        name: Some("trainer-1".into()),
+                        ..Default::default()
+                    },
+                },
+            ),
+            row(3, 2, "carol", "python notebook.py", 1.0),
+        ];
+        let pids = |text: &str| -> Vec<u32> {
+            let f = Filter::parse(text).unwrap();
+            rows.iter()
+                .filter(|r| f.matches(r))
+                .map(|r| r.key.pid)
+                .collect()
+        };
+        assert_eq!(pids("job:48121"), vec![1]);
+        assert_eq!(pids("job:trainer"), vec![2], "job: names any workload");
+        assert_eq!(pids("container:trainer"), vec![2]);
+        assert_eq!(pids("container:ab12ab"), vec![2], "an id prefix");
+        assert_eq!(pids("container:48121"), Vec::<u32>::new());
+        assert_eq!(pids("pod:trainer"), Vec::<u32>::new());
+        assert_eq!(
+            pids("llama"),
+            vec![1],
+            "plain words match the JOB label too"
+        );
     }
 
     #[test]

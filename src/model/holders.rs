@@ -10,12 +10,23 @@ use crate::units::Bytes;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Holders {
-    /// (user, VRAM) per user, largest first; a process whose user is unknown (another PID
-    /// namespace) is listed as `pid N`.
+    /// (owner, VRAM) per owner, largest first: a job (`slurm 48121 (alice)`), else a user;
+    /// a process whose user is unknown (another PID namespace) is listed as `pid N`.
     pub owners: Vec<(String, Bytes)>,
     /// VRAM the listed processes hold together; `None` when any of them is unknown.
     pub listed: Option<Bytes>,
     pub processes: usize,
+}
+
+/// Who a row counts as on the owners line: its job with the user in brackets
+/// (`slurm 48121 (alice)`), the user, or the PID when neither is known.
+pub fn owner_name(row: &ProcRow) -> String {
+    match (&row.job, &row.user) {
+        (Some(job), Some(user)) => format!("{job} ({user})"),
+        (Some(job), None) => job.clone(),
+        (None, Some(user)) => user.clone(),
+        (None, None) => format!("pid {}", row.key.pid),
+    }
 }
 
 pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
@@ -30,10 +41,7 @@ pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
             (Some(total), Some(v)) => Some(total + v),
             _ => None,
         };
-        let name = row
-            .user
-            .clone()
-            .unwrap_or_else(|| format!("pid {}", row.key.pid));
+        let name = owner_name(row);
         let vram = row.vram.unwrap_or_default();
         match h.owners.iter_mut().find(|(u, _)| *u == name) {
             Some((_, total)) => *total = *total + vram,

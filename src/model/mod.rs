@@ -8,6 +8,7 @@ pub mod activity;
 pub mod etiquette;
 pub mod filter;
 pub mod holders;
+pub mod jobs;
 pub mod owners;
 pub mod procs;
 pub mod users;
@@ -80,6 +81,8 @@ pub struct Model {
     holders: HashMap<GpuId, holders::Holders>,
     /// The last whole-source failure, cleared by the next good sample.
     source_error: Option<String>,
+    /// Whether any process of the latest sample runs in a container, pod, job or service.
+    any_job: bool,
 }
 
 impl Model {
@@ -96,6 +99,7 @@ impl Model {
             procs,
             holders: HashMap::new(),
             source_error: None,
+            any_job: false,
         }
     }
 
@@ -141,6 +145,11 @@ impl Model {
 
     pub fn holders(&self, id: &GpuId) -> Option<&holders::Holders> {
         self.holders.get(id)
+    }
+
+    /// Whether the JOB column has anything to show.
+    pub fn any_job(&self) -> bool {
+        self.any_job
     }
 
     pub fn source_error(&self) -> Option<&str> {
@@ -198,6 +207,7 @@ impl Model {
             })
             .collect();
         self.holders = holders::by_gpu(&rows);
+        self.any_job = rows.iter().any(|r| r.job.is_some());
         self.procs.set_rows(rows);
         self.gpus = sample.gpus;
     }

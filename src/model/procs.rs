@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::time::{Duration, SystemTime};
 
 pub use crate::source::Visibility;
+use crate::source::workload::ProcContext;
 use crate::source::{GpuId, ProcKind, ProcReading};
 use crate::units::Bytes;
 
@@ -15,6 +16,7 @@ pub enum SortKey {
     Gpu,
     Pid,
     User,
+    Job,
     Vram,
     GpuUtil,
     Cpu,
@@ -24,10 +26,11 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 9] = [
+    pub const ALL: [SortKey; 10] = [
         SortKey::Gpu,
         SortKey::Pid,
         SortKey::User,
+        SortKey::Job,
         SortKey::Vram,
         SortKey::GpuUtil,
         SortKey::Cpu,
@@ -49,7 +52,9 @@ impl SortKey {
     /// Quantities sort largest first when chosen; names and ids smallest first.
     pub fn default_direction(self) -> SortDir {
         match self {
-            SortKey::Gpu | SortKey::Pid | SortKey::User | SortKey::Command => SortDir::Ascending,
+            SortKey::Gpu | SortKey::Pid | SortKey::User | SortKey::Job | SortKey::Command => {
+                SortDir::Ascending
+            }
             _ => SortDir::Descending,
         }
     }
@@ -72,6 +77,9 @@ pub enum Column {
     Gpu,
     Pid,
     User,
+    /// The container, pod, Slurm job or service (empty for a login shell); shown only
+    /// when some process has one.
+    Job,
     Type,
     Vram,
     GpuUtil,
@@ -82,10 +90,11 @@ pub enum Column {
 }
 
 impl Column {
-    pub const ALL: [Column; 10] = [
+    pub const ALL: [Column; 11] = [
         Column::Gpu,
         Column::Pid,
         Column::User,
+        Column::Job,
         Column::Type,
         Column::Vram,
         Column::GpuUtil,
@@ -102,6 +111,7 @@ impl Column {
             Column::Gpu => "GPU",
             Column::Pid => "PID",
             Column::User => "USER",
+            Column::Job => "JOB",
             Column::Type => "TYPE",
             Column::Vram => "VRAM",
             Column::GpuUtil => "GPU%",
@@ -119,6 +129,7 @@ impl Column {
             Column::Gpu => "gpu",
             Column::Pid => "pid",
             Column::User => "user",
+            Column::Job => "job",
             Column::Type => "type",
             Column::Vram => "vram",
             Column::GpuUtil => "gpu_util",
@@ -140,6 +151,7 @@ impl Column {
             Column::Gpu => Some(SortKey::Gpu),
             Column::Pid => Some(SortKey::Pid),
             Column::User => Some(SortKey::User),
+            Column::Job => Some(SortKey::Job),
             Column::Type => None,
             Column::Vram => Some(SortKey::Vram),
             Column::GpuUtil => Some(SortKey::GpuUtil),
@@ -209,6 +221,10 @@ pub struct ProcRow {
     pub uid: Option<u32>,
     pub command: String,
     pub visibility: Visibility,
+    /// The JOB column's label (`model::jobs::label`); `None` for a login-shell process.
+    pub job: Option<String>,
+    /// Its workload and GPU-related environment, as the host could read them.
+    pub context: ProcContext,
 }
 
 impl ProcRow {
@@ -234,6 +250,10 @@ impl ProcRow {
             uid: details.map(|d| d.uid),
             command: details.map_or_else(|| visibility.placeholder(p.pid), |d| d.command.clone()),
             visibility,
+            job: details
+                .and_then(|d| d.context.workload.as_deref())
+                .and_then(super::jobs::label),
+            context: details.map(|d| d.context.clone()).unwrap_or_default(),
         }
     }
 }
@@ -249,6 +269,7 @@ pub fn compare(a: &ProcRow, b: &ProcRow, key: SortKey, dir: SortDir) -> Ordering
         ),
         SortKey::Pid => known(Some(a.key.pid), Some(b.key.pid), dir),
         SortKey::User => known(a.user.as_ref(), b.user.as_ref(), dir),
+        SortKey::Job => known(a.job.as_ref(), b.job.as_ref(), dir),
         SortKey::Vram => known(a.vram, b.vram, dir),
         SortKey::GpuUtil => known(a.gpu_util, b.gpu_util, dir),
         SortKey::Cpu => known(a.cpu.map(OrdF32), b.cpu.map(OrdF32), dir),
@@ -298,6 +319,8 @@ pub struct RowView {
     pub filter: super::filter::Filter,
     pub gpu: Option<GpuId>,
     pub user: Option<String>,
+    /// A job chosen in the per-user view: its exact JOB label.
+    pub job: Option<String>,
 }
 
 impl RowView {
@@ -307,11 +330,15 @@ impl RowView {
                 .user
                 .as_ref()
                 .is_none_or(|u| row.user.as_ref() == Some(u))
+            && self
+                .job
+                .as_ref()
+                .is_none_or(|j| row.job.as_ref() == Some(j))
             && self.filter.matches(row)
     }
 
     pub fn is_everything(&self) -> bool {
-        self.gpu.is_none() && self.user.is_none() && self.filter.is_empty()
+        self.gpu.is_none() && self.user.is_none() && self.job.is_none() && self.filter.is_empty()
     }
 }
 
@@ -472,6 +499,8 @@ mod tests {
             uid: None,
             command: String::new(),
             visibility: Visibility::Visible,
+            job: None,
+            context: Default::default(),
         }
     }
 
@@ -487,6 +516,7 @@ mod tests {
                     SortKey::Gpu => r.gpu_index = v.unwrap_or(0) as u32,
                     SortKey::Pid => r.key.pid = v.map(|v| v as u32).unwrap_or(1),
                     SortKey::User => r.user = v.map(|v| format!("user{v}")),
+                    SortKey::Job => r.job = v.map(|v| format!("slurm {v}")),
                     SortKey::Vram => r.vram = v.map(Bytes),
                     SortKey::GpuUtil => r.gpu_util = v.map(|v| v as u32),
                     SortKey::Cpu => r.cpu = v.map(|v| v as f32),
@@ -513,6 +543,7 @@ mod tests {
         // Rows: pid 100 = 20, 99 = 10, 98 = 30, 97 = 20 (tie with 100), 96 = unknown.
         for key in [
             SortKey::User,
+            SortKey::Job,
             SortKey::Vram,
             SortKey::GpuUtil,
             SortKey::Cpu,

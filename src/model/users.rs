@@ -1,5 +1,6 @@
-//! The per-user view: one row per user with what they hold across GPUs, derived from the
-//! process rows and GPU readings. Pure.
+//! The per-user view: one row per user with what they hold across GPUs, and under a user
+//! whose processes run in containers, pods, Slurm jobs or services, one row per such job
+//! (the second grouping). Derived from the process rows and GPU readings. Pure.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,6 +15,8 @@ use super::activity::IDLE_MAX_UTIL;
 pub struct UserRow {
     /// The user name, or `pid N` style placeholder for processes we cannot attribute.
     pub user: String,
+    /// `None` for the user's own total; a job's label for the rows grouped under it.
+    pub job: Option<String>,
     /// GPU indices this user has processes on, ascending.
     pub gpus: Vec<u32>,
     pub vram: Bytes,
@@ -26,7 +29,8 @@ pub struct UserRow {
     pub idle_vram: Bytes,
 }
 
-/// Summarizes every row by user, largest VRAM first (ties by name).
+/// Summarizes every row by user, largest VRAM first (ties by name); each user is followed
+/// by their jobs, largest first.
 pub fn summarize(rows: &[ProcRow], gpus: &[GpuReading]) -> Vec<UserRow> {
     let idle = |row: &ProcRow| {
         gpus.iter()
@@ -35,33 +39,70 @@ pub fn summarize(rows: &[ProcRow], gpus: &[GpuReading]) -> Vec<UserRow> {
             .is_some_and(|u| u.0 <= IDLE_MAX_UTIL)
     };
     let mut by_user: BTreeMap<String, UserRow> = BTreeMap::new();
+    let mut by_job: BTreeMap<(String, String), UserRow> = BTreeMap::new();
     for row in rows {
         let name = row.user.clone().unwrap_or_else(|| "(unknown)".into());
-        let entry = by_user.entry(name.clone()).or_insert_with(|| UserRow {
-            user: name,
-            gpus: Vec::new(),
-            vram: Bytes(0),
-            processes: 0,
-            gpu_util: 0,
-            longest: None,
-            idle_vram: Bytes(0),
-        });
-        if !entry.gpus.contains(&row.gpu_index) {
-            entry.gpus.push(row.gpu_index);
-        }
-        let vram = row.vram.unwrap_or_default();
-        entry.vram = entry.vram + vram;
-        entry.processes += 1;
-        entry.gpu_util += row.gpu_util.unwrap_or(0);
-        entry.longest = entry.longest.max(row.elapsed);
-        if idle(row) {
-            entry.idle_vram = entry.idle_vram + vram;
+        let is_idle = idle(row);
+        add(
+            by_user
+                .entry(name.clone())
+                .or_insert_with(|| empty(&name, None)),
+            row,
+            is_idle,
+        );
+        if let Some(job) = &row.job {
+            let key = (name.clone(), job.clone());
+            let entry = by_job
+                .entry(key)
+                .or_insert_with(|| empty(&name, Some(job.clone())));
+            add(entry, row, is_idle);
         }
     }
-    let mut out: Vec<UserRow> = by_user.into_values().collect();
+    let largest = |a: &UserRow, b: &UserRow| {
+        b.vram
+            .cmp(&a.vram)
+            .then_with(|| a.user.cmp(&b.user))
+            .then_with(|| a.job.cmp(&b.job))
+    };
+    let mut users: Vec<UserRow> = by_user.into_values().collect();
+    users.sort_by(largest);
+    let mut jobs: Vec<UserRow> = by_job.into_values().collect();
+    jobs.sort_by(largest);
+    let mut out = Vec::with_capacity(users.len() + jobs.len());
+    for u in users {
+        let name = u.user.clone();
+        out.push(u);
+        out.extend(jobs.iter().filter(|j| j.user == name).cloned());
+    }
     for u in &mut out {
         u.gpus.sort_unstable();
     }
-    out.sort_by(|a, b| b.vram.cmp(&a.vram).then_with(|| a.user.cmp(&b.user)));
     out
+}
+
+fn empty(user: &str, job: Option<String>) -> UserRow {
+    UserRow {
+        user: user.to_string(),
+        job,
+        gpus: Vec::new(),
+        vram: Bytes(0),
+        processes: 0,
+        gpu_util: 0,
+        longest: None,
+        idle_vram: Bytes(0),
+    }
+}
+
+fn add(entry: &mut UserRow, row: &ProcRow, idle: bool) {
+    if !entry.gpus.contains(&row.gpu_index) {
+        entry.gpus.push(row.gpu_index);
+    }
+    let vram = row.vram.unwrap_or_default();
+    entry.vram = entry.vram + vram;
+    entry.processes += 1;
+    entry.gpu_util += row.gpu_util.unwrap_or(0);
+    entry.longest = entry.longest.max(row.elapsed);
+    if idle {
+        entry.idle_vram = entry.idle_vram + vram;
+    }
 }

@@ -4,6 +4,7 @@
 use super::signal;
 use super::{Action, Effect, LayoutPref, Panel, ReplayCommand, State};
 use crate::model::filter::Filter;
+use crate::model::procs::SortKey;
 
 pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
@@ -106,6 +107,9 @@ fn navigate(state: &mut State, action: Action) {
         };
         state.view.user_selected = to.clamp(0, last.max(0)) as usize;
     }
+    // `s` cycles through the columns on screen: JOB only when some process has one.
+    let any_job = state.model.any_job();
+    let shown = |key: SortKey| key != SortKey::Job || any_job;
     let table = state.model.procs_mut();
     match action {
         Action::ToggleHelp => state.view.show_help = !state.view.show_help,
@@ -116,12 +120,16 @@ fn navigate(state: &mut State, action: Action) {
         Action::PageDown => table.move_selection(page),
         Action::SelectFirst => table.select_index(0),
         Action::SelectLast => table.select_last(),
-        Action::SortNext => {
-            let key = table.sort.next();
-            table.set_sort(key, key.default_direction());
-        }
-        Action::SortPrev => {
-            let key = table.sort.prev();
+        Action::SortNext | Action::SortPrev => {
+            let step = if action == Action::SortNext {
+                SortKey::next
+            } else {
+                SortKey::prev
+            };
+            let mut key = step(table.sort);
+            while !shown(key) {
+                key = step(key);
+            }
             table.set_sort(key, key.default_direction());
         }
         Action::SortReverse => table.set_sort(table.sort, table.dir.flipped()),
@@ -252,6 +260,7 @@ fn choose_user(state: &mut State) {
     };
     let mut view = state.model.procs().view.clone();
     view.user = Some(row.user);
+    view.job = row.job;
     state.model.procs_mut().set_view(view);
     state.view.panel = Panel::Processes;
 }

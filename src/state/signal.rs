@@ -147,6 +147,8 @@ mod tests {
             uid: Some(uid),
             command: "python train.py".into(),
             visibility: Visibility::Visible,
+            job: None,
+            context: Default::default(),
         }
     }
 

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 
 use super::Theme;
-use super::format::{bytes_short, elapsed, or_na};
+use super::format::{bytes_short, elapsed, or_na, truncate};
 use crate::layout::{COLUMN_SPACING, column_width, first_row};
 use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::state::State;
@@ -32,6 +32,10 @@ fn cell_text(c: Column, r: &ProcRow) -> String {
         Column::Gpu => r.gpu_index.to_string(),
         Column::Pid => r.key.pid.to_string(),
         Column::User => r.user.clone().unwrap_or_else(|| "?".into()),
+        Column::Job => r
+            .job
+            .as_deref()
+            .map_or_else(String::new, |j| truncate(j, 20)),
         Column::Type => r.kind.label().to_string(),
         Column::Vram => or_na(r.vram, bytes_short),
         Column::GpuUtil => or_na(r.gpu_util, |u| format!("{u}%")),
@@ -42,9 +46,14 @@ fn cell_text(c: Column, r: &ProcRow) -> String {
     }
 }
 
-/// The configured columns, with HOST first when the GPUs come from several hosts.
+/// The configured columns, with HOST first when the GPUs come from several hosts, and
+/// JOB only when some process runs in a container, pod, Slurm job or service (on a box
+/// of login shells it would be an empty column).
 pub fn visible_columns(state: &State) -> Vec<Column> {
     let mut columns = state.config.columns.clone();
+    if !state.model.any_job() {
+        columns.retain(|c| *c != Column::Job);
+    }
     if state.model.gpus().iter().any(|g| g.host.is_some()) {
         columns.insert(0, Column::Host);
     }
@@ -75,6 +84,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     if let Some(user) = &table.view.user {
         title += &format!(" · user {user}");
     }
+    if let Some(job) = &table.view.job {
+        title += &format!(" · {job}");
+    }
     title += if table.view.is_everything() {
         " · ? help "
     } else {
@@ -102,7 +114,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .rows()
         .skip(first)
         .take(on_screen)
-        .map(|r| row(state, r, theme));
+        .map(|r| row(state, columns, r, theme));
     let widget = Table::new(rows, columns.iter().map(|c| column_width(*c)))
         .header(header)
         .block(block)
@@ -123,7 +135,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
 }
 
-fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {
+fn row<'a>(state: &State, columns: &[Column], r: &ProcRow, theme: &Theme) -> Row<'a> {
     let own = r.user.is_some() && r.user.as_deref() == state.config.current_user.as_deref();
     let style = match r.visibility {
         _ if own => theme.own_process,
@@ -131,7 +143,7 @@ fn row<'a>(state: &State, r: &ProcRow, theme: &Theme) -> Row<'a> {
         Visibility::OtherNamespace | Visibility::Hidden | Visibility::Exited => theme.dim,
     };
     Row::new(
-        visible_columns(state)
+        columns
             .iter()
             .map(|c| aligned(*c, Line::from(cell_text(*c, r)))),
     )

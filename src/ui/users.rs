@@ -1,4 +1,5 @@
-//! The per-user table (`u`): who holds how much, where, and how much of it sits idle.
+//! The per-user table (`u`): who holds how much, where, and how much of it sits idle;
+//! under each user, their containers, pods, Slurm jobs and services, indented.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -13,7 +14,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let rows = state.model.user_rows();
     let title = format!(
         " Users ({}) · by VRAM · Enter: their processes · u: back ",
-        rows.len()
+        rows.iter().filter(|r| r.job.is_none()).count()
     );
     let block = Block::default()
         .borders(Borders::TOP)
@@ -39,6 +40,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     );
     let body = rows.iter().map(|u| {
         let own = state.config.current_user.as_deref() == Some(u.user.as_str());
+        // A job row names its job under its user, indented; the user's row names the user.
+        let who = match &u.job {
+            Some(job) => format!("  {job}"),
+            None => u.user.clone(),
+        };
         let gpus: Vec<String> = u.gpus.iter().map(u32::to_string).collect();
         let idle_style = if u.idle_vram.0 > 0 {
             theme.warning
@@ -46,7 +52,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             theme.text
         };
         Row::new(vec![
-            Line::from(u.user.clone()),
+            Line::from(who),
             Line::from(gpus.join(",")),
             Line::from(bytes_short(u.vram)).right_aligned(),
             Line::from(u.processes.to_string()).right_aligned(),
@@ -57,7 +63,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .style(if own { theme.own_process } else { theme.text })
     });
     let widths = [
-        Constraint::Length(12),
+        Constraint::Length(if state.model.any_job() { 24 } else { 12 }),
         Constraint::Length(16),
         Constraint::Length(7),
         Constraint::Length(5),

@@ -1,0 +1,197 @@
+//! How a workload is named where people look: the JOB column, the GPU's owners line, the
+//! per-job view and the filter's `job:`/`container:`/`pod:` terms. One short label per
+//! workload (`slurm 48121 train-llama`, `docker trainer-1`, `k8s ml/bert-7f9c`,
+//! `svc jupyter`); a login session has none, the user says it all. Pure.
+
+use crate::source::workload::{Engine, Workload};
+
+/// Characters of a container id or pod UID shown when no name is known (as `docker ps`).
+const SHORT_ID: usize = 12;
+
+/// The label for the JOB column; `None` for a plain login-session process.
+pub fn label(w: &Workload) -> Option<String> {
+    Some(match w {
+        Workload::Slurm { job, names, .. } => match &names.name {
+            Some(name) => format!("slurm {job} {name}"),
+            None => format!("slurm {job}"),
+        },
+        Workload::Container { engine, id, names } => {
+            let name = names.name.clone().unwrap_or_else(|| short(id));
+            format!("{} {name}", engine_word(*engine))
+        }
+        Workload::Pod { uid, names, .. } => match (&names.namespace, &names.name) {
+            (Some(ns), Some(name)) => format!("k8s {ns}/{name}"),
+            (None, Some(name)) => format!("k8s {name}"),
+            _ => format!("k8s pod {}", short(uid)),
+        },
+        Workload::Service { name, .. } => format!("svc {name}"),
+        Workload::Session { .. } => return None,
+    })
+}
+
+/// Containers run by containerd or CRI-O outside Kubernetes are rare enough that the
+/// engine's own name says more than a generic word.
+fn engine_word(e: Engine) -> &'static str {
+    e.name()
+}
+
+fn short(id: &str) -> String {
+    id.chars().take(SHORT_ID).collect()
+}
+
+/// Which facet of a workload a filter term names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Facet {
+    /// Any workload: its label, Slurm job id, container name or id, pod name or UID.
+    Job,
+    /// A container (bare, or a pod's): its name, id prefix, compose service or image.
+    Container,
+    /// A Kubernetes pod: its name, namespace/name, or UID prefix.
+    Pod,
+}
+
+/// Whether `needle` (lowercase) names this workload through `facet`: names match as
+/// substrings, ids as prefixes.
+pub fn matches(w: &Workload, facet: Facet, needle: &str) -> bool {
+    let has = |s: &Option<String>| {
+        s.as_deref()
+            .is_some_and(|s| s.to_lowercase().contains(needle))
+    };
+    match (facet, w) {
+        (Facet::Job, _) if label(w).is_some_and(|l| l.to_lowercase().contains(needle)) => true,
+        (Facet::Job, Workload::Slurm { job, .. }) => job.to_string().starts_with(needle),
+        (Facet::Job | Facet::Container, Workload::Container { id, names, .. }) => {
+            id.starts_with(needle)
+                || has(&names.name)
+                || has(&names.compose_service)
+                || has(&names.image)
+        }
+        (Facet::Job | Facet::Pod, Workload::Pod { uid, names, .. }) => {
+            uid.starts_with(needle)
+                || has(&names.name)
+                || has(&names
+                    .namespace
+                    .as_ref()
+                    .zip(names.name.as_ref())
+                    .map(|(n, p)| format!("{n}/{p}")))
+        }
+        (
+            Facet::Container,
+            Workload::Pod {
+                container, names, ..
+            },
+        ) => {
+            container
+                .as_ref()
+                .is_some_and(|(_, id)| id.starts_with(needle))
+                || has(&names.container)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::workload::{ContainerNames, PodNames, PodQos, SlurmNames};
+
+    const ID: &str = "3f2a1b9c0d12e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9";
+
+    fn slurm(name: Option<&str>) -> Workload {
+        Workload::Slurm {
+            job: 48121,
+            step: Some("0".into()),
+            uid: Some(1000),
+            names: SlurmNames {
+                name: name.map(Into::into),
+                ..SlurmNames::default()
+            },
+        }
+    }
+
+    fn docker(name: Option<&str>) -> Workload {
+        Workload::Container {
+            engine: Engine::Docker,
+            id: ID.into(),
+            names: ContainerNames {
+                name: name.map(Into::into),
+                ..ContainerNames::default()
+            },
+        }
+    }
+
+    fn pod(ns: Option<&str>, name: Option<&str>) -> Workload {
+        Workload::Pod {
+            uid: "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f".into(),
+            qos: PodQos::Burstable,
+            container: Some((Engine::Containerd, ID.into())),
+            names: PodNames {
+                name: name.map(Into::into),
+                namespace: ns.map(Into::into),
+                container: Some("trainer".into()),
+            },
+        }
+    }
+
+    #[test]
+    fn labels_name_the_job_or_fall_back_to_short_ids() {
+        assert_eq!(
+            label(&slurm(Some("train-llama"))).unwrap(),
+            "slurm 48121 train-llama"
+        );
+        assert_eq!(label(&slurm(None)).unwrap(), "slurm 48121");
+        assert_eq!(
+            label(&docker(Some("trainer-1"))).unwrap(),
+            "docker trainer-1"
+        );
+        assert_eq!(label(&docker(None)).unwrap(), "docker 3f2a1b9c0d12");
+        assert_eq!(
+            label(&pod(Some("ml"), Some("bert-7f9c"))).unwrap(),
+            "k8s ml/bert-7f9c"
+        );
+        assert_eq!(label(&pod(None, None)).unwrap(), "k8s pod 1c2d3e4f-5a6");
+        let svc = Workload::Service {
+            name: "jupyter".into(),
+            user: None,
+        };
+        assert_eq!(label(&svc).unwrap(), "svc jupyter");
+        let session = Workload::Session {
+            uid: Some(1000),
+            id: "3".into(),
+        };
+        assert_eq!(label(&session), None);
+    }
+
+    #[test]
+    fn filter_facets_match_names_and_id_prefixes() {
+        assert!(matches(&slurm(None), Facet::Job, "48121"));
+        assert!(matches(&slurm(Some("train-llama")), Facet::Job, "llama"));
+        assert!(!matches(&slurm(None), Facet::Container, "48121"));
+        assert!(matches(
+            &docker(Some("trainer-1")),
+            Facet::Container,
+            "trainer"
+        ));
+        assert!(matches(&docker(None), Facet::Container, "3f2a"));
+        assert!(
+            !matches(&docker(None), Facet::Container, "2a1b"),
+            "ids match as prefixes"
+        );
+        assert!(matches(
+            &pod(Some("ml"), Some("bert-7f9c")),
+            Facet::Pod,
+            "bert"
+        ));
+        assert!(matches(
+            &pod(Some("ml"), Some("bert-7f9c")),
+            Facet::Pod,
+            "ml/bert"
+        ));
+        assert!(matches(&pod(None, None), Facet::Pod, "1c2d"));
+        assert!(
+            matches(&pod(None, None), Facet::Container, "trainer"),
+            "a pod's container"
+        );
+        assert!(!matches(&docker(None), Facet::Pod, "3f2a"));
+    }
+}

@@ -1,0 +1,166 @@
+//! Who really holds a GPU, end to end (issue 10): real `sleep` processes placed in real
+//! cgroups shaped like Docker's, Slurm's and Kubernetes' paths, listed by the fake NVML,
+//! then read by the real binary. Creating cgroups needs root (CI runs as root); without it
+//! the test is skipped with a printed reason.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/nvml/two_gpus.json"
+);
+const CONTAINER: &str = "7d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e";
+const POD_UID: &str = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
+
+/// A cgroup hierarchy this process may create groups in: cgroup v2 (at the usual mount
+/// point or the hybrid `unified` one) or, on a v1 host, the `pids` controller.
+fn writable_hierarchy() -> Result<PathBuf, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root: creating cgroups needs root".into());
+    }
+    for root in [
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/pids",
+    ] {
+        let probe = Path::new(root).join(format!("gpuwatch-probe-{}", std::process::id()));
+        if std::fs::create_dir(&probe).is_ok() && probe.join("cgroup.procs").exists() {
+            let _ = std::fs::remove_dir(&probe);
+            return Ok(root.into());
+        }
+        let _ = std::fs::remove_dir(&probe);
+    }
+    Err("no writable cgroup hierarchy under /sys/fs/cgroup".into())
+}
+
+/// A `sleep` in a cgroup at `root/rel`; on drop it is killed and the cgroups it made removed.
+struct Placed {
+    child: Child,
+    dirs: Vec<PathBuf>,
+}
+
+impl Placed {
+    fn new(root: &Path, rel: &str) -> Placed {
+        let child = StdCommand::new("sleep").arg("60").spawn().expect("sleep");
+        let mut dirs = Vec::new();
+        let mut at = root.to_path_buf();
+        for part in rel.split('/') {
+            at.push(part);
+            if std::fs::create_dir(&at).is_ok() {
+                dirs.push(at.clone());
+            }
+        }
+        std::fs::write(at.join("cgroup.procs"), child.id().to_string()).expect("move into cgroup");
+        Placed { child, dirs }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // A cgroup can be removed once empty; innermost first.
+        for dir in self.dirs.iter().rev() {
+            for _ in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Three sleepers in Docker-, Slurm- and kubepods-shaped cgroups on the first fake GPU.
+fn placed(root: &Path) -> [Placed; 3] {
+    let tag = std::process::id();
+    [
+        // One top-level group each, so each removes all it made.
+        Placed::new(root, &format!("gpuwatch-test-{tag}-a/docker/{CONTAINER}")),
+        Placed::new(
+            root,
+            &format!("gpuwatch-test-{tag}-b/slurm/uid_1000/job_48121/step_0"),
+        ),
+        Placed::new(
+            root,
+            &format!("gpuwatch-test-{tag}-c/kubepods/burstable/pod{POD_UID}/{CONTAINER}"),
+        ),
+    ]
+}
+
+fn scenario(dir: &Path, procs: &[Placed; 3]) -> PathBuf {
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    s["gpus"][0]["processes"] = json!(
+        procs
+            .iter()
+            .map(|p| json!({"pid": p.pid(), "kind": "compute", "used_memory": 4_294_967_296u64}))
+            .collect::<Vec<_>>()
+    );
+    s["gpus"][1]["processes"] = json!([]);
+    let path = dir.join("scenario.json");
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn containers_slurm_jobs_and_pods_show_in_the_job_column() {
+    let root = match writable_hierarchy() {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let Some(t) = common::tmux::Tmux::start("attribution", 160, 40) else {
+        return;
+    };
+    let procs = placed(&root);
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
+        scenario(dir.path(), &procs).display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        common::fake_lib().display()
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for("slurm 48121", Duration::from_secs(15));
+    let row_of = |p: &Placed| {
+        screen
+            .lines()
+            .find(|l| l.contains(&format!(" {} ", p.pid())))
+            .unwrap_or_else(|| panic!("no row for {}:\n{screen}", p.pid()))
+            .to_string()
+    };
+    assert!(
+        row_of(&procs[0]).contains("docker 7d9e0f1a2b3c"),
+        "{screen}"
+    );
+    assert!(row_of(&procs[1]).contains("slurm 48121"), "{screen}");
+    assert!(
+        row_of(&procs[2]).contains("k8s pod 1c2d3e4f-5a6"),
+        "{screen}"
+    );
+    assert!(screen.contains("JOB"), "{screen}");
+    // The GPU's owners line names jobs with their user.
+    assert!(
+        screen.contains("docker 7d9e0f1a2b3c (root) 4.0G"),
+        "{screen}"
+    );
+    // The filter narrows to one job.
+    t.send(&["/", "job:48121", "Enter"]);
+    let narrowed = t.wait_for("1 of 3", Duration::from_secs(10));
+    assert!(narrowed.contains(&procs[1].pid().to_string()), "{narrowed}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
