@@ -1,5 +1,7 @@
 //! Writes the demo recording shipped in tests/fixtures (and usable as a replay demo):
-//! the simulated fleet on a virtual clock, so the file is the same every time.
+//! the simulated fleet on a virtual clock, so the file is the same every time. It writes
+//! the current recording format; tests/fixtures/recording-v1.ndjson keeps a frozen copy in
+//! format 1, which must keep replaying, so regenerating the demo file never loses that.
 //!
 //! cargo run --example record_demo [-- GPUS SECONDS INTERVAL_SECS OUT.ndjson]
 

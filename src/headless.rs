@@ -3,18 +3,16 @@
 //! the terminal code.
 
 use color_eyre::eyre::{Result, eyre};
-use serde::Serialize;
 
 use crate::model::owners::{free_gpus, owners, unattributed};
 use crate::model::procs::ProcRow;
-use crate::model::warnings::Warning;
+use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::sampler::{self, SamplerEvent};
-use crate::source::{GpuReading, GpuSource, HostInfo};
+use crate::source::wire;
+use crate::source::{GpuSource, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::ui::format::{NA, bytes_short, elapsed, gib, or_na};
-
-/// Version of the JSON document; bumped on incompatible changes.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+use crate::ui::text::warning_line;
 
 /// Runs the sampler until the first sample and returns the state it produces.
 pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<State> {
@@ -35,96 +33,131 @@ pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<
     }
 }
 
-#[derive(Serialize)]
-struct JsonDoc<'a> {
-    schema_version: u32,
-    /// Seconds since the Unix epoch.
-    time: Option<f64>,
-    host: &'a HostInfo,
-    gpus: Vec<JsonGpu<'a>>,
-    processes: Vec<JsonProc<'a>>,
-    warnings: &'a [Warning],
-    free_gpus: Vec<u32>,
-}
-
-#[derive(Serialize)]
-struct JsonGpu<'a> {
-    #[serde(flatten)]
-    reading: &'a GpuReading,
-    /// VRAM used that no listed process accounts for (stale allocations), in bytes.
-    unattributed_memory: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct JsonProc<'a> {
-    gpu_index: u32,
-    gpu_uuid: &'a str,
-    pid: u32,
-    user: Option<&'a str>,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    gpu_memory: Option<u64>,
-    gpu_util: Option<u32>,
-    cpu_percent: Option<f32>,
-    host_memory: Option<u64>,
-    elapsed_seconds: Option<u64>,
-    /// Start time, seconds since the Unix epoch: with the PID, the process identity (lets a
-    /// remote gpuwatch rebuild the process exactly).
-    started: Option<f64>,
-    uid: Option<u32>,
-    command: &'a str,
-    visibility: &'a str,
-}
-
-impl<'a> JsonProc<'a> {
-    fn from_row(r: &'a ProcRow) -> Self {
-        JsonProc {
-            gpu_index: r.gpu_index,
-            gpu_uuid: &r.key.gpu.0,
-            pid: r.key.pid,
-            user: r.user.as_deref(),
-            kind: r.kind.label(),
-            gpu_memory: r.vram.map(|b| b.0),
-            gpu_util: r.gpu_util,
-            cpu_percent: r.cpu,
-            host_memory: r.host_memory.map(|b| b.0),
-            elapsed_seconds: r.elapsed.map(|d| d.as_secs()),
-            started: r
-                .key
-                .started
-                .and_then(|t| t.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs_f64()),
-            uid: r.uid,
-            command: &r.command,
-            visibility: r.visibility.name(),
-        }
-    }
-}
-
-/// The `--once --json` document: real numbers in base units, `null` for unknown.
+/// The `--once --json` document (also `/api/v1/snapshot`), written through `source::wire`:
+/// real numbers in base units, `null` for unknown.
 pub fn render_json(state: &State) -> String {
-    let doc = JsonDoc {
-        schema_version: JSON_SCHEMA_VERSION,
-        time: state
-            .model
-            .now()
-            .and_then(|t| t.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs_f64()),
-        host: state.model.host(),
+    let doc = wire::Snapshot {
+        schema_version: wire::SCHEMA_MAJOR,
+        schema_minor: wire::SCHEMA_MINOR,
+        time: state.model.now().and_then(wire::epoch_secs),
+        host: wire::Host::from_info(state.model.host()),
         gpus: state
             .model
             .gpus()
             .iter()
-            .map(|g| JsonGpu {
-                reading: g,
+            .map(|g| wire::SnapshotGpu {
+                gpu: wire::Gpu::from_reading(g),
                 unattributed_memory: unattributed(&state.model, g).map(|b| b.0),
             })
             .collect(),
-        processes: state.model.procs().rows().map(JsonProc::from_row).collect(),
-        warnings: state.model.warnings(),
+        processes: state.model.procs().rows().map(proc_doc).collect(),
+        warnings: state
+            .model
+            .warnings()
+            .iter()
+            .map(|w| warning_doc(w, Some(warning_line(w))))
+            .collect(),
         free_gpus: free_gpus(&state.model),
     };
-    serde_json::to_string_pretty(&doc).expect("the snapshot document always serializes") + "\n"
+    doc.to_json()
+}
+
+/// A row of the process table as the document's process (the table, not the raw sample,
+/// so the document lists what the TUI shows, in its order).
+fn proc_doc(r: &ProcRow) -> wire::Proc {
+    let visible = r.visibility == Visibility::Visible;
+    wire::Proc {
+        gpu_uuid: r.key.gpu.0.clone(),
+        gpu_index: Some(r.gpu_index),
+        pid: r.key.pid,
+        user: r.user.clone(),
+        uid: r.uid,
+        kind: r.kind.into(),
+        used_gpu_memory: r.vram.map(|b| b.0),
+        utilization_sm: r.gpu_util,
+        cpu_percent: r.cpu,
+        host_memory: r.host_memory.map(|b| b.0),
+        started: r.key.started.and_then(wire::epoch_secs),
+        elapsed: r.elapsed.map(|d| d.as_secs_f64()),
+        // The table's "(other PID namespace)" is a placeholder, not the command.
+        command: visible.then(|| r.command.clone()),
+        visibility: r.visibility,
+    }
+}
+
+/// A warning as the document carries it: its numbers in base units, and the sentence
+/// people see when the caller passes it (the metrics exporter needs only the kind).
+pub fn warning_doc(w: &Warning, message: Option<String>) -> wire::Warning {
+    let (subject, gpu_uuid, gpu_index, host) = match &w.subject {
+        Subject::Gpu { id, index, host } => (
+            wire::SubjectKind::Gpu,
+            Some(id.0.clone()),
+            Some(*index),
+            host.clone(),
+        ),
+        Subject::Host { name } => (wire::SubjectKind::Host, None, None, Some(name.clone())),
+    };
+    wire::Warning {
+        subject,
+        gpu_uuid,
+        gpu_index,
+        host,
+        severity: match w.severity {
+            Severity::Warning => wire::Severity::Warning,
+            Severity::Critical => wire::Severity::Critical,
+        },
+        kind: warning_kind_doc(&w.kind),
+        message,
+    }
+}
+
+fn warning_kind_doc(kind: &WarningKind) -> wire::WarningKind {
+    let secs = |d: &std::time::Duration| d.as_secs_f64();
+    match kind {
+        WarningKind::OomRisk {
+            used,
+            total,
+            percent,
+            time_to_full,
+        } => wire::WarningKind::OomRisk {
+            memory_used: used.0,
+            memory_total: total.0,
+            memory_percent: *percent,
+            time_to_full: time_to_full.as_ref().map(secs),
+        },
+        WarningKind::Overheating {
+            temperature,
+            held_for,
+            critical_at,
+            slowdown,
+        } => wire::WarningKind::Overheating {
+            temperature: temperature.0,
+            held_for: secs(held_for),
+            critical_at: critical_at.0,
+            slowdown: slowdown.map(|c| c.0),
+        },
+        WarningKind::Lost => wire::WarningKind::Lost,
+        WarningKind::IdleHolder {
+            pid,
+            user,
+            command,
+            vram,
+            idle_for,
+        } => wire::WarningKind::IdleHolder {
+            pid: *pid,
+            user: user.clone(),
+            command: command.clone(),
+            gpu_memory: vram.0,
+            idle_for: secs(idle_for),
+        },
+        WarningKind::HostDown { reason } => wire::WarningKind::HostDown {
+            reason: reason.clone(),
+        },
+        WarningKind::StaleVram { used, held_for } => wire::WarningKind::StaleVram {
+            memory_used: used.0,
+            held_for: secs(held_for),
+        },
+    }
 }
 
 /// The plain-text `--once` snapshot: a GPU table, warnings, and the process table.
@@ -188,10 +221,10 @@ pub fn render_text(state: &State) -> String {
         let _ = writeln!(out, "\nWARNINGS");
         for w in state.model.warnings() {
             let badge = match w.severity {
-                crate::model::warnings::Severity::Critical => "CRIT",
-                crate::model::warnings::Severity::Warning => "WARN",
+                Severity::Critical => "CRIT",
+                Severity::Warning => "WARN",
             };
-            let _ = writeln!(out, "  {badge}  {}", w.message);
+            let _ = writeln!(out, "  {badge}  {}", warning_line(w));
         }
     }
     let _ = writeln!(

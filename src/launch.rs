@@ -11,7 +11,7 @@ use crate::app::{self, Exit};
 use crate::cli::SourceKind;
 use crate::config::{PickRequest, Settings};
 use crate::headless;
-use crate::model::warnings::WarningKind;
+use crate::model::warnings::{Subject, WarningKind};
 use crate::pick;
 use crate::record::{self, RecordingSource};
 use crate::source::multi::MultiSource;
@@ -256,12 +256,16 @@ async fn once(source: Box<dyn GpuSource>, config: ViewConfig, json: bool) -> Res
 
 /// `host H not answering: WHY` for each remote host that failed.
 fn hosts_down(state: &State) -> Vec<String> {
-    let down = state.model.warnings().iter().filter_map(|w| match &w.kind {
-        WarningKind::HostDown { host, reason } => {
-            Some(format!("host {host} not answering: {reason}"))
-        }
-        _ => None,
-    });
+    let down = state
+        .model
+        .warnings()
+        .iter()
+        .filter_map(|w| match (&w.subject, &w.kind) {
+            (Subject::Host { name }, WarningKind::HostDown { reason }) => {
+                Some(format!("host {name} not answering: {reason}"))
+            }
+            _ => None,
+        });
     down.collect()
 }
 

@@ -34,7 +34,6 @@ pub mod sampler;
 pub mod select;
 pub mod serve;
 pub mod signals;
-pub mod snapshot;
 pub mod source;
 pub mod state;
 pub mod terminal;

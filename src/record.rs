@@ -10,16 +10,21 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::{GpuSource, Sample, SourceError};
+use crate::source::{GpuSource, Sample, SourceError, wire};
 
-/// Version of the recording format; bumped on incompatible changes.
-pub const RECORDING_VERSION: u32 = 1;
+/// Major version of the recording format this gpuwatch writes: the sample lines are
+/// `source::wire`'s document, so it follows the schema's major version. Recordings of
+/// major 1 (before the wire module) are still read; any minor is read.
+pub const RECORDING_VERSION: u32 = wire::SCHEMA_MAJOR;
 
 /// The first line of every recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Header {
-    /// Always `RECORDING_VERSION` for files this gpuwatch writes.
+    /// The major version: `RECORDING_VERSION` for files this gpuwatch writes.
     pub gpuwatch_recording: u32,
+    /// The minor version (absent in major 1 files); read, never required.
+    #[serde(default)]
+    pub minor: u32,
     /// Time between samples when recorded, in milliseconds (replay ticks at this pace).
     pub interval_ms: u64,
     /// The gpuwatch version that wrote it, for humans.
@@ -30,6 +35,7 @@ impl Header {
     pub fn new(interval: Duration) -> Self {
         Header {
             gpuwatch_recording: RECORDING_VERSION,
+            minor: wire::SCHEMA_MINOR,
             interval_ms: interval.as_millis() as u64,
             written_by: concat!("gpuwatch ", env!("CARGO_PKG_VERSION")).to_string(),
         }
@@ -86,7 +92,7 @@ impl RecordingSource {
     }
 
     fn write(&mut self, sample: &Sample) -> std::io::Result<()> {
-        let line = serde_json::to_string(sample)? + "\n";
+        let line = wire::recorded_sample_line(sample) + "\n";
         let full = match (&self.out, self.max_bytes) {
             (Some((_, written)), Some(max)) => written + line.len() as u64 > max,
             _ => false,
@@ -149,10 +155,10 @@ pub fn parse(reader: impl BufRead) -> Result<Recording, String> {
     };
     let header: Header = serde_json::from_str(&first)
         .map_err(|e| format!("1: not a gpuwatch recording header: {e}"))?;
-    if header.gpuwatch_recording != RECORDING_VERSION {
+    if !wire::reads_major(header.gpuwatch_recording) {
         return Err(format!(
-            "1: recording format {} is not the {RECORDING_VERSION} this gpuwatch reads",
-            header.gpuwatch_recording
+            "1: {}",
+            wire::version_error("recording format", header.gpuwatch_recording)
         ));
     }
     let mut samples = Vec::new();
@@ -169,7 +175,7 @@ pub fn parse(reader: impl BufRead) -> Result<Recording, String> {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Sample>(&line) {
+        match wire::read_recorded_sample(header.gpuwatch_recording, &line) {
             Ok(s) => samples.push(s),
             Err(e) => skipped.push((number, e.to_string())),
         }
@@ -248,12 +254,43 @@ mod tests {
                 .starts_with("1: not a gpuwatch recording header")
         );
         let v9 = "{\"gpuwatch_recording\":9,\"interval_ms\":1000,\"written_by\":\"x\"}\n{}\n";
-        assert!(parse(v9.as_bytes()).unwrap_err().contains("format 9"));
+        assert!(
+            parse(v9.as_bytes())
+                .unwrap_err()
+                .contains("recording format version 9 is not one this gpuwatch reads")
+        );
         let no_samples =
             "{\"gpuwatch_recording\":1,\"interval_ms\":1000,\"written_by\":\"x\"}\nnope\n";
         assert_eq!(
             parse(no_samples.as_bytes()).unwrap_err(),
             "2: no readable sample in the recording"
+        );
+    }
+
+    #[test]
+    fn a_higher_minor_and_unknown_fields_are_read_another_major_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.ndjson");
+        let mut rec = RecordingSource::new(sim(), &path, Duration::from_secs(1), None).unwrap();
+        let live = rec.sample().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        let header = lines
+            .next()
+            .unwrap()
+            .replace("\"minor\":0", "\"minor\":9,\"compression\":\"none\"");
+        let sample = lines
+            .next()
+            .unwrap()
+            .replacen('{', "{\"from_2_9\":[1,2],", 1);
+        let r = parse(format!("{header}\n{sample}\n").as_bytes()).unwrap();
+        assert_eq!((r.header.minor, r.samples.len()), (9, 1));
+        assert_eq!(r.samples[0], live);
+        let v3 = header.replace("\"gpuwatch_recording\":2", "\"gpuwatch_recording\":3");
+        assert!(
+            parse(format!("{v3}\n{sample}\n").as_bytes())
+                .unwrap_err()
+                .starts_with("1: recording format version 3 is not one this gpuwatch reads")
         );
     }
 

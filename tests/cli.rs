@@ -52,28 +52,30 @@ fn not_a_terminal_implies_once() {
 #[test]
 fn json_has_real_numbers_and_nulls() {
     let doc = json(&["--demo", "--demo-gpus", "3"]);
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
+    assert!(doc["schema_minor"].is_u64());
     let gpus = doc["gpus"].as_array().unwrap();
     assert_eq!(gpus.len(), 3);
     let g0 = &gpus[0];
     assert_eq!(g0["index"], 0);
+    assert!(g0["uuid"].as_str().unwrap().starts_with("GPU-"));
     assert!(
         g0["memory_total"].as_u64().unwrap() > 80_000_000_000,
         "bytes, not GiB"
     );
     assert!(
-        g0["temperature"].is_u64(),
+        g0["temperature_gpu"].is_u64(),
         "°C as a number: {}",
-        g0["temperature"]
+        g0["temperature_gpu"]
     );
-    assert!(g0["power"].is_f64() && g0["power_limit"] == 700.0);
-    assert!(g0["util"].as_u64().unwrap() <= 100);
+    assert!(g0["power_draw"].is_f64() && g0["enforced_power_limit"] == 700.0);
+    assert!(g0["utilization_gpu"].as_u64().unwrap() <= 100);
     assert_eq!(g0["status"], "ok");
     let procs = doc["processes"].as_array().unwrap();
     let p = procs.iter().find(|p| p["user"] == "alice").unwrap();
-    assert!(p["gpu_memory"].as_u64().unwrap() > 1 << 30);
+    assert!(p["used_gpu_memory"].as_u64().unwrap() > 1 << 30);
     assert_eq!(p["type"], "C");
-    assert!(p["elapsed_seconds"].as_u64().unwrap() >= 5 * 3600);
+    assert!(p["elapsed"].as_f64().unwrap() >= 5.0 * 3600.0);
     assert!(doc["warnings"].is_array());
     assert_eq!(doc["free_gpus"], serde_json::json!([]));
 }
@@ -86,7 +88,7 @@ fn same_seed_same_readings_other_seed_other_readings() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|g| (g["util"].clone(), g["power"].clone()))
+            .map(|g| (g["utilization_gpu"].clone(), g["power_draw"].clone()))
             .collect::<Vec<_>>()
     };
     assert_eq!(readings("7"), readings("7"));
@@ -378,7 +380,11 @@ fn recording_comes_from_the_environment() {
         .assert()
         .success();
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with("{\"gpuwatch_recording\":1"), "{text}");
+    let header = format!(
+        "{{\"gpuwatch_recording\":{}",
+        gpuwatch::record::RECORDING_VERSION
+    );
+    assert!(text.starts_with(&header), "{text}");
     gpuwatch()
         .env("GPUWATCH_RECORD_MAX_SIZE", "1MiB")
         .args(["--demo", "--once"])

@@ -297,17 +297,17 @@ fn idle_holders_and_stale_vram_warn_after_their_settings() {
         .model
         .warnings()
         .iter()
-        .map(|w| (w.gpu_index, &w.kind))
+        .map(|w| (w.gpu_index(), &w.kind))
         .collect();
     assert!(
-        kinds.iter().any(|(g, k)| *g == 4
-            && matches!(k, WarningKind::IdleHolder { user, pid: 4000, .. } if user == "dave")),
+        kinds.iter().any(|(g, k)| *g == Some(4)
+            && matches!(k, WarningKind::IdleHolder { user, pid: 4000, .. } if user.as_deref() == Some("dave"))),
         "{kinds:?}"
     );
     assert!(
         kinds
             .iter()
-            .any(|(g, k)| *g == 5 && matches!(k, WarningKind::StaleVram { .. })),
+            .any(|(g, k)| *g == Some(5) && matches!(k, WarningKind::StaleVram { .. })),
         "{kinds:?}"
     );
     let text = screen(&state, 200, 60);

@@ -241,6 +241,21 @@ fn recording_text() -> String {
     .join("\n")
 }
 
+/// A recording in the format written today (the fixture above is format 1).
+fn recording_text_now() -> String {
+    use gpuwatch::source::GpuSource;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("now.ndjson");
+    let interval = Duration::from_secs(2);
+    let mut rec =
+        gpuwatch::record::RecordingSource::new(Box::new(common::sim(3)), &path, interval, None)
+            .unwrap();
+    for _ in 0..3 {
+        rec.sample().unwrap();
+    }
+    std::fs::read_to_string(&path).unwrap()
+}
+
 fn fallback() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600)
 }
@@ -254,12 +269,12 @@ proptest! {
         value in prop_oneof![nasty_value(), Just(String::new())],
     ) {
         let doc = mutate_json(&snapshot_doc(), nth, &value);
-        let _ = gpuwatch::snapshot::parse(&doc, fallback());
+        let _ = gpuwatch::source::wire::read_snapshot(&doc, fallback());
     }
 
     #[test]
     fn snapshot_text_at_random_never_panics(text in any::<String>()) {
-        let _ = gpuwatch::snapshot::parse(&text, fallback());
+        let _ = gpuwatch::source::wire::read_snapshot(&text, fallback());
     }
 
     #[test]
@@ -268,6 +283,15 @@ proptest! {
         value in prop_oneof![nasty_value(), Just(String::new())],
     ) {
         let text = mutate_json(&recording_text(), nth, &value);
+        let _ = gpuwatch::record::parse(Cursor::new(text));
+    }
+
+    #[test]
+    fn recordings_in_todays_format_mutated_never_panic(
+        nth in 0usize..10_000,
+        value in prop_oneof![nasty_value(), Just(String::new())],
+    ) {
+        let text = mutate_json(&recording_text_now(), nth, &value);
         let _ = gpuwatch::record::parse(Cursor::new(text));
     }
 
@@ -303,18 +327,19 @@ fn huge_times_and_durations_are_errors() {
     for huge in ["1e30", "1e19", "1.8e19"] {
         let bad = format!("{}{huge}{}", &doc[..t.0], &doc[t.1..]);
         assert!(
-            gpuwatch::snapshot::parse(&bad, fallback()).is_err(),
+            gpuwatch::source::wire::read_snapshot(&bad, fallback()).is_err(),
             "{huge}"
         );
-        let rec = recording_text();
-        let line = rec.lines().nth(1).unwrap();
-        let bad_line = line.replacen("\"time\":1767603600.0", &format!("\"time\":{huge}"), 1);
-        assert_ne!(line, bad_line, "the recording has a time to replace");
-        let text = format!("{}\n{bad_line}\n", rec.lines().next().unwrap());
-        assert!(
-            gpuwatch::record::parse(Cursor::new(text)).is_err(),
-            "{huge}"
-        );
+        for rec in [recording_text(), recording_text_now()] {
+            let line = rec.lines().nth(1).unwrap();
+            let bad_line = line.replacen("\"time\":1767603600.0", &format!("\"time\":{huge}"), 1);
+            assert_ne!(line, bad_line, "the recording has a time to replace");
+            let text = format!("{}\n{bad_line}\n", rec.lines().next().unwrap());
+            assert!(
+                gpuwatch::record::parse(Cursor::new(text)).is_err(),
+                "{huge}"
+            );
+        }
     }
     for huge in ["1e30", "1e20"] {
         assert!(

@@ -127,21 +127,22 @@ fn once_json_reports_the_scenario_in_base_units() {
     assert_eq!(doc["host"]["cuda_version"], "12.4");
     let g = &doc["gpus"][0];
     let expect = json!({
-        "id": H100, "index": 0, "name": "NVIDIA H100 80GB HBM3", "status": "ok",
-        "util": 37, "memory_util": 12,
+        "uuid": H100, "index": 0, "name": "NVIDIA H100 80GB HBM3", "status": "ok",
+        "utilization_gpu": 37, "utilization_memory": 12,
         "memory_total": 85_899_345_920u64, "memory_used": 10_737_418_240u64,
         "memory_reserved": 536_870_912u64,
         "memory_free": 85_899_345_920u64 - 536_870_912 - 10_737_418_240,
-        "temperature": 61, "temperature_slowdown": 87, "temperature_shutdown": 92,
-        "power": 312.5, "power_limit": 700.0, "energy_joules": 123_456.789,
-        "fan": 45, "sm_clock": 1755, "memory_clock": 2619,
-        "sm_clock_max": 1980, "memory_clock_max": 2619, "pstate": 0,
-        "encoder_util": 0, "decoder_util": 5,
-        "pcie_link_gen": 5, "pcie_link_width": 16,
-        "pcie_tx_per_second": 1000 * 1024, "pcie_rx_per_second": 2000 * 1024,
+        "temperature_gpu": 61, "temperature_slowdown": 87, "temperature_shutdown": 92,
+        "power_draw": 312.5, "enforced_power_limit": 700.0,
+        "total_energy_consumption": 123_456.789,
+        "fan_speed": 45, "clocks_sm": 1755, "clocks_mem": 2619,
+        "clocks_max_sm": 1980, "clocks_max_mem": 2619, "pstate": 0,
+        "utilization_encoder": 0, "utilization_decoder": 5,
+        "pcie_link_gen_current": 5, "pcie_link_width_current": 16,
+        "pcie_tx_throughput": 1000 * 1024, "pcie_rx_throughput": 2000 * 1024,
         // 68 = 4 (SW power cap) | 64 (HW thermal slowdown).
-        "throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
-        "ecc_errors_uncorrected": 0, "mig_enabled": false,
+        "clocks_throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
+        "ecc_errors_uncorrected_volatile": 0, "mig_enabled": false,
         "pci_bus_id": "00000000:17:00.0",
     });
     for (key, want) in expect.as_object().unwrap() {
@@ -160,13 +161,14 @@ fn once_json_reports_the_scenario_in_base_units() {
     assert_eq!(on_h100["user"], json!(current_user()));
     assert_eq!(on_h100["command"], "sleep 30");
     assert_eq!(on_h100["visibility"], "visible");
-    assert_eq!(on_h100["gpu_memory"], 4_294_967_296u64);
-    assert_eq!(on_h100["gpu_util"], 55);
+    assert_eq!(on_h100["used_gpu_memory"], 4_294_967_296u64);
+    assert_eq!(on_h100["utilization_sm"], 55);
+    assert_eq!(on_h100["gpu_uuid"], H100);
     assert!(on_h100["host_memory"].as_u64().unwrap() > 0);
     let on_t4 = mine.iter().find(|p| p["gpu_index"] == 1).unwrap();
     assert_eq!(on_t4["type"], "G");
     assert_eq!(
-        on_t4["gpu_memory"],
+        on_t4["used_gpu_memory"],
         Value::Null,
         "NVML_VALUE_NOT_AVAILABLE is null"
     );
@@ -176,8 +178,13 @@ fn once_json_reports_the_scenario_in_base_units() {
     // "another namespace" just because it is missing.
     assert_eq!(foreign["visibility"], "exited");
     assert_eq!(foreign["type"], "C+G");
-    assert_eq!(foreign["gpu_memory"], 1_073_741_824u64);
+    assert_eq!(foreign["used_gpu_memory"], 1_073_741_824u64);
     assert_eq!(foreign["user"], Value::Null);
+    assert_eq!(
+        foreign["command"],
+        Value::Null,
+        "unknown from this namespace"
+    );
 }
 
 #[test]
@@ -185,23 +192,27 @@ fn unsupported_fields_are_null_in_json_and_na_in_text() {
     let setup = Setup::new(&fixture());
     let doc = setup.once_json();
     let t4 = &doc["gpus"][1];
-    assert_eq!(t4["id"], T4);
+    assert_eq!(t4["uuid"], T4);
     assert_eq!(t4["status"], "ok");
     for key in [
-        "fan",                    // "not_supported"
-        "ecc_errors_uncorrected", // "no_permission"
-        "temperature_slowdown",   // left out of the scenario
-        "energy_joules",
-        "throttle_reasons",
+        "fan_speed",                       // "not_supported"
+        "ecc_errors_uncorrected_volatile", // "no_permission"
+        "temperature_slowdown",            // left out of the scenario
+        "total_energy_consumption",
+        "clocks_throttle_reasons",
         "mig_enabled",
-        "pcie_tx_per_second",
+        "pcie_tx_throughput",
     ] {
-        assert_eq!(t4[key], Value::Null, "gpus[1].{key}");
+        assert_eq!(
+            t4.get(key),
+            Some(&Value::Null),
+            "gpus[1].{key}: present, null"
+        );
     }
     // Real zeros stay zeros.
-    assert_eq!(t4["util"], 0);
+    assert_eq!(t4["utilization_gpu"], 0);
     assert_eq!(t4["memory_used"], 0);
-    assert_eq!(t4["power"], 9.0);
+    assert_eq!(t4["power_draw"], 9.0);
 
     let out = setup.gpuwatch().assert().success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
@@ -219,11 +230,11 @@ fn a_lost_gpu_is_reported_lost_while_the_others_report() {
     s["gpus"][1]["lost_from"] = json!(0);
     let doc = Setup::new(&s).once_json();
     assert_eq!(doc["gpus"][0]["status"], "ok");
-    assert_eq!(doc["gpus"][0]["util"], 37);
+    assert_eq!(doc["gpus"][0]["utilization_gpu"], 37);
     let lost = &doc["gpus"][1];
     assert_eq!(lost["status"], "lost");
     assert_eq!(lost["index"], 1);
-    assert_eq!(lost["util"], Value::Null);
+    assert_eq!(lost["utilization_gpu"], Value::Null);
 }
 
 #[test]

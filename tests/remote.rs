@@ -17,6 +17,7 @@ use gpuwatch::source::multi::MultiSource;
 use gpuwatch::source::remote::{HttpTransport, Transport};
 use gpuwatch::source::{GpuSource, GpuStatus, Sample};
 use gpuwatch::state::{Msg, State, update};
+use gpuwatch::ui::text::warning_line;
 
 /// A one-route HTTP server on 127.0.0.1 that answers every request with `body()`.
 struct Exporter {
@@ -140,7 +141,10 @@ fn hosts_merge_and_a_bad_host_is_shown_with_its_reason() {
         .filter(|w| matches!(w.kind, WarningKind::HostDown { .. }))
         .collect();
     assert_eq!(down.len(), 2);
-    assert!(down.iter().all(|w| w.message.contains("not answering")));
+    assert!(
+        down.iter()
+            .all(|w| warning_line(w).contains("not answering") && w.gpu().is_none())
+    );
     let text = common::screen(&state, 120, 40);
     assert!(text.contains("HOST") && text.contains(&a.address), "{text}");
     drop(b);
@@ -275,4 +279,36 @@ fn once_waits_for_the_first_answers() {
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(doc["gpus"].as_array().unwrap().len(), 2, "{doc}");
     assert_eq!(doc["gpus"][0]["host"], "127.0.0.1");
+}
+
+/// A host still on an older gpuwatch (schema 1) is watched as before; one on a newer major
+/// is shown down with a reason that names the version, not a parse error.
+#[test]
+fn an_old_host_is_read_and_a_newer_major_is_named() {
+    let v1 = r#"{"schema_version": 1, "time": 1767603600.0,
+        "host": {"hostname": "old", "driver_version": null, "cuda_version": null},
+        "gpus": [{"id": "GPU-old", "index": 0, "name": "Tesla V100", "status": "ok",
+                  "util": 12, "memory_used": 1024, "memory_total": 4096}],
+        "processes": [], "warnings": [], "free_gpus": []}"#;
+    let old = Exporter::start(v1.into());
+    let mut v3: serde_json::Value = serde_json::from_str(&demo_snapshot("1", "1")).unwrap();
+    v3["schema_version"] = 3.into();
+    let newer = Exporter::start(v3.to_string());
+    let addresses = vec![old.address.clone(), newer.address.clone()];
+    let mut multi = MultiSource::new(None, &addresses, Duration::from_millis(200));
+    let s = sample_until(&mut multi, |s| {
+        s.gpus.iter().any(|g| g.status == GpuStatus::Ok)
+            && s.hosts.iter().any(|h| {
+                h.error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("schema version 3"))
+            })
+    });
+    let g = s.gpus.iter().find(|g| g.id.0 == "GPU-old").unwrap();
+    assert_eq!(g.util.map(|u| u.0), Some(12));
+    let err = s.hosts.iter().find_map(|h| h.error.clone()).unwrap();
+    assert!(
+        err.contains("is not one this gpuwatch reads (2.x, or 1)"),
+        "{err}"
+    );
 }

@@ -17,6 +17,12 @@ const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/demo-recording.ndjson"
 );
+/// A frozen copy of the demo recording in format 1 (before the wire module), which must
+/// keep replaying whatever the demo fixture becomes.
+const V1_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/recording-v1.ndjson"
+);
 
 /// (GPU, kind, severity) of every warning raised while playing the whole recording.
 fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
@@ -33,34 +39,82 @@ fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
                 "oom-filling" => "oom",
                 other => other,
             };
-            if !fired.contains(&(w.gpu_index, kind, w.severity)) {
-                fired.push((w.gpu_index, kind, w.severity));
+            let gpu = w
+                .gpu_index()
+                .expect("a recording of one host warns about GPUs");
+            if !fired.contains(&(gpu, kind, w.severity)) {
+                fired.push((gpu, kind, w.severity));
             }
         }
     }
     fired
 }
 
+/// What the demo fleet (6 GPUs, seed 42, 2 s, 96 s) fires, sorted.
+const DEMO_WARNINGS: [(u32, &str, Severity); 5] = [
+    (2, "oom", Severity::Warning),
+    (2, "oom", Severity::Critical),
+    (3, "heat", Severity::Warning),
+    (3, "heat", Severity::Critical),
+    (5, "stale", Severity::Warning),
+];
+
+fn sorted_warnings(path: &Path) -> Vec<(u32, &'static str, Severity)> {
+    let mut fired = warnings_fired(path);
+    fired.sort_by_key(|w| (w.0, w.1, w.2));
+    fired
+}
+
 #[test]
 fn the_demo_recording_fires_the_warnings_it_fired_live() {
-    let mut fired = warnings_fired(Path::new(FIXTURE));
-    fired.sort_by_key(|w| (w.0, w.1, w.2));
-    assert_eq!(
-        fired,
-        vec![
-            (2, "oom", Severity::Warning),
-            (2, "oom", Severity::Critical),
-            (3, "heat", Severity::Warning),
-            (3, "heat", Severity::Critical),
-            (5, "stale", Severity::Warning),
-        ]
+    assert_eq!(sorted_warnings(Path::new(FIXTURE)), DEMO_WARNINGS);
+}
+
+#[test]
+fn a_version_1_recording_still_replays_with_the_same_warnings() {
+    let v1 = record::read(Path::new(V1_FIXTURE)).unwrap();
+    assert_eq!(v1.header.gpuwatch_recording, 1);
+    assert!(v1.skipped.is_empty(), "{:?}", v1.skipped);
+    assert_eq!(sorted_warnings(Path::new(V1_FIXTURE)), DEMO_WARNINGS);
+}
+
+#[test]
+fn a_recording_written_today_replays_like_the_version_1_one() {
+    // The same simulation `record_demo` records, written in the current format.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("demo-now.ndjson");
+    let interval = Duration::from_secs(2);
+    let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+    let sim = gpuwatch::source::sim::SimSource::new(
+        6,
+        42,
+        interval,
+        gpuwatch::source::sim::SimClock::Virtual { start },
     );
+    let mut rec = record::RecordingSource::new(Box::new(sim), &path, interval, None).unwrap();
+    for _ in 0..48 {
+        rec.sample().unwrap();
+    }
+    let now = record::read(&path).unwrap();
+    assert_eq!(now.header.gpuwatch_recording, record::RECORDING_VERSION);
+    let first = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        first.lines().nth(1).unwrap().contains("\"uuid\":"),
+        "the wire shape"
+    );
+    let v1 = record::read(Path::new(V1_FIXTURE)).unwrap();
+    assert_eq!(
+        now.samples, v1.samples,
+        "both formats read back the same samples"
+    );
+    assert_eq!(sorted_warnings(&path), DEMO_WARNINGS);
 }
 
 #[test]
 fn replay_matches_the_live_run_sample_for_sample() {
-    // The fixture is what `cargo run --example record_demo` writes: the same simulation,
-    // replayed, gives the same state as running it live.
+    // The fixture holds the samples `cargo run --example record_demo` writes (it was
+    // written in format 1; the example now writes the current format, with the same
+    // samples): the same simulation, replayed, gives the same state as running it live.
     let recording = record::read(Path::new(FIXTURE)).unwrap();
     assert_eq!(recording.header.interval(), Duration::from_secs(2));
     let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);

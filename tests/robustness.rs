@@ -275,14 +275,15 @@ fn a_gpu_that_answers_not_supported_to_everything_is_shown_as_na() {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     for key in [
-        "util",
+        "utilization_gpu",
         "memory_used",
-        "temperature",
-        "power",
-        "fan",
+        "temperature_gpu",
+        "power_draw",
+        "fan_speed",
         "pstate",
     ] {
-        assert_eq!(doc["gpus"][1][key], Value::Null, "gpus[1].{key}");
+        // Present and null: absent from the document would be a different promise.
+        assert_eq!(doc["gpus"][1].get(key), Some(&Value::Null), "gpus[1].{key}");
     }
     let out = fake.once(false);
     assert!(
@@ -406,7 +407,7 @@ fn a_gpu_lost_mid_run_and_back_warns_then_clears_through_the_pipeline() {
             .model
             .warnings()
             .iter()
-            .any(|w| w.kind == WarningKind::Lost && w.gpu_index == 1)
+            .any(|w| w.kind == WarningKind::Lost && w.gpu_index() == Some(1))
     };
     let (state, frame) = through_the_pipeline(&samples[..3]);
     assert!(lost(&state), "lost at tick 2");

@@ -151,7 +151,8 @@ fn snapshot_is_the_once_json_document() {
     assert_eq!(served["gpus"].as_array().unwrap().len(), 8);
     assert_eq!(keys(&served), keys(&once));
     assert_eq!(keys(&served["gpus"][0]), keys(&once["gpus"][0]));
-    assert_eq!(served["gpus"][0]["id"], once["gpus"][0]["id"]);
+    assert_eq!(served["gpus"][0]["uuid"], once["gpus"][0]["uuid"]);
+    assert!(served["gpus"][0]["uuid"].is_string());
 }
 
 fn keys(v: &Value) -> Vec<&String> {

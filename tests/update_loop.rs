@@ -178,7 +178,7 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
         for w in state.model.warnings() {
             let kind = common::kind_name(&w.kind);
-            let key = (w.gpu_index, kind, w.severity);
+            let key = (w.gpu_index().expect("a GPU warning"), kind, w.severity);
             if !seen.contains(&key) {
                 seen.push(key);
             }
@@ -202,7 +202,11 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
     assert!(
-        state.model.warnings().iter().all(|w| w.gpu_index != 2),
+        state
+            .model
+            .warnings()
+            .iter()
+            .all(|w| w.gpu_index() != Some(2)),
         "{:?}",
         state.model.warnings()
     );
@@ -242,7 +246,7 @@ fn lost_gpu_keeps_its_slot_while_others_update() {
             .model
             .warnings()
             .iter()
-            .any(|w| w.gpu == lost_id && w.kind == WarningKind::Lost)
+            .any(|w| w.gpu() == Some(&lost_id) && w.kind == WarningKind::Lost)
     );
     // Its history is kept (with a gap), so it resumes where it was when it returns.
     assert_eq!(

@@ -33,14 +33,11 @@ pub(super) fn evaluate(
             let Some(vram) = p.gpu_memory.filter(|v| *v >= th.idle_min_vram) else {
                 continue;
             };
-            let (user, command) = match p.details() {
-                Some(d) => (d.user.clone(), d.command.clone()),
-                None => (format!("PID {}'s owner", p.pid), String::new()),
-            };
+            let details = p.details();
             out.push(WarningKind::IdleHolder {
                 pid: p.pid,
-                user,
-                command,
+                user: details.map(|d| d.user.clone()),
+                command: details.map(|d| d.command.clone()),
                 vram,
                 idle_for,
             });
@@ -144,8 +141,8 @@ mod tests {
                 ..
             } => {
                 assert_eq!(
-                    (*pid, user.as_str(), idle_for.as_secs()),
-                    (4000, "dave", 600)
+                    (*pid, user.as_deref(), idle_for.as_secs()),
+                    (4000, Some("dave"), 600)
                 );
             }
             other => panic!("{other:?}"),

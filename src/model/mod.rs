@@ -166,7 +166,7 @@ impl Model {
     pub fn gpu_severity(&self, id: &GpuId) -> Option<Severity> {
         self.warnings
             .iter()
-            .filter(|w| w.gpu == *id)
+            .filter(|w| w.gpu() == Some(id))
             .map(|w| w.severity)
             .max()
     }
@@ -245,12 +245,7 @@ impl Model {
                 h.error.as_deref().unwrap_or(""),
             ));
         }
-        // Critical first, then by GPU, so the most urgent line is always the top one.
-        out.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then(a.gpu_index.cmp(&b.gpu_index))
-        });
+        warnings::sort(&mut out);
         out
     }
 }

@@ -4,8 +4,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
-
 use crate::history::GpuHistory;
 use crate::source::{GpuId, GpuReading, GpuStatus, ProcReading};
 use crate::units::{Bytes, Celsius};
@@ -56,63 +54,114 @@ const TREND_WINDOW: Duration = Duration::from_secs(30);
 /// Growth slower than this is noise, not a trend (1 MiB/s).
 const MIN_GROWTH_BYTES_PER_SEC: f64 = 1024.0 * 1024.0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Warning,
     Critical,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// What a warning is about, with the numbers it was raised on (no text: the words are
+/// `ui::text::warning_line`'s, the JSON names `source::wire`'s).
+#[derive(Debug, Clone, PartialEq)]
 pub enum WarningKind {
     OomRisk {
         used: Bytes,
         total: Bytes,
         percent: f64,
         /// Predicted time until VRAM is full at the recent growth rate.
-        #[serde(serialize_with = "opt_secs")]
         time_to_full: Option<Duration>,
     },
     Overheating {
         temperature: Celsius,
         /// How long it has been at or above the critical level (zero if not yet there).
-        #[serde(serialize_with = "secs")]
         held_for: Duration,
         critical_at: Celsius,
         slowdown: Option<Celsius>,
     },
     Lost,
-    /// A process holding VRAM on a GPU that has been idle for a long time.
+    /// A process holding VRAM on a GPU that has been idle for a long time. The process is
+    /// named here; the subject stays its GPU, so the GPU panel and sort see it.
     IdleHolder {
         pid: u32,
-        user: String,
-        command: String,
+        /// `None` when the process is not visible from here (another PID namespace).
+        user: Option<String>,
+        command: Option<String>,
         vram: Bytes,
-        #[serde(serialize_with = "secs")]
         idle_for: Duration,
     },
-    /// A watched remote host does not answer (or answers nonsense).
+    /// A watched remote host does not answer (or answers nonsense); the subject is the host.
     HostDown {
-        host: String,
         reason: String,
     },
     /// VRAM in use on a GPU where no process is listed.
     StaleVram {
         used: Bytes,
-        #[serde(serialize_with = "secs")]
         held_for: Duration,
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Who a warning is about. A host-wide warning names the host, not a made-up GPU.
+/// (A process subject can join here when a warning is about a process alone.)
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    Gpu {
+        id: GpuId,
+        index: u32,
+        /// The GPU's host when watching several (`--remote`); `None` for one host.
+        host: Option<String>,
+    },
+    Host {
+        name: String,
+    },
+}
+
+impl Subject {
+    /// GPUs by index first, then host-wide warnings (equal among themselves, so a stable
+    /// sort keeps them in the order the hosts were listed).
+    fn order(&self, other: &Subject) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match (self, other) {
+            (Subject::Gpu { index: a, .. }, Subject::Gpu { index: b, .. }) => a.cmp(b),
+            (Subject::Gpu { .. }, Subject::Host { .. }) => Ordering::Less,
+            (Subject::Host { .. }, Subject::Gpu { .. }) => Ordering::Greater,
+            (Subject::Host { .. }, Subject::Host { .. }) => Ordering::Equal,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct Warning {
-    pub gpu_index: u32,
-    pub gpu: GpuId,
     pub severity: Severity,
-    #[serde(flatten)]
+    pub subject: Subject,
     pub kind: WarningKind,
-    pub message: String,
+}
+
+impl Warning {
+    /// The GPU this warning is about, if it is about one.
+    pub fn gpu(&self) -> Option<&GpuId> {
+        match &self.subject {
+            Subject::Gpu { id, .. } => Some(id),
+            Subject::Host { .. } => None,
+        }
+    }
+
+    /// The index of the GPU this warning is about, if it is about one.
+    pub fn gpu_index(&self) -> Option<u32> {
+        match &self.subject {
+            Subject::Gpu { index, .. } => Some(*index),
+            Subject::Host { .. } => None,
+        }
+    }
+}
+
+/// Critical first, then by GPU, then host-wide ones, so the most urgent line is the top one.
+/// Stable: warnings that compare equal keep the order they were raised in.
+pub fn sort(warnings: &mut [Warning]) {
+    warnings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.subject.order(&b.subject))
+    });
 }
 
 /// Per-GPU memory of what was active, for hysteresis.
@@ -140,10 +189,12 @@ pub fn evaluate(
     let mut alarm = Alarm::default();
     let mut out = Vec::new();
     let warn = |severity, kind: WarningKind| Warning {
-        gpu_index: gpu.index,
-        gpu: gpu.id.clone(),
         severity,
-        message: message(&gpu.label(), &kind),
+        subject: Subject::Gpu {
+            id: gpu.id.clone(),
+            index: gpu.index,
+            host: gpu.host.clone(),
+        },
         kind,
     };
     if gpu.status == GpuStatus::Lost {
@@ -260,271 +311,20 @@ fn heat(
     ))
 }
 
-/// A critical warning for a watched host that does not answer. It belongs to no GPU: its
-/// index sorts after every real one.
+/// A critical warning for a watched host that does not answer. Its subject is the host:
+/// it belongs to no GPU, and sorts after the GPUs' warnings.
 pub fn host_down(host: &str, reason: &str) -> Warning {
-    let kind = WarningKind::HostDown {
-        host: host.to_string(),
-        reason: reason.to_string(),
-    };
     Warning {
-        gpu_index: u32::MAX,
-        gpu: GpuId(format!("host:{host}")),
         severity: Severity::Critical,
-        message: message("", &kind),
-        kind,
-    }
-}
-
-/// The one-line text shown in the warnings bar and printed by `--once`.
-/// `index` is how the GPU is named: its index, or `host:index` when watching several hosts.
-fn message(index: &str, kind: &WarningKind) -> String {
-    use crate::ui::format::{duration_short, gib};
-    match kind {
-        WarningKind::OomRisk {
-            used,
-            total,
-            percent,
-            time_to_full,
-        } => {
-            let mut s = format!(
-                "GPU {index} VRAM {percent:.0}% ({}/{} GiB) — OOM risk",
-                gib(*used),
-                gib(*total)
-            );
-            if let Some(ttf) = time_to_full {
-                s += &format!(", full in ~{} at current rate", duration_short(*ttf));
-            }
-            s
-        }
-        WarningKind::Overheating {
-            temperature,
-            held_for,
-            critical_at,
-            slowdown,
-        } => {
-            let limit = match slowdown {
-                Some(s) => format!("slowdown at {}°C", s.0),
-                None => format!("critical at {}°C", critical_at.0),
-            };
-            if held_for.is_zero() {
-                format!("GPU {index} {}°C — running hot ({limit})", temperature.0)
-            } else {
-                format!(
-                    "GPU {index} {}°C for {} — overheating ({limit})",
-                    temperature.0,
-                    duration_short(*held_for)
-                )
-            }
-        }
-        WarningKind::Lost => format!("GPU {index} lost — not responding (fallen off the bus?)"),
-        WarningKind::IdleHolder {
-            pid,
-            user,
-            command,
-            vram,
-            idle_for,
-        } => format!(
-            "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
-            gib(*vram),
-            duration_short(*idle_for),
-            crate::ui::format::truncate(command, 40)
-        ),
-        WarningKind::HostDown { host, reason } => {
-            format!("host {host} not answering: {reason} — its GPUs are shown lost; retrying")
-        }
-        WarningKind::StaleVram { used, held_for } => format!(
-            "GPU {index} {} GiB held by no process for {} — stale allocation?",
-            gib(*used),
-            duration_short(*held_for)
-        ),
-    }
-}
-
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
+        subject: Subject::Host {
+            name: host.to_string(),
+        },
+        kind: WarningKind::HostDown {
+            reason: reason.to_string(),
+        },
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::units::Bytes;
-
-    fn t(secs: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + secs)
-    }
-
-    fn gpu(used_gib: f64, temp: u32) -> GpuReading {
-        let mut g = GpuReading::absent(GpuId("GPU-a".into()), 3, "g");
-        g.memory_total = Some(Bytes::from_gib(80.0));
-        g.memory_used = Some(Bytes::from_gib(used_gib));
-        g.temperature = Some(Celsius(temp));
-        g
-    }
-
-    /// Feeds (seconds, used GiB, °C) readings in order, returning the warnings after each.
-    fn run(readings: &[(u64, f64, u32)], slowdown: Option<u32>) -> Vec<Vec<Warning>> {
-        // These readings list no processes; stale-VRAM warnings are `etiquette`'s to test.
-        let th = Thresholds {
-            stale_min_vram: Bytes(u64::MAX),
-            ..Thresholds::default()
-        };
-        let mut alarm = Alarm::default();
-        let mut hist = GpuHistory::new(300);
-        readings
-            .iter()
-            .map(|&(s, used, temp)| {
-                let mut g = gpu(used, temp);
-                g.temperature_slowdown = slowdown.map(Celsius);
-                hist.push(t(s), &g);
-                let (next, w) = evaluate(&alarm, &g, &[], &hist, &th, t(s));
-                alarm = next;
-                w
-            })
-            .collect()
-    }
-
-    fn severities(w: &[Warning]) -> Vec<Severity> {
-        w.iter().map(|w| w.severity).collect()
-    }
-
-    #[test]
-    fn vram_thresholds_and_hysteresis() {
-        // 80 GiB total: 71.2 = 89 %, 72.8 = 91 %, 78.4 = 98 %, 76.8 = 96 %, 70.4 = 88 %, 69.6 = 87 %.
-        // A minute apart, so the 30 s trend window never holds enough points for a
-        // time-to-full prediction: only the levels count here.
-        let w = run(
-            &[
-                (0, 71.2, 40),
-                (60, 72.8, 40),
-                (120, 78.4, 40),
-                (180, 76.8, 40),
-                (240, 70.4, 40),
-                (300, 69.6, 40),
-            ],
-            None,
-        );
-        assert!(w[0].is_empty(), "89% is below the warning level");
-        assert_eq!(severities(&w[1]), vec![Severity::Warning]);
-        assert_eq!(severities(&w[2]), vec![Severity::Critical]);
-        assert_eq!(
-            severities(&w[3]),
-            vec![Severity::Critical],
-            "96% stays critical (within the margin)"
-        );
-        assert_eq!(
-            severities(&w[4]),
-            vec![Severity::Warning],
-            "88% stays a warning"
-        );
-        assert!(w[5].is_empty(), "87% clears");
-        assert_eq!(w[2][0].message, "GPU 3 VRAM 98% (78.4/80.0 GiB) — OOM risk");
-    }
-
-    #[test]
-    fn fast_growth_predicts_time_to_full() {
-        // 40 GiB growing 0.5 GiB/s: 40 GiB left at 0.5 GiB/s = 80 s.
-        let readings: Vec<_> = (0..10).map(|s| (s, 40.0 + 0.5 * s as f64, 40)).collect();
-        let w = run(&readings, None);
-        assert!(
-            w[0].is_empty() && w[1].is_empty(),
-            "needs three points for a trend"
-        );
-        let last = w.last().unwrap();
-        assert_eq!(severities(last), vec![Severity::Warning]);
-        match &last[0].kind {
-            WarningKind::OomRisk {
-                time_to_full: Some(ttf),
-                ..
-            } => {
-                assert!((ttf.as_secs_f64() - 71.0).abs() < 1.0, "{ttf:?}")
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(
-            last[0].message.ends_with("full in ~1m11s at current rate"),
-            "{}",
-            last[0].message
-        );
-    }
-
-    #[test]
-    fn slow_growth_or_a_drop_is_no_risk() {
-        let slow: Vec<_> = (0..10).map(|s| (s, 40.0 + 0.01 * s as f64, 40)).collect();
-        assert!(run(&slow, None).iter().all(|w| w.is_empty()));
-        let drop: Vec<_> = (0..10).map(|s| (s, 70.0 - 5.0 * s as f64, 40)).collect();
-        assert!(run(&drop, None).iter().all(|w| w.is_empty()));
-    }
-
-    #[test]
-    fn heat_needs_to_be_held_before_critical() {
-        let mut r = vec![(0, 10.0, 80), (1, 10.0, 86)];
-        r.extend((2..40).map(|s| (s, 10.0, 91)));
-        let w = run(&r, None);
-        assert!(w[0].is_empty());
-        assert_eq!(severities(&w[1]), vec![Severity::Warning]);
-        assert_eq!(
-            w[1][0].message,
-            "GPU 3 86°C — running hot (critical at 90°C)"
-        );
-        // Hot from t=2: still a warning at t=31 (29 s), critical from t=32 (30 s).
-        assert_eq!(severities(&w[31]), vec![Severity::Warning]);
-        assert_eq!(severities(&w[32]), vec![Severity::Critical]);
-        assert_eq!(
-            w[39][0].message,
-            "GPU 3 91°C for 37s — overheating (critical at 90°C)"
-        );
-    }
-
-    #[test]
-    fn heat_hysteresis_and_device_slowdown() {
-        // A dip to 88 °C (within 3 °C of 90) keeps the hot spell going; 86 ends it.
-        let mut r: Vec<_> = (0..31).map(|s| (s, 10.0, 90)).collect();
-        r.push((31, 10.0, 88));
-        r.push((32, 10.0, 86));
-        r.push((33, 10.0, 83));
-        r.push((34, 10.0, 81));
-        let w = run(&r, None);
-        assert_eq!(severities(&w[30]), vec![Severity::Critical]);
-        assert_eq!(severities(&w[31]), vec![Severity::Critical]);
-        assert_eq!(severities(&w[32]), vec![Severity::Warning]);
-        assert_eq!(
-            severities(&w[33]),
-            vec![Severity::Warning],
-            "83 is within 3 °C of 85"
-        );
-        assert!(w[34].is_empty());
-
-        // A device that slows down at 87 °C is critical from 87, and says so.
-        let r: Vec<_> = (0..31).map(|s| (s, 10.0, 87)).collect();
-        let w = run(&r, Some(87));
-        assert_eq!(severities(&w[30]), vec![Severity::Critical]);
-        assert_eq!(
-            w[30][0].message,
-            "GPU 3 87°C for 30s — overheating (slowdown at 87°C)"
-        );
-    }
-
-    #[test]
-    fn lost_gpu_is_critical_and_absent_readings_raise_nothing() {
-        let th = Thresholds::default();
-        let hist = GpuHistory::new(10);
-        let mut g = GpuReading::absent(GpuId("GPU-a".into()), 1, "g");
-        assert!(
-            evaluate(&Alarm::default(), &g, &[], &hist, &th, t(0))
-                .1
-                .is_empty()
-        );
-        g.status = GpuStatus::Lost;
-        let w = evaluate(&Alarm::default(), &g, &[], &hist, &th, t(0)).1;
-        assert_eq!(severities(&w), vec![Severity::Critical]);
-        assert_eq!(w[0].kind, WarningKind::Lost);
-    }
-}
+#[path = "warnings_tests.rs"]
+mod tests;

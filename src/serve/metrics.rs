@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::warnings::{Severity, WarningKind};
+use crate::model::warnings::{Severity, Warning};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
@@ -162,13 +162,10 @@ fn throttle(g: &GpuReading) -> Vec<(Labels, f64)> {
         .collect()
 }
 
-/// The name a warning kind has in the JSON document (its serde `kind` tag), so both
-/// outputs agree and a new kind needs no change here.
-fn warning_kind(kind: &WarningKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.get("kind")?.as_str().map(str::to_string))
-        .unwrap_or_else(|| "unknown".into())
+/// The name a warning kind has in the JSON document (its `kind`), so both outputs agree
+/// and a new kind needs no change here.
+fn warning_kind(w: &Warning) -> &'static str {
+    crate::headless::warning_doc(w, None).kind.name()
 }
 
 fn severity_name(s: Severity) -> &'static str {
@@ -182,8 +179,13 @@ fn severity_name(s: Severity) -> &'static str {
 fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
     let mut counts: BTreeMap<(usize, String, &str), u32> = BTreeMap::new();
     for w in state.model.warnings() {
-        if let Some(pos) = state.model.gpus().iter().position(|g| g.id == w.gpu) {
-            let key = (pos, warning_kind(&w.kind), severity_name(w.severity));
+        if let Some(pos) = state
+            .model
+            .gpus()
+            .iter()
+            .position(|g| w.gpu() == Some(&g.id))
+        {
+            let key = (pos, warning_kind(w).to_string(), severity_name(w.severity));
             *counts.entry(key).or_default() += 1;
         }
     }

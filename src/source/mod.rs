@@ -7,6 +7,7 @@ pub mod nvml;
 pub mod remote;
 pub mod replay;
 pub mod sim;
+pub mod wire;
 pub mod workload;
 
 use std::time::{Duration, SystemTime};

@@ -60,7 +60,7 @@ fn describe(e: ureq::Error, timeout: Duration) -> String {
 /// The one place a fetched document becomes a sample (the wire format lives elsewhere).
 /// `received` stamps a document that carries no time of its own.
 pub fn parse_snapshot(text: &str, received: SystemTime) -> Result<Sample, String> {
-    crate::snapshot::parse(text, received)
+    crate::source::wire::read_snapshot(text, received)
 }
 
 /// Time as the pollers see it: readings, and waiting that a [`Wake`] can cut short.

@@ -474,7 +474,7 @@ fn temp_style(state: &State, g: &GpuReading, theme: &Theme) -> Style {
         .model
         .warnings()
         .iter()
-        .filter(|w| w.gpu == g.id && matches!(w.kind, WarningKind::Overheating { .. }))
+        .filter(|w| w.gpu() == Some(&g.id) && matches!(w.kind, WarningKind::Overheating { .. }))
         .map(|w| w.severity)
         .max();
     theme.severity(heat, theme.text)

@@ -10,6 +10,7 @@ mod header;
 mod help;
 pub mod hit;
 pub mod table;
+pub mod text;
 pub mod theme;
 mod users;
 mod warnings_bar;

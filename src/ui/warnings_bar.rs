@@ -28,7 +28,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             Line::from(vec![
                 Span::styled(badge, badge_style),
                 Span::raw(" "),
-                Span::styled(w.message.clone(), text_style),
+                Span::styled(super::text::warning_line(w), text_style),
             ])
         })
         .collect();

@@ -1,0 +1,162 @@
+//! One GPU in the public JSON document, both ways. Names follow `nvidia-smi --query-gpu`
+//! (and gpustat's `--json`) in snake_case; units are base units (bytes, °C, W, %, MHz, J).
+//! Owns only the field names and the conversion; the readings are `source::GpuReading`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
+
+/// Whether the GPU answered this poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Lost,
+}
+
+/// A GPU as the document carries it. Every reading is `null` when unknown, never a
+/// made-up number; `0` is a real zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    pub index: u32,
+    pub uuid: String,
+    /// The watched host the GPU is on (`--remote`); `null` for one host.
+    #[serde(default)]
+    pub host: Option<String>,
+    pub name: String,
+    pub status: Status,
+    pub pci_bus_id: Option<String>,
+    /// % (nvidia-smi `utilization.gpu`).
+    pub utilization_gpu: Option<u32>,
+    /// % of time the memory controller was busy (`utilization.memory`).
+    pub utilization_memory: Option<u32>,
+    pub utilization_encoder: Option<u32>,
+    pub utilization_decoder: Option<u32>,
+    /// Bytes (nvidia-smi's `memory.*` are MiB; these are exact).
+    pub memory_total: Option<u64>,
+    pub memory_used: Option<u64>,
+    pub memory_free: Option<u64>,
+    pub memory_reserved: Option<u64>,
+    /// °C (`temperature.gpu`).
+    pub temperature_gpu: Option<u32>,
+    pub temperature_slowdown: Option<u32>,
+    pub temperature_shutdown: Option<u32>,
+    /// W (`power.draw`).
+    pub power_draw: Option<f64>,
+    /// W (`enforced.power.limit`).
+    pub enforced_power_limit: Option<f64>,
+    /// J since the driver loaded (NVML's total energy consumption).
+    pub total_energy_consumption: Option<f64>,
+    /// % (`fan.speed`).
+    pub fan_speed: Option<u32>,
+    /// MHz (`clocks.sm`, `clocks.mem`, `clocks.max.sm`, `clocks.max.mem`).
+    pub clocks_sm: Option<u32>,
+    pub clocks_mem: Option<u32>,
+    pub clocks_max_sm: Option<u32>,
+    pub clocks_max_mem: Option<u32>,
+    /// 0 (fastest) to 15; nvidia-smi writes `P0`.
+    pub pstate: Option<u32>,
+    pub pcie_link_gen_current: Option<u32>,
+    pub pcie_link_width_current: Option<u32>,
+    /// Bytes per second over NVML's last ~20 ms window.
+    pub pcie_tx_throughput: Option<u64>,
+    pub pcie_rx_throughput: Option<u64>,
+    /// Why the clocks are held down now (`clocks_throttle_reasons.*`), as snake_case names;
+    /// `[]` when nothing holds them.
+    pub clocks_throttle_reasons: Option<Vec<String>>,
+    /// Uncorrected ECC errors since the driver loaded (`ecc.errors.uncorrected.volatile.total`).
+    pub ecc_errors_uncorrected_volatile: Option<u64>,
+    pub mig_enabled: Option<bool>,
+}
+
+/// The one place the throttle reasons become their document names.
+pub fn throttle_reason_names(g: &GpuReading) -> Option<Vec<String>> {
+    g.throttle_reasons.clone()
+}
+
+/// The one place the document's throttle reason names become readings again.
+pub fn throttle_reasons_from_names(names: Option<Vec<String>>) -> Option<Vec<String>> {
+    names
+}
+
+impl Gpu {
+    pub fn from_reading(g: &GpuReading) -> Gpu {
+        Gpu {
+            index: g.index,
+            uuid: g.id.0.clone(),
+            host: g.host.clone(),
+            name: g.name.clone(),
+            status: match g.status {
+                GpuStatus::Ok => Status::Ok,
+                GpuStatus::Lost => Status::Lost,
+            },
+            pci_bus_id: g.pci_bus_id.clone(),
+            utilization_gpu: g.util.map(|p| p.0),
+            utilization_memory: g.memory_util.map(|p| p.0),
+            utilization_encoder: g.encoder_util.map(|p| p.0),
+            utilization_decoder: g.decoder_util.map(|p| p.0),
+            memory_total: g.memory_total.map(|b| b.0),
+            memory_used: g.memory_used.map(|b| b.0),
+            memory_free: g.memory_free.map(|b| b.0),
+            memory_reserved: g.memory_reserved.map(|b| b.0),
+            temperature_gpu: g.temperature.map(|c| c.0),
+            temperature_slowdown: g.temperature_slowdown.map(|c| c.0),
+            temperature_shutdown: g.temperature_shutdown.map(|c| c.0),
+            power_draw: g.power.map(|w| w.0),
+            enforced_power_limit: g.power_limit.map(|w| w.0),
+            total_energy_consumption: g.energy_joules,
+            fan_speed: g.fan.map(|p| p.0),
+            clocks_sm: g.sm_clock.map(|m| m.0),
+            clocks_mem: g.memory_clock.map(|m| m.0),
+            clocks_max_sm: g.sm_clock_max.map(|m| m.0),
+            clocks_max_mem: g.memory_clock_max.map(|m| m.0),
+            pstate: g.pstate,
+            pcie_link_gen_current: g.pcie_link_gen,
+            pcie_link_width_current: g.pcie_link_width,
+            pcie_tx_throughput: g.pcie_tx_per_second.map(|b| b.0),
+            pcie_rx_throughput: g.pcie_rx_per_second.map(|b| b.0),
+            clocks_throttle_reasons: throttle_reason_names(g),
+            ecc_errors_uncorrected_volatile: g.ecc_errors_uncorrected,
+            mig_enabled: g.mig_enabled,
+        }
+    }
+
+    pub fn into_reading(self) -> GpuReading {
+        let mut g = GpuReading::absent(GpuId(self.uuid), self.index, self.name);
+        g.host = self.host;
+        g.status = match self.status {
+            Status::Ok => GpuStatus::Ok,
+            Status::Lost => GpuStatus::Lost,
+        };
+        g.pci_bus_id = self.pci_bus_id;
+        g.util = self.utilization_gpu.map(Percent);
+        g.memory_util = self.utilization_memory.map(Percent);
+        g.encoder_util = self.utilization_encoder.map(Percent);
+        g.decoder_util = self.utilization_decoder.map(Percent);
+        g.memory_total = self.memory_total.map(Bytes);
+        g.memory_used = self.memory_used.map(Bytes);
+        g.memory_free = self.memory_free.map(Bytes);
+        g.memory_reserved = self.memory_reserved.map(Bytes);
+        g.temperature = self.temperature_gpu.map(Celsius);
+        g.temperature_slowdown = self.temperature_slowdown.map(Celsius);
+        g.temperature_shutdown = self.temperature_shutdown.map(Celsius);
+        g.power = self.power_draw.map(Watts);
+        g.power_limit = self.enforced_power_limit.map(Watts);
+        g.energy_joules = self.total_energy_consumption;
+        g.fan = self.fan_speed.map(Percent);
+        g.sm_clock = self.clocks_sm.map(MegaHertz);
+        g.memory_clock = self.clocks_mem.map(MegaHertz);
+        g.sm_clock_max = self.clocks_max_sm.map(MegaHertz);
+        g.memory_clock_max = self.clocks_max_mem.map(MegaHertz);
+        g.pstate = self.pstate;
+        g.pcie_link_gen = self.pcie_link_gen_current;
+        g.pcie_link_width = self.pcie_link_width_current;
+        g.pcie_tx_per_second = self.pcie_tx_throughput.map(Bytes);
+        g.pcie_rx_per_second = self.pcie_rx_throughput.map(Bytes);
+        g.throttle_reasons = throttle_reasons_from_names(self.clocks_throttle_reasons);
+        g.ecc_errors_uncorrected = self.ecc_errors_uncorrected_volatile;
+        g.mig_enabled = self.mig_enabled;
+        g
+    }
+}

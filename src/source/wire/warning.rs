@@ -1,0 +1,130 @@
+//! A warning in the public JSON document: kind, severity, subject and the numbers it was
+//! raised on, in base units. Written only — nothing reads warnings back (a reader
+//! re-evaluates them from the readings), so a newer kind never breaks an older reader.
+//! Knows nothing of the words: the caller passes the rendered `message` in.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Warning,
+    Critical,
+}
+
+/// What the warning is about: a GPU (`gpu_uuid`, `gpu_index`, and `host` when watching
+/// several) or a whole host (`host` only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubjectKind {
+    Gpu,
+    Host,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WarningKind {
+    /// VRAM nearly full, or filling fast. Bytes, %, seconds.
+    OomRisk {
+        memory_used: u64,
+        memory_total: u64,
+        memory_percent: f64,
+        /// Seconds until full at the recent growth rate; `null` when not filling fast.
+        time_to_full: Option<f64>,
+    },
+    /// °C; `held_for` in seconds at or above `critical_at` (0 while only running hot).
+    Overheating {
+        temperature: u32,
+        held_for: f64,
+        critical_at: u32,
+        /// The device's own slowdown temperature, when it reports one.
+        slowdown: Option<u32>,
+    },
+    Lost,
+    /// A process holding VRAM (bytes) on a GPU idle for `idle_for` seconds.
+    IdleHolder {
+        pid: u32,
+        /// `null` when the process is not visible from the host (another PID namespace).
+        user: Option<String>,
+        command: Option<String>,
+        gpu_memory: u64,
+        idle_for: f64,
+    },
+    HostDown {
+        reason: String,
+    },
+    /// VRAM (bytes) in use with no process listed, for `held_for` seconds.
+    StaleVram {
+        memory_used: u64,
+        held_for: f64,
+    },
+}
+
+impl WarningKind {
+    /// The document's name for the kind (its `kind` tag), for other outputs (metrics
+    /// labels) so every output spells it the same.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WarningKind::OomRisk { .. } => "oom_risk",
+            WarningKind::Overheating { .. } => "overheating",
+            WarningKind::Lost => "lost",
+            WarningKind::IdleHolder { .. } => "idle_holder",
+            WarningKind::HostDown { .. } => "host_down",
+            WarningKind::StaleVram { .. } => "stale_vram",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    pub subject: SubjectKind,
+    pub gpu_uuid: Option<String>,
+    pub gpu_index: Option<u32>,
+    pub host: Option<String>,
+    pub severity: Severity,
+    #[serde(flatten)]
+    pub kind: WarningKind,
+    /// The sentence gpuwatch shows for it, for people reading the JSON; programs should use
+    /// the fields above (its words may change in any version).
+    pub message: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_name_is_the_serialized_tag() {
+        let kinds = [
+            WarningKind::OomRisk {
+                memory_used: 1,
+                memory_total: 2,
+                memory_percent: 50.0,
+                time_to_full: None,
+            },
+            WarningKind::Overheating {
+                temperature: 90,
+                held_for: 0.0,
+                critical_at: 90,
+                slowdown: None,
+            },
+            WarningKind::Lost,
+            WarningKind::IdleHolder {
+                pid: 1,
+                user: Some("u".into()),
+                command: None,
+                gpu_memory: 1,
+                idle_for: 1.0,
+            },
+            WarningKind::HostDown { reason: "r".into() },
+            WarningKind::StaleVram {
+                memory_used: 1,
+                held_for: 1.0,
+            },
+        ];
+        for k in kinds {
+            let v = serde_json::to_value(&k).unwrap();
+            assert_eq!(v["kind"], k.name(), "{v}");
+        }
+    }
+}

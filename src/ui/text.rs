@@ -1,0 +1,192 @@
+//! The words for typed data: a warning's one-line sentence, shared by the warnings bar,
+//! `--once` text and the JSON document's `message`. Pure formatting; the warning itself
+//! (kind, subject, numbers) is `model::warnings`'s and carries no text.
+
+use crate::model::warnings::{Subject, Warning, WarningKind};
+use crate::ui::format::{duration_short, gib, truncate};
+
+/// The one-line text of a warning, as the warnings bar and `--once` show it.
+pub fn warning_line(w: &Warning) -> String {
+    // How the GPU is named: its index, or `host:index` when watching several hosts.
+    let index = match &w.subject {
+        Subject::Gpu {
+            index,
+            host: Some(h),
+            ..
+        } => format!("{h}:{index}"),
+        Subject::Gpu { index, .. } => index.to_string(),
+        Subject::Host { .. } => String::new(),
+    };
+    match &w.kind {
+        WarningKind::OomRisk {
+            used,
+            total,
+            percent,
+            time_to_full,
+        } => {
+            let mut s = format!(
+                "GPU {index} VRAM {percent:.0}% ({}/{} GiB) — OOM risk",
+                gib(*used),
+                gib(*total)
+            );
+            if let Some(ttf) = time_to_full {
+                s += &format!(", full in ~{} at current rate", duration_short(*ttf));
+            }
+            s
+        }
+        WarningKind::Overheating {
+            temperature,
+            held_for,
+            critical_at,
+            slowdown,
+        } => {
+            let limit = match slowdown {
+                Some(s) => format!("slowdown at {}°C", s.0),
+                None => format!("critical at {}°C", critical_at.0),
+            };
+            if held_for.is_zero() {
+                format!("GPU {index} {}°C — running hot ({limit})", temperature.0)
+            } else {
+                format!(
+                    "GPU {index} {}°C for {} — overheating ({limit})",
+                    temperature.0,
+                    duration_short(*held_for)
+                )
+            }
+        }
+        WarningKind::Lost => format!("GPU {index} lost — not responding (fallen off the bus?)"),
+        WarningKind::IdleHolder {
+            pid,
+            user,
+            command,
+            vram,
+            idle_for,
+        } => {
+            // A process not visible from here has no user or command to name.
+            let user = user.clone().unwrap_or_else(|| format!("PID {pid}'s owner"));
+            format!(
+                "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
+                gib(*vram),
+                duration_short(*idle_for),
+                truncate(command.as_deref().unwrap_or(""), 40)
+            )
+        }
+        WarningKind::HostDown { reason } => {
+            let host = match &w.subject {
+                Subject::Host { name } => name.as_str(),
+                Subject::Gpu { host, .. } => host.as_deref().unwrap_or(""),
+            };
+            format!("host {host} not answering: {reason} — its GPUs are shown lost; retrying")
+        }
+        WarningKind::StaleVram { used, held_for } => format!(
+            "GPU {index} {} GiB held by no process for {} — stale allocation?",
+            gib(*used),
+            duration_short(*held_for)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::warnings::{Severity, host_down};
+    use crate::source::GpuId;
+    use crate::units::{Bytes, Celsius};
+    use std::time::Duration;
+
+    fn on_gpu(host: Option<&str>, kind: WarningKind) -> Warning {
+        Warning {
+            severity: Severity::Warning,
+            subject: Subject::Gpu {
+                id: GpuId("GPU-a".into()),
+                index: 3,
+                host: host.map(str::to_string),
+            },
+            kind,
+        }
+    }
+
+    fn heat(temp: u32, held: u64, critical_at: u32, slowdown: Option<u32>) -> WarningKind {
+        WarningKind::Overheating {
+            temperature: Celsius(temp),
+            held_for: Duration::from_secs(held),
+            critical_at: Celsius(critical_at),
+            slowdown: slowdown.map(Celsius),
+        }
+    }
+
+    #[test]
+    fn every_kind_has_its_sentence() {
+        let oom = |ttf: Option<u64>| WarningKind::OomRisk {
+            used: Bytes::from_gib(78.4),
+            total: Bytes::from_gib(80.0),
+            percent: 98.0,
+            time_to_full: ttf.map(Duration::from_secs),
+        };
+        let cases = [
+            (oom(None), "GPU 3 VRAM 98% (78.4/80.0 GiB) — OOM risk"),
+            (
+                oom(Some(71)),
+                "GPU 3 VRAM 98% (78.4/80.0 GiB) — OOM risk, full in ~1m11s at current rate",
+            ),
+            (
+                heat(86, 0, 90, None),
+                "GPU 3 86°C — running hot (critical at 90°C)",
+            ),
+            (
+                heat(91, 37, 90, None),
+                "GPU 3 91°C for 37s — overheating (critical at 90°C)",
+            ),
+            (
+                heat(87, 30, 87, Some(87)),
+                "GPU 3 87°C for 30s — overheating (slowdown at 87°C)",
+            ),
+            (
+                WarningKind::Lost,
+                "GPU 3 lost — not responding (fallen off the bus?)",
+            ),
+            (
+                WarningKind::IdleHolder {
+                    pid: 4000,
+                    user: Some("dave".into()),
+                    command: Some("jupyter".into()),
+                    vram: Bytes::from_gib(30.2),
+                    idle_for: Duration::from_secs(600),
+                },
+                "dave holds 30.2 GiB on GPU 3, idle for 10m (PID 4000 jupyter)",
+            ),
+            (
+                WarningKind::IdleHolder {
+                    pid: 77,
+                    user: None,
+                    command: None,
+                    vram: Bytes::from_gib(2.0),
+                    idle_for: Duration::from_secs(3600),
+                },
+                "PID 77's owner holds 2.0 GiB on GPU 3, idle for 1h (PID 77 )",
+            ),
+            (
+                WarningKind::StaleVram {
+                    used: Bytes::from_gib(12.4),
+                    held_for: Duration::from_secs(60),
+                },
+                "GPU 3 12.4 GiB held by no process for 1m — stale allocation?",
+            ),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(warning_line(&on_gpu(None, kind)), want);
+        }
+    }
+
+    #[test]
+    fn several_hosts_name_the_gpu_by_host_and_index() {
+        assert_eq!(
+            warning_line(&on_gpu(Some("gpu1"), WarningKind::Lost)),
+            "GPU gpu1:3 lost — not responding (fallen off the bus?)"
+        );
+        assert_eq!(
+            warning_line(&host_down("gpu2:9400", "connection refused")),
+            "host gpu2:9400 not answering: connection refused — its GPUs are shown lost; retrying"
+        );
+    }
+}
