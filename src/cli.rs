@@ -258,16 +258,32 @@ pub struct PickArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = crate::model::activity::PICK_MAX_UTIL_DEFAULT)]
     pub max_util: u32,
 
-    /// How to print the picked GPUs.
+    /// How to print the picked GPUs. Indices are this host's (PCI bus order, as nvidia-smi
+    /// numbers them), also when CUDA_VISIBLE_DEVICES was inherited: a value to set
+    /// CUDA_VISIBLE_DEVICES to, not a device number inside a process that has it set.
     #[arg(long, value_enum, default_value_t = PickFormat::Indices)]
     pub format: PickFormat,
+
+    /// Wait until enough GPUs qualify, checking every --interval; says on stderr what it
+    /// waits for whenever that changes. Ctrl-C ends it (exit 130).
+    #[arg(long)]
+    pub wait: bool,
+
+    /// With --wait: give up after this long (exit 1), e.g. 10m.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+
+    /// Also say on stderr why each other GPU was skipped when the pick succeeds (a failed
+    /// pick always says).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PickFormat {
     /// `2,3`
     Indices,
-    /// `GPU-…,GPU-…`
+    /// `GPU-…,GPU-…`: the same GPUs in any process, whatever CUDA_VISIBLE_DEVICES it has.
     Uuids,
     /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`, for `export $(…)`.
     Env,
