@@ -214,8 +214,9 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the best free GPUs for a new job, e.g. `export $(gpuwatch pick -n 2 --format env)`;
-    /// exits 1 when not enough GPUs qualify.
+    /// Print the best GPUs nobody else is using for a new job (only among those an inherited
+    /// CUDA_VISIBLE_DEVICES allows), e.g. `export $(gpuwatch pick -n 2 --format env)`; exits 1
+    /// when not enough GPUs qualify, saying why for each one skipped.
     Pick(PickArgs),
     /// Serve Prometheus metrics (and a JSON snapshot) over HTTP, e.g. `gpuwatch serve --listen
     /// 0.0.0.0:9400`; the global flags (--interval, --only, --demo, ...) apply.
