@@ -136,10 +136,7 @@ impl Skip {
         match self {
             Skip::NotVisible | Skip::FreeUnknown | Skip::UtilUnknown => self.to_string(),
             Skip::Lost => "lost".into(),
-            Skip::HeldBy(who) => {
-                let names: Vec<&str> = who.iter().map(|h| h.name.as_str()).collect();
-                format!("held by {}", names.join(", "))
-            }
+            Skip::HeldBy(who) => format!("held by {}", names(who).join(", ")),
             Skip::NoProcess(_) => "VRAM held by no process".into(),
             Skip::Warning(_) => "warning".into(),
             Skip::TooLittleFree { .. } => "too little VRAM free".into(),
@@ -151,12 +148,17 @@ impl Skip {
     /// sample; the waiting status line should not).
     fn same_kind(&self, other: &Skip) -> bool {
         match (self, other) {
-            (Skip::HeldBy(a), Skip::HeldBy(b)) => {
-                a.iter().map(|h| &h.name).eq(b.iter().map(|h| &h.name))
-            }
+            (Skip::HeldBy(a), Skip::HeldBy(b)) => names(a) == names(b),
             _ => std::mem::discriminant(self) == std::mem::discriminant(other),
         }
     }
+}
+
+/// The holders' names in name order: who holds most may change from sample to sample.
+fn names(who: &[Holder]) -> Vec<&str> {
+    let mut names: Vec<&str> = who.iter().map(|h| h.name.as_str()).collect();
+    names.sort_unstable();
+    names
 }
 
 /// Who besides the caller holds memory on this GPU: the owner of every process on it that
