@@ -215,8 +215,9 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the best free GPUs for a new job, e.g. `export $(gpuwatch pick -n 2 --format env)`;
-    /// exits 1 when not enough GPUs qualify.
+    /// Print the best GPUs nobody else is using for a new job (only among those an inherited
+    /// CUDA_VISIBLE_DEVICES allows), e.g. `export $(gpuwatch pick -n 2 --format env)`; exits 1
+    /// when not enough GPUs qualify, saying why for each one skipped.
     Pick(PickArgs),
     /// Serve Prometheus metrics (and a JSON snapshot) over HTTP, e.g. `gpuwatch serve --listen
     /// 0.0.0.0:9400`; the global flags (--interval, --only, --demo, ...) apply.
@@ -259,16 +260,32 @@ pub struct PickArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = crate::model::activity::PICK_MAX_UTIL_DEFAULT)]
     pub max_util: u32,
 
-    /// How to print the picked GPUs.
+    /// How to print the picked GPUs. Indices are this host's (PCI bus order, as nvidia-smi
+    /// numbers them), also when CUDA_VISIBLE_DEVICES was inherited: a value to set
+    /// CUDA_VISIBLE_DEVICES to, not a device number inside a process that has it set.
     #[arg(long, value_enum, default_value_t = PickFormat::Indices)]
     pub format: PickFormat,
+
+    /// Wait until enough GPUs qualify, checking every --interval; says on stderr what it
+    /// waits for whenever that changes. Ctrl-C ends it (exit 130).
+    #[arg(long)]
+    pub wait: bool,
+
+    /// With --wait: give up after this long (exit 1), e.g. 10m.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+
+    /// Also say on stderr why each other GPU was skipped when the pick succeeds (a failed
+    /// pick always says).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PickFormat {
     /// `2,3`
     Indices,
-    /// `GPU-…,GPU-…`
+    /// `GPU-…,GPU-…`: the same GPUs in any process, whatever CUDA_VISIBLE_DEVICES it has.
     Uuids,
     /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`, for `export $(…)`.
     Env,

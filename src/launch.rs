@@ -1,6 +1,6 @@
 //! From resolved `Settings` to a running mode: builds the source (live NVML or the demo
 //! fleet, a replay, remote hosts, wrapped for recording), the view configuration, and runs
-//! `--once`, `pick` or the TUI. Reads `Settings` only, never raw flags; never draws.
+//! `--once`, `pick` (once or waiting) or the TUI. Reads `Settings` only, never raw flags; never draws.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,8 +12,9 @@ use crate::cli::SourceKind;
 use crate::config::{PickRequest, Settings};
 use crate::headless;
 use crate::model::warnings::{Subject, WarningKind};
-use crate::pick;
+use crate::pick::{self, wait::Outcome};
 use crate::record::{self, RecordingSource};
+use crate::sampler;
 use crate::source::multi::MultiSource;
 use crate::source::nvml::NvmlSource;
 use crate::source::remote;
@@ -269,21 +270,50 @@ fn hosts_down(state: &State) -> Vec<String> {
     down.collect()
 }
 
-/// `gpuwatch pick`: one snapshot, the chosen GPUs on stdout, or why not (exit 1).
+/// `gpuwatch pick`: the chosen GPUs on stdout; why not on stderr (exit 1); an inherited
+/// `CUDA_VISIBLE_DEVICES` naming no GPU here exits 2; SIGINT/SIGTERM while waiting exit
+/// 130/143 without a word (the user asked for it).
 async fn pick(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     request: &PickRequest,
 ) -> Result<ExitCode> {
-    let state = headless::snapshot(source, config).await?;
-    Ok(match pick::choose(&state, &request.criteria) {
-        Ok(chosen) => {
-            println!("{}", pick::format(&chosen, request.format));
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let stop = async move {
+        tokio::select! {
+            _ = interrupt.recv() => libc::SIGINT as u8,
+            _ = terminate.recv() => libc::SIGTERM as u8,
+        }
+    };
+    let (tx, mut rx) = sampler::channel();
+    let task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let state = State::new(config);
+    let mut say = |line: &str| eprintln!("gpuwatch pick: {line}");
+    let outcome = pick::wait::run(&mut rx, state, request, stop, &mut say).await;
+    drop(rx);
+    task.abort();
+    Ok(match outcome {
+        Outcome::Picked { line, explain } => {
+            explain.iter().for_each(|l| say(l));
+            println!("{line}");
             ExitCode::SUCCESS
         }
-        Err(why) => {
-            eprintln!("gpuwatch pick: {why}");
+        Outcome::Short { why, explain } => {
+            say(&why);
+            explain.iter().for_each(|l| say(l));
             ExitCode::from(1)
         }
+        Outcome::BadVisible(why) => {
+            let raw = request.inherited.as_ref().map_or("", |i| i.raw.as_str());
+            eprintln!("gpuwatch: {}: {why} (got {raw:?})", pick::visible::VAR);
+            ExitCode::from(2)
+        }
+        Outcome::Failed(why) => {
+            say(&why);
+            ExitCode::from(1)
+        }
+        Outcome::Stopped(signal) => ExitCode::from(128 + signal),
     })
 }

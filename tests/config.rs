@@ -1,6 +1,7 @@
 //! Settings from flags, environment, the config file and defaults (flag > env > file >
-//! default), every kind of config error naming file, line and key, and the `config`,
-//! `completions` and `pick` subcommands run through the binary. No test reads the real HOME.
+//! default), every kind of config error naming file, line and key, and the `config` and
+//! `completions` subcommands run through the binary (`pick`: tests/pick.rs). No test reads
+//! the real HOME.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -486,62 +487,6 @@ fn completions_for_three_shells() {
             "{shell}"
         );
     }
-}
-
-// `pick` on the demo fleet's first sample (seed 42): GPUs 0-3 run jobs at 88-100 %, so
-// they are passed over at the default --max-util 10. The rest are at 0 % and rank by free
-// VRAM: 6 (nothing on it), 7 (dave's 1.1 GiB notebook), 5 (12.9 GiB held by no process,
-// too new in one sample to be a stale-allocation warning), 4 (dave's 30 GiB notebook).
-#[test]
-fn pick_on_the_demo_fleet() {
-    let home = tempfile::tempdir().unwrap();
-    let pick = |args: &[&str]| {
-        let out = gpuwatch(home.path())
-            .arg("pick")
-            .args(args)
-            .assert()
-            .success();
-        String::from_utf8(out.get_output().stdout.clone()).unwrap()
-    };
-    // Global flags work after the subcommand.
-    assert_eq!(pick(&["-n", "2", "--demo"]), "6,7\n");
-    assert_eq!(pick(&["--demo", "-n", "4"]), "6,7,5,4\n");
-    assert_eq!(
-        pick(&["--demo", "-n", "2", "--format", "env"]),
-        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=6,7\n"
-    );
-    assert_eq!(
-        pick(&["--demo", "--format", "uuids"]),
-        "GPU-5e0c0006-1a2b-4c3d-8e9f-0000002a0006\n"
-    );
-    // --only leaves 0 (busy) and 7.
-    assert_eq!(pick(&["--demo", "--only", "0,7"]), "7\n");
-}
-
-#[test]
-fn pick_says_why_when_too_few_qualify() {
-    let home = tempfile::tempdir().unwrap();
-    gpuwatch(home.path())
-        .args(["pick", "--demo", "-n", "2", "--only", "0,7"])
-        .assert()
-        .code(1)
-        .stdout("")
-        .stderr(
-            "gpuwatch pick: need 2 GPUs, ≤10% util and no warnings; 1 qualifies (7) — \
-             passed over: 0 98% busy\n",
-        );
-    gpuwatch(home.path())
-        .args(["pick", "--demo", "-n", "5"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::starts_with(
-            "gpuwatch pick: need 5 GPUs, ≤10% util",
-        ));
-    gpuwatch(home.path())
-        .args(["pick", "--demo", "--min-free", "lots"])
-        .assert()
-        .code(2)
-        .stderr("gpuwatch: --min-free: \"lots\" is not a size like 20GiB or 512MiB\n");
 }
 
 #[test]

@@ -74,12 +74,8 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// What `gpuwatch pick` was asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PickRequest {
-    pub criteria: Criteria,
-    pub format: pick::Format,
-}
+/// What `gpuwatch pick` was asked for (defined with the rules it feeds).
+pub type PickRequest = pick::Request;
 
 /// `--record`: where every sample is written as NDJSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -255,7 +251,7 @@ impl Settings {
             thresholds: thresholds::thresholds(cli, &r)?,
             config_path: file.as_ref().map(|f| f.path.clone()),
             pick: match &cli.command {
-                Some(crate::cli::Command::Pick(args)) => Some(pick_request(args)?),
+                Some(crate::cli::Command::Pick(args)) => Some(pick_request(args, env)?),
                 _ => None,
             },
             debug_panic_after: cli.debug_panic_after,
@@ -292,7 +288,9 @@ fn timing(cli: &Cli, r: &Resolver) -> Result<(Duration, Duration), SettingsError
     Ok((interval.value, history.value))
 }
 
-fn pick_request(args: &PickArgs) -> Result<PickRequest, SettingsError> {
+/// `pick`'s flags, and the inherited `CUDA_VISIBLE_DEVICES` from `env` (it is not a
+/// gpuwatch setting, so only the environment gives it: the caller's allocation).
+fn pick_request(args: &PickArgs, env: Env) -> Result<PickRequest, SettingsError> {
     if args.count == 0 {
         return Err(flag_error("count", args.count, "must be at least 1"));
     }
@@ -310,6 +308,30 @@ fn pick_request(args: &PickArgs) -> Result<PickRequest, SettingsError> {
         ),
         None => None,
     };
+    let timeout = match &args.timeout {
+        Some(text) if !args.wait => {
+            return Err(flag_error(
+                "timeout",
+                text,
+                "only means something with --wait",
+            ));
+        }
+        Some(text) => match parse_duration(text) {
+            Ok(d) if d.is_zero() => return Err(flag_error("timeout", text, "must be more than 0")),
+            Ok(d) => Some(d),
+            Err(why) => return Err(flag_error("timeout", text, &why)),
+        },
+        None => None,
+    };
+    let inherited = match env(pick::visible::VAR) {
+        Some(raw) => Some(
+            pick::visible::Inherited::parse(&raw, env(pick::visible::ORDER_VAR).as_deref())
+                .map_err(|why| {
+                    SettingsError::new(pick::visible::VAR.into(), why, Some(format!("{raw:?}")))
+                })?,
+        ),
+        None => None,
+    };
     Ok(PickRequest {
         criteria: Criteria {
             count: args.count,
@@ -321,6 +343,10 @@ fn pick_request(args: &PickArgs) -> Result<PickRequest, SettingsError> {
             PickFormat::Uuids => pick::Format::Uuids,
             PickFormat::Env => pick::Format::Env,
         },
+        inherited,
+        wait: args.wait,
+        timeout,
+        verbose: args.verbose,
     })
 }
 

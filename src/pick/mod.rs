@@ -1,0 +1,390 @@
+//! `gpuwatch pick`: which GPUs a new job may take, from the state of one sample — the rules
+//! (only GPUs the caller may use, nobody else's memory on them, no warning, idle enough,
+//! enough VRAM free), the ranking, and the words for each GPU passed over. Pure: no I/O and
+//! no clock; `wait` drives it over samples and `launch` prints.
+
+pub mod visible;
+pub mod wait;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::time::Duration;
+
+use crate::model::Model;
+use crate::model::owners::{is_free, unattributed};
+use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::state::State;
+use crate::units::Bytes;
+use visible::Inherited;
+
+/// What `gpuwatch pick` was asked for, resolved by `config`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub criteria: Criteria,
+    pub format: Format,
+    /// An inherited `CUDA_VISIBLE_DEVICES`: only these GPUs may be picked.
+    pub inherited: Option<Inherited>,
+    /// Keep sampling until enough GPUs qualify.
+    pub wait: bool,
+    /// With `wait`: give up after this long.
+    pub timeout: Option<Duration>,
+    /// Also explain the skipped GPUs when the pick succeeds.
+    pub verbose: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Criteria {
+    pub count: usize,
+    /// Each chosen GPU must have at least this much VRAM free.
+    pub min_free: Option<Bytes>,
+    /// Each chosen GPU must be at most this busy (%).
+    pub max_util: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `2,3`: this host's (NVML's) indices, in PCI bus order.
+    Indices,
+    /// `GPU-…,GPU-…`
+    Uuids,
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`, for `export $(…)`. NVML
+    /// numbers GPUs in PCI bus order while CUDA defaults to fastest-first, so the order is
+    /// pinned to make the indices mean the same GPUs.
+    Env,
+}
+
+/// Who asks: their own processes never disqualify a GPU.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Caller<'a> {
+    pub user: Option<&'a str>,
+    pub uid: Option<u32>,
+}
+
+impl<'a> Caller<'a> {
+    pub fn of(state: &'a State) -> Self {
+        Caller {
+            user: state.config.current_user.as_deref(),
+            uid: state.config.current_uid,
+        }
+    }
+}
+
+/// Someone other than the caller with memory on a GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Holder {
+    /// The user, or `pid N` when the process's user cannot be told.
+    pub name: String,
+    pub known_user: bool,
+    /// `None` when any of their processes' VRAM is unknown.
+    pub vram: Option<Bytes>,
+}
+
+/// Why a GPU was passed over; the first rule it fails, in the order checked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Skip {
+    /// Not in the inherited `CUDA_VISIBLE_DEVICES`.
+    NotVisible,
+    Lost,
+    HeldBy(Vec<Holder>),
+    /// VRAM used that no process accounts for (a stale allocation, or a process we cannot see).
+    NoProcess(Bytes),
+    /// The warning's text.
+    Warning(String),
+    FreeUnknown,
+    TooLittleFree {
+        free: Bytes,
+        need: Bytes,
+    },
+    Busy(u32),
+    UtilUnknown,
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let gib = |b: Bytes| format!("{:.1} GiB", b.as_gib());
+        match self {
+            Skip::NotVisible => write!(f, "not in {}", visible::VAR),
+            Skip::Lost => write!(f, "lost (not responding)"),
+            Skip::HeldBy(who) => {
+                let who: Vec<String> = who
+                    .iter()
+                    .map(|h| {
+                        let vram = h.vram.map_or_else(|| "VRAM unknown".into(), gib);
+                        match h.known_user {
+                            true => format!("{} ({vram})", h.name),
+                            false => format!("{} of an unknown user ({vram})", h.name),
+                        }
+                    })
+                    .collect();
+                write!(f, "held by {}", who.join(", "))
+            }
+            Skip::NoProcess(b) => write!(f, "{} held by no process", gib(*b)),
+            Skip::Warning(w) => write!(f, "warning: {w}"),
+            Skip::FreeUnknown => write!(f, "free VRAM unknown"),
+            Skip::TooLittleFree { free, need } => {
+                write!(f, "{} free, {} needed", gib(*free), gib(*need))
+            }
+            Skip::Busy(u) => write!(f, "{u}% busy"),
+            Skip::UtilUnknown => write!(f, "utilization unknown"),
+        }
+    }
+}
+
+impl Skip {
+    /// The reason without its numbers, to group GPUs by: `busy`, `held by alice, bob`.
+    fn kind_words(&self) -> String {
+        match self {
+            Skip::NotVisible | Skip::FreeUnknown | Skip::UtilUnknown => self.to_string(),
+            Skip::Lost => "lost".into(),
+            Skip::HeldBy(who) => format!("held by {}", names(who).join(", ")),
+            Skip::NoProcess(_) => "VRAM held by no process".into(),
+            Skip::Warning(_) => "warning".into(),
+            Skip::TooLittleFree { .. } => "too little VRAM free".into(),
+            Skip::Busy(_) => "busy".into(),
+        }
+    }
+
+    /// The same reason, numbers aside (a job's VRAM or a GPU's utilization moves every
+    /// sample; the waiting status line should not).
+    fn same_kind(&self, other: &Skip) -> bool {
+        match (self, other) {
+            (Skip::HeldBy(a), Skip::HeldBy(b)) => names(a) == names(b),
+            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
+        }
+    }
+}
+
+/// The holders' names in name order: who holds most may change from sample to sample.
+fn names(who: &[Holder]) -> Vec<&str> {
+    let mut names: Vec<&str> = who.iter().map(|h| h.name.as_str()).collect();
+    names.sort_unstable();
+    names
+}
+
+/// Who besides the caller holds memory on this GPU: the owner of every process on it that
+/// is not the caller's, by Unix user, VRAM summed per user. A process whose user cannot be
+/// told (another PID namespace, hidden, exited) is someone else's: it holds the memory all
+/// the same. The one place this rule lives, so that a rule by job or container (another
+/// Slurm job of the same user) can be added here.
+pub fn others_holding(model: &Model, gpu: &GpuReading, me: Caller) -> Vec<Holder> {
+    let mut out: Vec<Holder> = Vec::new();
+    for row in model.procs().all.iter().filter(|r| r.key.gpu == gpu.id) {
+        let mine = match (&row.user, me.user, row.uid, me.uid) {
+            (Some(user), Some(me), _, _) => user == me,
+            (_, _, Some(uid), Some(me)) => uid == me,
+            _ => false,
+        };
+        if mine {
+            continue;
+        }
+        let (name, known_user) = match &row.user {
+            Some(u) => (u.clone(), true),
+            None => (format!("pid {}", row.key.pid), false),
+        };
+        match out.iter_mut().find(|h| h.name == name) {
+            Some(h) => h.vram = h.vram.zip(row.vram).map(|(a, b)| a + b),
+            None => out.push(Holder {
+                name,
+                known_user,
+                vram: row.vram,
+            }),
+        }
+    }
+    out.sort_by(|a, b| b.vram.cmp(&a.vram).then_with(|| a.name.cmp(&b.name)));
+    out
+}
+
+/// Why a GPU does not qualify, or `None` when it does.
+fn disqualified(
+    state: &State,
+    g: &GpuReading,
+    c: &Criteria,
+    allowed: Option<&HashSet<GpuId>>,
+) -> Option<Skip> {
+    if allowed.is_some_and(|a| !a.contains(&g.id)) {
+        return Some(Skip::NotVisible);
+    }
+    if g.status == GpuStatus::Lost {
+        return Some(Skip::Lost);
+    }
+    let others = others_holding(&state.model, g, Caller::of(state));
+    if !others.is_empty() {
+        return Some(Skip::HeldBy(others));
+    }
+    if let Some(rest) = unattributed(&state.model, g) {
+        return Some(Skip::NoProcess(rest));
+    }
+    if let Some(w) = state
+        .model
+        .warnings()
+        .iter()
+        .find(|w| w.gpu() == Some(&g.id))
+    {
+        return Some(Skip::Warning(crate::ui::text::warning_line(w)));
+    }
+    let Some(free) = free_memory(g) else {
+        return Some(Skip::FreeUnknown);
+    };
+    if let Some(need) = c.min_free
+        && free < need
+    {
+        return Some(Skip::TooLittleFree { free, need });
+    }
+    match g.util {
+        Some(u) if u.0 <= c.max_util => None,
+        Some(u) => Some(Skip::Busy(u.0)),
+        None => Some(Skip::UtilUnknown),
+    }
+}
+
+fn free_memory(g: &GpuReading) -> Option<Bytes> {
+    Some(g.memory_total?.saturating_sub(g.memory_used?))
+}
+
+/// What one state says: the qualifying GPUs, best first, and why each other one was skipped.
+#[derive(Debug)]
+pub struct Choice<'a> {
+    pub ranked: Vec<&'a GpuReading>,
+    pub skipped: Vec<(&'a GpuReading, Skip)>,
+}
+
+/// Ranks the GPUs that qualify: GPUs nobody uses at all first (no process, no VRAM held —
+/// the header's "free"), so a new job does not land beside the caller's own idle notebook
+/// when a clean GPU exists; then most free VRAM (to the GiB), least busy, lowest index.
+pub fn choose<'a>(state: &'a State, c: &Criteria, allowed: Option<&HashSet<GpuId>>) -> Choice<'a> {
+    let mut ranked: Vec<&GpuReading> = Vec::new();
+    let mut skipped = Vec::new();
+    for g in state.model.gpus() {
+        match disqualified(state, g, c, allowed) {
+            None => ranked.push(g),
+            Some(why) => skipped.push((g, why)),
+        }
+    }
+    ranked.sort_by_key(|g| {
+        let clean = is_free(&state.model, g);
+        let free_gib = free_memory(g).map_or(0, |b| b.0 / Bytes::GIB);
+        (
+            !clean,
+            std::cmp::Reverse(free_gib),
+            g.util.map_or(u32::MAX, |u| u.0),
+            g.index,
+        )
+    });
+    Choice { ranked, skipped }
+}
+
+impl<'a> Choice<'a> {
+    /// The best `count` when that many qualify.
+    pub fn picked(&self, c: &Criteria) -> Option<&[&'a GpuReading]> {
+        (self.ranked.len() >= c.count).then(|| &self.ranked[..c.count])
+    }
+
+    /// `need 2 GPUs with ≤10% util, no warning and nobody else's memory; 1 qualifies (7)`.
+    pub fn shortfall(&self, c: &Criteria) -> String {
+        let mut need = format!(
+            "{} GPU{} with ",
+            c.count,
+            if c.count == 1 { "" } else { "s" }
+        );
+        if let Some(min) = c.min_free {
+            need += &format!("≥{:.1} GiB free, ", min.as_gib());
+        }
+        need += &format!("≤{}% util, no warning and nobody else's memory", c.max_util);
+        let n = self.ranked.len();
+        let labels: Vec<String> = self.ranked.iter().map(|g| g.label()).collect();
+        format!(
+            "need {need}; {n} qualif{} ({})",
+            if n == 1 { "ies" } else { "y" },
+            if labels.is_empty() {
+                "none".into()
+            } else {
+                labels.join(",")
+            }
+        )
+    }
+
+    /// `GPU 3 skipped: held by alice (41.2 GiB)`, one per GPU passed over.
+    pub fn explanations(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|(g, why)| format!("GPU {} skipped: {why}", g.label()))
+            .collect()
+    }
+
+    /// `0,1 held by alice; 5 VRAM held by no process`: the skipped GPUs grouped by reason,
+    /// for a status line that stays one line on a big host.
+    pub fn grouped(&self) -> String {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for (g, why) in &self.skipped {
+            let words = why.kind_words();
+            match groups.iter_mut().find(|(w, _)| *w == words) {
+                Some((_, gpus)) => gpus.push(g.label()),
+                None => groups.push((words, vec![g.label()])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .into_iter()
+            .map(|(words, gpus)| format!("{} {words}", gpus.join(",")))
+            .collect();
+        parts.join("; ")
+    }
+
+    /// What this choice comes to, owned, to compare with the next sample's.
+    pub fn reasons(&self) -> Reasons {
+        let mut qualifying: Vec<GpuId> = self.ranked.iter().map(|g| g.id.clone()).collect();
+        qualifying.sort();
+        let skipped = self
+            .skipped
+            .iter()
+            .map(|(g, why)| (g.id.clone(), why.clone()))
+            .collect();
+        Reasons {
+            qualifying,
+            skipped,
+        }
+    }
+}
+
+/// Which GPUs qualify and why the others do not, detached from the state it came from.
+#[derive(Debug, Clone)]
+pub struct Reasons {
+    qualifying: Vec<GpuId>,
+    skipped: Vec<(GpuId, Skip)>,
+}
+
+impl Reasons {
+    /// The same GPUs qualify and the others are skipped for the same kinds of reason.
+    pub fn same(&self, other: &Reasons) -> bool {
+        self.qualifying == other.qualifying
+            && self.skipped.len() == other.skipped.len()
+            && self
+                .skipped
+                .iter()
+                .zip(&other.skipped)
+                .all(|((a, x), (b, y))| a == b && x.same_kind(y))
+    }
+}
+
+pub fn format(gpus: &[&GpuReading], format: Format) -> String {
+    let indices = || {
+        gpus.iter()
+            .map(|g| g.index.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match format {
+        Format::Indices => indices(),
+        Format::Uuids => gpus
+            .iter()
+            .map(|g| g.id.0.clone())
+            .collect::<Vec<_>>()
+            .join(","),
+        Format::Env => format!(
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={}",
+            indices()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

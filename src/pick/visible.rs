@@ -1,0 +1,212 @@
+//! The GPUs an inherited `CUDA_VISIBLE_DEVICES` lets the caller use: parsing the value as
+//! CUDA does (indices and `GPU-` UUIDs or unique prefixes of them) and finding the GPUs it
+//! names in a sample. Pure: the value comes from the injected environment (`config`), the
+//! GPUs from the caller's sample; nothing here reads either.
+//!
+//! What the value means, and so what `pick` prints (see also README, "Picking a GPU"):
+//! - CUDA reads `CUDA_VISIBLE_DEVICES` in each process, against that process's own
+//!   enumeration of the devices it can open — never relative to a parent's value. A job that
+//!   inherited `2,5,7` and exports `CUDA_VISIBLE_DEVICES=5` for its child gets physical GPU 5.
+//!   So `pick` prints the GPUs as this host numbers them (NVML's index, PCI bus order) or as
+//!   UUIDs, never as positions in the inherited list. Inside a process that still has the
+//!   inherited list, device *ordinals* (`cuda:1`) are positions in it; `--format uuids` is
+//!   the one output that means the same GPU everywhere.
+//! - Indices count in CUDA's order, which is fastest-first unless `CUDA_DEVICE_ORDER=PCI_BUS_ID`.
+//!   On a host with one GPU model fastest-first ties break by PCI bus, which is NVML's order;
+//!   on a host that mixes models an index may name another GPU than NVML's same index, so
+//!   indices there are refused unless the order is pinned (UUIDs are always fine).
+//! - Where the allocation is enforced by device nodes (a container given some GPUs, Slurm
+//!   with `ConstrainDevices`), NVML and CUDA both enumerate only the granted GPUs, from 0, and
+//!   the allocator's `CUDA_VISIBLE_DEVICES` counts the same way, so the rule above still holds.
+//! - `NVIDIA_VISIBLE_DEVICES` is not read: it is an instruction to the NVIDIA container
+//!   runtime, already carried out by the time anything runs inside the container (only the
+//!   granted devices are there for NVML to see), and its indices are the *host's* (a container
+//!   given host GPUs 2,5 sees them as 0,1), so reading it would refuse or pick wrong GPUs.
+//!   CUDA itself ignores it too. (A `--privileged` container sees every GPU; set
+//!   `CUDA_VISIBLE_DEVICES` there.)
+
+use std::collections::HashSet;
+
+use crate::select::{GpuSelector, unmatched};
+use crate::source::{GpuId, GpuReading};
+
+/// The variable CUDA restricts a process's GPUs with.
+pub const VAR: &str = "CUDA_VISIBLE_DEVICES";
+/// The variable that pins CUDA's numbering to PCI bus order (NVML's).
+pub const ORDER_VAR: &str = "CUDA_DEVICE_ORDER";
+
+/// An inherited `CUDA_VISIBLE_DEVICES`, checked for form (not yet against any GPU).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inherited {
+    /// The value as given, for messages.
+    pub raw: String,
+    pub devices: Vec<GpuSelector>,
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID`: indices count as NVML counts.
+    pub pci_order: bool,
+}
+
+impl Inherited {
+    /// Parses the value of `CUDA_VISIBLE_DEVICES`; `order` is `CUDA_DEVICE_ORDER`'s. The error
+    /// says what is wrong with which entry (the caller names the variable and the value).
+    pub fn parse(raw: &str, order: Option<&str>) -> Result<Inherited, String> {
+        let value = raw.trim();
+        // CUDA hides every GPU for an empty value or a leading -1; Slurm sets NoDevFiles for
+        // a job with GPUs but no device files. A job that may use no GPU has nothing to pick,
+        // and waiting would wait forever, so this is bad input rather than "none qualify".
+        if value.is_empty() || value == "-1" || value == "NoDevFiles" {
+            return Err("hides every GPU from this job: there is nothing to pick from".into());
+        }
+        let mut devices = Vec::new();
+        for entry in value.split(',').map(str::trim) {
+            let device = device(entry)?;
+            if !devices.contains(&device) {
+                devices.push(device);
+            }
+        }
+        Ok(Inherited {
+            raw: raw.to_string(),
+            devices,
+            pci_order: order.is_some_and(|o| o.trim() == "PCI_BUS_ID"),
+        })
+    }
+
+    /// The GPUs of `gpus` the list names. Every entry must name exactly one GPU, and indices
+    /// must mean what NVML's do (see the module doc); the error says which entry fails why.
+    pub fn resolve(&self, gpus: &[GpuReading]) -> Result<HashSet<GpuId>, String> {
+        if let Some(why) = unmatched(&self.devices, gpus) {
+            return Err(why);
+        }
+        let mut out = HashSet::new();
+        for device in &self.devices {
+            let named: Vec<&GpuReading> = gpus.iter().filter(|g| device.matches(g)).collect();
+            if named.len() > 1 {
+                let n = named.len();
+                return Err(match device {
+                    GpuSelector::Index(_) => format!("{device} names GPUs on {n} hosts; use UUIDs"),
+                    GpuSelector::Uuid(_) => {
+                        format!("{device} names {n} GPUs; give more of the UUID")
+                    }
+                });
+            }
+            out.extend(named.into_iter().map(|g| g.id.clone()));
+        }
+        let uses_indices = self
+            .devices
+            .iter()
+            .any(|d| matches!(d, GpuSelector::Index(_)));
+        if uses_indices && !self.pci_order {
+            let mut models: Vec<&str> = gpus.iter().map(|g| g.name.as_str()).collect();
+            models.sort_unstable();
+            models.dedup();
+            if models.len() > 1 {
+                return Err(format!(
+                    "indices count fastest-first unless {ORDER_VAR}=PCI_BUS_ID, and this host \
+                     mixes models ({}), so they may not be the GPUs gpuwatch numbers so: set \
+                     {ORDER_VAR}=PCI_BUS_ID or list UUIDs",
+                    models.join(", ")
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One entry: an index, or a `GPU-` UUID (or a unique prefix of one, as CUDA allows).
+fn device(entry: &str) -> Result<GpuSelector, String> {
+    if let Ok(index) = entry.parse::<u32>() {
+        return Ok(GpuSelector::Index(index));
+    }
+    let upper = entry.to_ascii_uppercase();
+    if upper.starts_with("MIG-") {
+        return Err(format!(
+            "{entry:?} is a MIG instance; pick chooses whole GPUs"
+        ));
+    }
+    if upper.starts_with("GPU-")
+        && entry.len() > 4
+        && entry[4..]
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || c == '-')
+    {
+        return Ok(GpuSelector::Uuid(entry[4..].to_ascii_lowercase()));
+    }
+    let why = if entry.is_empty() {
+        "has an empty entry".to_string()
+    } else if entry.starts_with('-') {
+        // CUDA stops at an invalid index and hides every GPU after it: almost surely a mistake.
+        format!("{entry:?} is not a GPU index (CUDA would hide it and every GPU after it)")
+    } else {
+        format!("{entry:?} is neither a GPU index nor a GPU UUID like GPU-8932f937")
+    };
+    Err(why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(index: u32, uuid: &str, name: &str) -> GpuReading {
+        GpuReading::absent(GpuId(uuid.into()), index, name)
+    }
+
+    fn fleet() -> Vec<GpuReading> {
+        vec![
+            gpu(0, "GPU-aa11", "H100"),
+            gpu(1, "GPU-aa22", "H100"),
+            gpu(2, "GPU-bb33", "H100"),
+        ]
+    }
+
+    fn ids(set: &HashSet<GpuId>) -> Vec<String> {
+        let mut v: Vec<String> = set.iter().map(|g| g.0.clone()).collect();
+        v.sort();
+        v
+    }
+
+    fn resolve(raw: &str, gpus: &[GpuReading]) -> Result<Vec<String>, String> {
+        let inherited = Inherited::parse(raw, None)?;
+        inherited.resolve(gpus).map(|s| ids(&s))
+    }
+
+    #[test]
+    fn indices_and_uuid_prefixes_name_gpus() {
+        assert_eq!(resolve("2, 0", &fleet()).unwrap(), ["GPU-aa11", "GPU-bb33"]);
+        assert_eq!(
+            resolve("GPU-bb,1", &fleet()).unwrap(),
+            ["GPU-aa22", "GPU-bb33"]
+        );
+        assert_eq!(resolve("gpu-AA11", &fleet()).unwrap(), ["GPU-aa11"]);
+        assert_eq!(
+            resolve("1,1", &fleet()).unwrap(),
+            ["GPU-aa22"],
+            "duplicates are one"
+        );
+    }
+
+    #[test]
+    fn bad_entries_say_which_and_why() {
+        let err = |raw: &str| resolve(raw, &fleet()).unwrap_err();
+        assert_eq!(err("3"), "3 matches no GPU (this host has 0-2)");
+        assert_eq!(err("GPU-cc"), "GPU-cc matches no GPU (this host has 0-2)");
+        assert_eq!(err("GPU-aa"), "GPU-aa names 2 GPUs; give more of the UUID");
+        assert!(err("0,x").starts_with("\"x\" is neither a GPU index nor a GPU UUID"));
+        assert!(err("0,-1").contains("CUDA would hide it"));
+        assert!(err("0,,1").contains("empty entry"));
+        assert!(err("MIG-GPU-aa11/1/0").contains("MIG instance"));
+        for none in ["", " ", "-1", "NoDevFiles"] {
+            assert!(err(none).starts_with("hides every GPU"), "{none:?}");
+        }
+    }
+
+    #[test]
+    fn indices_on_a_mixed_host_need_the_pci_order() {
+        let mut mixed = fleet();
+        mixed[2].name = "T4".into();
+        let err = resolve("2", &mixed).unwrap_err();
+        assert!(err.contains("mixes models (H100, T4)"), "{err}");
+        // UUIDs are unambiguous whatever the order.
+        assert_eq!(resolve("GPU-bb33", &mixed).unwrap(), ["GPU-bb33"]);
+        let pinned = Inherited::parse("2", Some("PCI_BUS_ID")).unwrap();
+        assert_eq!(ids(&pinned.resolve(&mixed).unwrap()), ["GPU-bb33"]);
+    }
+}
