@@ -5,6 +5,7 @@
 //! nothing for NVML's (host) PIDs at all: see `pidns`.
 
 pub mod cgroup;
+pub mod names;
 mod pidns;
 
 pub use pidns::PidNamespace;
