@@ -50,6 +50,9 @@ pub fn get(
     deadline: Instant,
     cap: usize,
 ) -> Result<Response, HttpError> {
+    // A unix-socket connect does not wait on the server (the kernel queues it) unless
+    // the listen backlog is full — a daemon stopped for thousands of connects; std has no
+    // connect timeout for unix sockets, so that one case is not bounded here.
     let mut stream = UnixStream::connect(socket).map_err(|e| connect_error(socket, e))?;
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: gpuwatch\r\n\
@@ -231,6 +234,26 @@ mod tests {
             complete(no_crlf, false),
             Err(HttpError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn connect_failures_say_missing_or_denied() {
+        use io::ErrorKind::*;
+        let at = Path::new("/var/run/docker.sock");
+        // Tests run as root, which no socket refuses: the mapping is checked here.
+        assert!(matches!(
+            connect_error(at, PermissionDenied.into()),
+            HttpError::Denied(_)
+        ));
+        assert!(matches!(
+            connect_error(at, NotFound.into()),
+            HttpError::Missing(_)
+        ));
+        assert!(matches!(
+            connect_error(at, ConnectionRefused.into()),
+            HttpError::Missing(_)
+        ));
+        assert!(matches!(io_error(WouldBlock.into()), HttpError::TimedOut));
     }
 
     #[test]

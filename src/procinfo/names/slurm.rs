@@ -242,6 +242,15 @@ mod tests {
     }
 
     #[test]
+    fn a_job_name_may_look_like_pairs_itself() {
+        let line = "JobId=5 JobName=lr=3e-4 Nodes=2 UserId=bob(1001) Account=cv";
+        let names = parse_job(line, 5).unwrap();
+        assert_eq!(names.name.as_deref(), Some("lr=3e-4 Nodes=2"));
+        assert_eq!(names.user.as_deref(), Some("bob"));
+        assert_eq!(names.account.as_deref(), Some("cv"));
+    }
+
+    #[test]
     fn array_tasks_null_accounts_and_unnamed_users() {
         let out = "JobId=7001 ArrayJobId=7000 ArrayTaskId=1 JobName=sweep UserId=(null)(4242) Account=(null)\n\
                    JobId=7002 ArrayJobId=7000 ArrayTaskId=2 JobName=sweep UserId=(null)(4242) Account=(null)\n";
