@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::{Key, Names};
+use super::{Key, LookupError, Names};
 
 /// How long answers are kept and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +37,10 @@ pub enum State {
     /// Sent to the worker; not to be sent again until it answers.
     Queued,
     Found(Names),
+    /// Kept with its reason, for diagnostics and tests.
     Failed {
         at: Instant,
+        error: LookupError,
     },
 }
 
@@ -72,7 +74,9 @@ impl Cache {
             return match &entry.state {
                 State::Found(names) => Lookup::Found(names.clone()),
                 State::Queued => Lookup::Wait,
-                State::Failed { at } if now.saturating_duration_since(*at) < policy.retry_after => {
+                State::Failed { at, .. }
+                    if now.saturating_duration_since(*at) < policy.retry_after =>
+                {
                     Lookup::Wait
                 }
                 State::Failed { .. } => {
@@ -110,11 +114,11 @@ impl Cache {
     }
 
     /// Stores a lookup's outcome. An id forgotten meanwhile stays forgotten.
-    pub fn answer(&mut self, key: &Key, outcome: Option<Names>, now: Instant) {
+    pub fn answer(&mut self, key: &Key, outcome: Result<Names, LookupError>, now: Instant) {
         if let Some(entry) = self.entries.get_mut(key) {
             entry.state = match outcome {
-                Some(names) => State::Found(names),
-                None => State::Failed { at: now },
+                Ok(names) => State::Found(names),
+                Err(error) => State::Failed { at: now, error },
             };
         }
     }
@@ -138,7 +142,6 @@ impl Cache {
         }
     }
 
-    #[cfg(test)]
     pub fn state(&self, key: &Key) -> Option<&State> {
         self.entries.get(key).map(|e| &e.state)
     }
@@ -170,7 +173,7 @@ mod tests {
             Lookup::Wait,
             "in flight: not queued twice"
         );
-        c.answer(&k, Some(names("a")), t);
+        c.answer(&k, Ok(names("a")), t);
         assert_eq!(
             c.ask(&k, t + p.retry_after * 5, &p),
             Lookup::Found(names("a"))
@@ -182,7 +185,7 @@ mod tests {
         let (mut c, p, t) = (Cache::default(), Policy::default(), Instant::now());
         let k = Key::Slurm(2);
         c.ask(&k, t, &p);
-        c.answer(&k, None, t);
+        c.answer(&k, Err(LookupError::NotFound), t);
         let soon = t + p.retry_after - Duration::from_secs(1);
         assert_eq!(c.ask(&k, soon, &p), Lookup::Wait);
         assert_eq!(c.ask(&k, t + p.retry_after, &p), Lookup::Ask);
@@ -198,7 +201,7 @@ mod tests {
         let (mut c, t) = (Cache::default(), Instant::now());
         for job in 0..3 {
             c.ask(&Key::Slurm(job), t, &p);
-            c.answer(&Key::Slurm(job), Some(names("x")), t);
+            c.answer(&Key::Slurm(job), Ok(names("x")), t);
         }
         // Job 0 is still asked about; 1 and 2 are not.
         let later = t + p.forget_after;
@@ -208,7 +211,7 @@ mod tests {
         assert!(c.state(&Key::Slurm(0)).is_some());
         // All in use: the least recently asked answered id makes room.
         c.ask(&Key::Slurm(10), later, &p);
-        c.answer(&Key::Slurm(9), None, later);
+        c.answer(&Key::Slurm(9), Err(LookupError::NotFound), later);
         assert_eq!(
             c.ask(&Key::Slurm(11), later + Duration::from_secs(1), &p),
             Lookup::Ask

@@ -250,6 +250,15 @@ impl NameResolver {
             .is_none_or(|inner| inner.shared.settle(timeout))
     }
 
+    /// Why the latest lookup of `key` failed, while that failure is cached.
+    pub fn failure(&self, key: &Key) -> Option<LookupError> {
+        let book = self.inner.as_ref()?.shared.book();
+        match book.cache.state(key)? {
+            cache::State::Failed { error, .. } => Some(error.clone()),
+            _ => None,
+        }
+    }
+
     pub fn stats(&self) -> Stats {
         self.inner.as_ref().map_or(
             Stats {

@@ -100,7 +100,7 @@ fn run(shared: &Shared, lookups: &Lookups, jobs: &Receiver<Key>) {
         }))
         .unwrap_or_else(|_| Err(super::LookupError::Failed("the lookup panicked".into())));
         let mut book = shared.book();
-        book.cache.answer(&key, outcome.ok(), (shared.clock)());
+        book.cache.answer(&key, outcome, (shared.clock)());
         book.in_flight = book.in_flight.saturating_sub(1);
         book.performed += 1;
         drop(book);
