@@ -34,7 +34,8 @@ const INSPECT: &str = r#"{"Id":"a000","Name":"/llm-train-worker-1","State":{"Run
   "com.docker.compose.project":"llm-train","com.docker.compose.service":"worker"}}}"#;
 
 /// A stand-in Docker Engine API: one thread per connection, answering by the id's first
-/// digit, and counting the requests per id.
+/// digit (or, `empty`, 404 to all: an engine without the container), and counting the
+/// requests per id.
 struct StandIn {
     _dir: tempfile::TempDir,
     socket: PathBuf,
@@ -43,6 +44,10 @@ struct StandIn {
 
 impl StandIn {
     fn start() -> Self {
+        Self::serving(false)
+    }
+
+    fn serving(empty: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("docker.sock");
         let listener = UnixListener::bind(&socket).unwrap();
@@ -51,7 +56,7 @@ impl StandIn {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let counts = Arc::clone(&counts);
-                std::thread::spawn(move || serve(stream, &counts));
+                std::thread::spawn(move || serve(stream, &counts, empty));
             }
         });
         StandIn {
@@ -73,7 +78,7 @@ impl StandIn {
     }
 }
 
-fn serve(mut stream: UnixStream, asked: &Mutex<HashMap<String, usize>>) {
+fn serve(mut stream: UnixStream, asked: &Mutex<HashMap<String, usize>>, empty: bool) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
     reader.read_line(&mut request_line).unwrap_or(0);
@@ -95,7 +100,7 @@ fn serve(mut stream: UnixStream, asked: &Mutex<HashMap<String, usize>>) {
             body.len()
         )
     };
-    let answer = match id.chars().next() {
+    let answer = match id.chars().next().filter(|_| !empty) {
         Some('a') => json("200 OK", INSPECT),
         Some('b') => json(
             "404 Not Found",
@@ -121,7 +126,8 @@ fn serve(mut stream: UnixStream, asked: &Mutex<HashMap<String, usize>>) {
             "200 OK",
             &format!(r#"{{"Name":"/{}"}}"#, "x".repeat(2 << 20)),
         ),
-        _ => json("500 Internal Server Error", r#"{"message":"boom"}"#),
+        Some(_) => json("500 Internal Server Error", r#"{"message":"boom"}"#),
+        None => json("404 Not Found", r#"{"message":"No such container"}"#),
     };
     // The client may hang up first (the oversized answer): that is fine.
     let _ = stream.write_all(answer.as_bytes());
@@ -172,8 +178,9 @@ fn the_engine_api_fails_cleanly_on_every_bad_answer() {
 }
 
 #[test]
-fn missing_and_stale_sockets_are_skipped_for_the_next_one() {
+fn missing_and_stale_sockets_and_engines_without_the_id_are_skipped() {
     let engine = StandIn::start();
+    let rootful = StandIn::serving(true);
     let dir = tempfile::tempdir().unwrap();
     // A socket file nobody listens on any more: what a crashed engine leaves behind.
     let stale = dir.path().join("stale.sock");
@@ -182,11 +189,17 @@ fn missing_and_stale_sockets_are_skipped_for_the_next_one() {
         docker: vec![
             dir.path().join("absent.sock"),
             stale.clone(),
+            rootful.socket.clone(),
             engine.socket.clone(),
         ],
-        podman: vec![],
+        podman: vec![rootful.socket.clone()],
     };
     assert!(api.container(Engine::Docker, &id('a'), TIMEOUT).is_ok());
+    assert_eq!(rootful.asked(&id('a')), 1, "asked first, did not know it");
+    assert_eq!(
+        api.container(Engine::Podman, &id('a'), TIMEOUT),
+        Err(LookupError::NotFound)
+    );
     let none = EngineApi {
         docker: vec![dir.path().join("absent.sock"), stale],
         podman: vec![],

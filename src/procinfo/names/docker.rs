@@ -52,7 +52,8 @@ impl EngineApi {
 
 impl ContainerLookup for EngineApi {
     /// Asks each of the engine's sockets in turn until one answers: a missing or refused
-    /// socket is skipped, an answer (even a 404) is final. All within `timeout`.
+    /// socket is skipped, and so is a 404: the rootful and the rootless engine keep
+    /// separate containers. Any other answer is final. All within `timeout`.
     fn container(
         &self,
         engine: Engine,
@@ -69,9 +70,10 @@ impl ContainerLookup for EngineApi {
         }
         let deadline = Instant::now() + timeout;
         let path = format!("/containers/{id}/json");
-        let mut denied = None;
+        let (mut denied, mut unknown) = (None, false);
         for socket in sockets {
             match http::get(socket, &path, deadline, MAX_ANSWER) {
+                Ok(answer) if answer.status == 404 => unknown = true,
                 Ok(answer) => return facts(engine, answer),
                 Err(HttpError::Missing(_)) => continue,
                 Err(HttpError::Denied(at)) => denied = Some(at),
@@ -86,8 +88,10 @@ impl ContainerLookup for EngineApi {
             }
         }
         Err(match denied {
-            // The usual case on a shared server: not in the `docker` group.
+            // The usual case on a shared server: not in the `docker` group. Said even if
+            // another engine did not know the id: that one may well be behind this one.
             Some(at) => LookupError::Denied(at),
+            None if unknown => LookupError::NotFound,
             None => LookupError::Unavailable(format!(
                 "no {} API socket (tried {})",
                 engine.name(),
@@ -104,7 +108,6 @@ impl ContainerLookup for EngineApi {
 fn facts(engine: Engine, answer: http::Response) -> Result<ContainerFacts, LookupError> {
     match answer.status {
         200 => parse_inspect(&answer.body),
-        404 => Err(LookupError::NotFound),
         status => Err(LookupError::Failed(format!(
             "{} API answered HTTP {status}",
             engine.name()

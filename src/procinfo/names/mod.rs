@@ -32,7 +32,8 @@ pub struct ContainerFacts {
     pub pod: PodNames,
 }
 
-/// Why a lookup gave no names. All are cached alike and retried after `retry_after`.
+/// Why a lookup gave no names. All are cached and retried after `retry_after`, except
+/// `Unsupported`, which is cached as an answer with no names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
     /// Nothing to ask: no socket, no command.
@@ -116,6 +117,16 @@ impl Lookups {
 pub enum Key {
     Container(Engine, String),
     Slurm(u64),
+}
+
+impl Key {
+    /// The answer for an id nothing can name.
+    fn unnamed(&self) -> Names {
+        match self {
+            Key::Container(..) => Names::Container(ContainerFacts::default()),
+            Key::Slurm(_) => Names::Slurm(SlurmNames::default()),
+        }
+    }
 }
 
 /// A lookup's answer, as cached.

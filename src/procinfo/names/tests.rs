@@ -301,3 +301,27 @@ fn a_panicking_lookup_is_a_failure_not_a_dead_worker() {
     );
     assert!(!r.fill(&container(ID), None).complete);
 }
+
+#[test]
+fn what_nothing_can_name_is_answered_once_and_never_retried() {
+    let (clock, ms) = clock();
+    // `Lookups::none`: every kind Unsupported, as containerd is to the engine client.
+    let mut r = NameResolver::new(Lookups::none(), Policy::default(), clock);
+    let on_containerd = Workload::Container {
+        engine: Engine::Containerd,
+        id: ID.into(),
+        names: ContainerNames::default(),
+    };
+    assert!(!r.fill(&on_containerd, None).complete);
+    assert!(r.settle(SETTLE));
+    ms.store(3_600_000, Ordering::SeqCst);
+    assert_eq!(
+        r.fill(&on_containerd, None),
+        Filled {
+            workload: on_containerd.clone(),
+            complete: true
+        }
+    );
+    assert!(r.settle(SETTLE));
+    assert_eq!(r.stats().performed, 1);
+}

@@ -99,6 +99,12 @@ fn run(shared: &Shared, lookups: &Lookups, jobs: &Receiver<Key>) {
             look_up(lookups, &key, shared.policy.timeout)
         }))
         .unwrap_or_else(|_| Err(super::LookupError::Failed("the lookup panicked".into())));
+        let outcome = match outcome {
+            // Nothing will ever name it (containerd without CRI, say): an answer with no
+            // names, so it is neither retried nor asked about again.
+            Err(super::LookupError::Unsupported) => Ok(key.unnamed()),
+            other => other,
+        };
         let mut book = shared.book();
         book.cache.answer(&key, outcome, (shared.clock)());
         book.in_flight = book.in_flight.saturating_sub(1);
