@@ -2,11 +2,15 @@
 //! between two samples), resident memory and start time. Owns the per-process and user-name
 //! caches. It reads only the PIDs it is asked about — never scans all of /proc — and the
 //! /proc root is injected so tests use a fixture tree. In a child PID namespace it reads
-//! nothing for NVML's (host) PIDs at all: see `pidns`.
+//! nothing for NVML's (host) PIDs at all: see `pidns`. Workload names (container, job)
+//! come through a `names::NameResolver`, which answers from its cache and looks misses up
+//! on its own thread: this code never waits on a socket or a command.
 
 pub mod cgroup;
+pub mod names;
 mod pidns;
 
+pub use names::NameResolver;
 pub use pidns::PidNamespace;
 
 use std::collections::{HashMap, HashSet};
@@ -32,6 +36,8 @@ struct Known {
     /// (a process cannot move itself out of its container; `environ` is what it was
     /// started with), so read once.
     context: ProcContext,
+    /// The resolver has said all it will about the workload's names: stop asking.
+    named: bool,
     /// utime + stime at the previous sample, and when that sample was taken.
     cpu_ticks: u64,
     seen_at: Instant,
@@ -64,6 +70,7 @@ pub struct ProcInfo {
     users: HashMap<u32, String>,
     known: HashMap<u32, Known>,
     namespace: PidNamespace,
+    names: NameResolver,
 }
 
 impl ProcInfo {
@@ -79,7 +86,7 @@ impl ProcInfo {
         // sysconf answers -1 when it does not know; Linux's usual values are a sane fallback.
         let tck = u64::try_from(tck).ok().filter(|&t| t > 0).unwrap_or(100);
         let page = u64::try_from(page).ok().filter(|&p| p > 0).unwrap_or(4096);
-        Self::new("/proc", tck, page)
+        Self::new("/proc", tck, page).with_names(NameResolver::system())
     }
 
     /// A /proc tree at `root`, with explicit units so fixtures do not depend on the host.
@@ -93,7 +100,20 @@ impl ProcInfo {
             boot_time: None,
             users: HashMap::new(),
             known: HashMap::new(),
+            // Fixtures never ask a real engine; `system` and tests opt in.
+            names: NameResolver::disabled(),
         }
+    }
+
+    /// Names workloads through `names` from now on.
+    pub fn with_names(mut self, names: NameResolver) -> Self {
+        self.names = names;
+        self
+    }
+
+    /// The resolver, e.g. to `settle` it before a one-shot print.
+    pub fn names(&self) -> &NameResolver {
+        &self.names
     }
 
     /// The PID namespace this /proc was found to belong to.
@@ -145,7 +165,7 @@ impl ProcInfo {
             return HostProc::Hidden;
         };
         let cpu_percent = self.cpu_percent(pid, &stat, now);
-        let known = match self.known.get(&pid) {
+        let mut known = match self.known.get(&pid) {
             Some(k) if k.start_ticks == stat.start_ticks => k.clone(),
             // First sighting, or the PID was reused by a new process: read the static parts.
             _ => match self.read_static(&dir, &stat, now) {
@@ -153,6 +173,9 @@ impl ProcInfo {
                 Err(_) => return self.unreadable(pid, &dir),
             },
         };
+        if !known.named {
+            self.fill_names(&mut known);
+        }
         let details = ProcDetails {
             user: self.user_name(known.uid),
             uid: known.uid,
@@ -196,6 +219,20 @@ impl ProcInfo {
         let file = Arc::new(File::open(dir.join("stat"))?);
         let text = std::io::read_to_string(&*file)?;
         Ok((text, file))
+    }
+
+    /// The workload with the names its resolver knows now (a cache read; a miss is looked
+    /// up in the background and shows on a later sample).
+    fn fill_names(&mut self, known: &mut Known) {
+        let Some(workload) = known.context.workload.as_deref() else {
+            known.named = true;
+            return;
+        };
+        let filled = self.names.fill(workload, known.context.env.as_deref());
+        if filled.workload != *workload {
+            known.context.workload = Some(Arc::new(filled.workload));
+        }
+        known.named = filled.complete;
     }
 
     /// The process's identity right now — start time and owner — read fresh from /proc,
@@ -261,6 +298,7 @@ impl ProcInfo {
             uid,
             command,
             context,
+            named: false,
             cpu_ticks: stat.cpu_ticks,
             seen_at: now,
             stat_file: None,

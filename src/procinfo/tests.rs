@@ -245,3 +245,74 @@ fn the_workload_and_gpu_environment_are_read_once_per_process() {
     let again = visible(info.lookup(30, t0 + Duration::from_secs(1)));
     assert_eq!(again.context, job.context);
 }
+
+#[test]
+fn workload_names_arrive_on_a_later_sample_without_waiting() {
+    use crate::source::workload::SlurmNames;
+    use names::{ContainerFacts, Lookups, NameResolver, Policy};
+    let fx = Fixture::new();
+    let id = "3f2a1b9c0d12e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9";
+    fx.process(40, "python3", 1000, b"python3\0train.py\0", 0, 5);
+    std::fs::write(
+        fx.dir.path().join("40/cgroup"),
+        format!("0::/system.slice/docker-{id}.scope\n"),
+    )
+    .unwrap();
+    fx.process(41, "python3", 1000, b"python3\0sweep.py\0", 0, 6);
+    let d = fx.dir.path().join("41");
+    std::fs::write(
+        d.join("cgroup"),
+        "0::/system.slice/slurmstepd.scope/job_77/step_0/user/task_0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("environ"),
+        b"SLURM_JOB_ID=77\0SLURM_JOB_NAME=sweep\0",
+    )
+    .unwrap();
+    let lookups = Lookups {
+        containers: Box::new(|_: Engine, _: &str, _: Duration| {
+            let mut facts = ContainerFacts::default();
+            facts.names.name = Some("llm-train-worker-1".into());
+            Ok(facts)
+        }),
+        // No scontrol here: the job's environment names it.
+        slurm: Box::new(|_: u64, _: Duration| {
+            Err(names::LookupError::Unavailable("no scontrol".into()))
+        }),
+    };
+    let resolver = NameResolver::new(lookups, Policy::default(), Arc::new(Instant::now));
+    let mut info = fx.proc_info().with_names(resolver);
+    let container_name = |d: &ProcDetails| match d.context.workload.as_deref() {
+        Some(Workload::Container { names, .. }) => names.name.clone(),
+        other => panic!("{other:?}"),
+    };
+    let t0 = Instant::now();
+    let first = info.sample([40, 41], t0);
+    assert_eq!(container_name(&visible(first[&40].clone())), None);
+    assert!(info.names().settle(Duration::from_secs(3)));
+    let second = info.sample([40, 41], t0 + Duration::from_secs(1));
+    let job = visible(second[&40].clone());
+    assert_eq!(container_name(&job).as_deref(), Some("llm-train-worker-1"));
+    match visible(second[&41].clone()).context.workload.as_deref() {
+        Some(Workload::Slurm { job: 77, names, .. }) => assert_eq!(
+            names,
+            &SlurmNames {
+                name: Some("sweep".into()),
+                ..SlurmNames::default()
+            }
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Named once: later samples share the same workload instead of asking again.
+    let third = info.sample([40], t0 + Duration::from_secs(2));
+    assert!(Arc::ptr_eq(
+        job.context.workload.as_ref().unwrap(),
+        visible(third[&40].clone())
+            .context
+            .workload
+            .as_ref()
+            .unwrap()
+    ));
+    assert_eq!(info.names().stats().performed, 2);
+}
