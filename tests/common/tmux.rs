@@ -6,6 +6,10 @@ use std::time::{Duration, Instant};
 
 pub struct Tmux {
     socket: String,
+    /// Shell prompts on screen (with history) when a command was last entered: the
+    /// program has left only once a later prompt appears. A bare `READY$` alone is not
+    /// enough — it is also what the screen shows before the typed command even echoes.
+    prompts_at_enter: std::cell::Cell<usize>,
 }
 
 impl Tmux {
@@ -17,6 +21,7 @@ impl Tmux {
         }
         let t = Tmux {
             socket: format!("gpuwatch-test-{name}-{}", std::process::id()),
+            prompts_at_enter: std::cell::Cell::new(0),
         };
         let ok = t
             .cmd(&[
@@ -55,6 +60,9 @@ impl Tmux {
     }
 
     pub fn send(&self, keys: &[&str]) {
+        if keys.contains(&"Enter") {
+            self.prompts_at_enter.set(self.prompts());
+        }
         let mut args = vec!["send-keys", "-t", "0"];
         args.extend_from_slice(keys);
         assert!(self.cmd(&args).status().unwrap().success());
@@ -107,7 +115,15 @@ impl Tmux {
         }
     }
 
-    /// Waits until the app has left: alternate screen off and the shell prompt back.
+    /// How many shell prompts the pane shows, history included.
+    fn prompts(&self) -> usize {
+        self.capture_with_history()
+            .lines()
+            .filter(|l| l.starts_with("READY$"))
+            .count()
+    }
+
+    /// Waits until the app has left: alternate screen off and a new shell prompt back.
     pub fn wait_restored(&self) -> String {
         let start = Instant::now();
         loop {
@@ -117,7 +133,10 @@ impl Tmux {
                 .rev()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("");
-            if self.display("#{alternate_on}") == "0" && last.trim_end() == "READY$" {
+            if self.display("#{alternate_on}") == "0"
+                && last.trim_end() == "READY$"
+                && self.prompts() > self.prompts_at_enter.get()
+            {
                 assert_eq!(self.display("#{cursor_flag}"), "1", "cursor visible again");
                 return screen;
             }
