@@ -5,13 +5,14 @@
 use color_eyre::eyre::{Result, eyre};
 
 use crate::model::owners::{free_gpus, owners, unattributed};
-use crate::model::procs::ProcRow;
+use crate::model::procs::{Column, ProcRow};
 use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::sampler::{self, SamplerEvent};
 use crate::source::wire;
 use crate::source::{GpuSource, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
-use crate::ui::format::{NA, bytes_short, elapsed, gib, or_na};
+use crate::ui::format::{NA, bytes_short, gib, or_na};
+use crate::ui::table::{cell_text, right_aligned};
 use crate::ui::text::warning_line;
 
 /// Runs the sampler until the first sample and returns the state it produces.
@@ -82,6 +83,7 @@ fn proc_doc(r: &ProcRow) -> wire::Proc {
         // The table's "(other PID namespace)" is a placeholder, not the command.
         command: visible.then(|| r.command.clone()),
         visibility: r.visibility,
+        context: wire::ContextDoc::of(visible.then_some(&r.context)),
     }
 }
 
@@ -162,44 +164,41 @@ fn warning_kind_doc(kind: &WarningKind) -> wire::WarningKind {
 
 /// The plain-text `--once` snapshot: a GPU table, warnings, and the process table.
 pub fn render_text(state: &State) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
     let h = state.model.host();
-    let _ = writeln!(
-        out,
-        "{}  driver {}  CUDA {}  {} GPUs  free: {}",
+    let mut out = format!(
+        "{}  driver {}  CUDA {}  {} GPUs  free: {}\n",
         h.hostname,
         h.driver_version.as_deref().unwrap_or(NA),
         h.cuda_version.as_deref().unwrap_or(NA),
         state.model.gpus().len(),
         list_or_none(&free_gpus(&state.model)),
     );
-    let _ = writeln!(
-        out,
-        "\n{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  OWNERS",
+    out += &gpu_table(state);
+    out += &warning_lines(state);
+    out += &process_table(state);
+    out
+}
+
+/// One line per GPU with its readings and who holds it.
+fn gpu_table(state: &State) -> String {
+    let mut out = format!(
+        "\n{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  OWNERS\n",
         "GPU", "NAME", "UTIL", "VRAM GiB", "TEMP", "POWER W", "FAN", "SM MHz", "MEM MHz", "P"
     );
     for g in state.model.gpus() {
         if g.status == crate::source::GpuStatus::Lost {
-            let _ = writeln!(out, "{:>3}  {:<22} LOST — not responding", g.index, g.name);
+            out += &format!("{:>3}  {:<22} LOST — not responding\n", g.index, g.name);
             continue;
         }
-        let mem = match (g.memory_used, g.memory_total) {
-            (Some(u), Some(t)) => format!("{}/{}", gib(u), gib(t)),
-            (u, t) => format!("{}/{}", or_na(u, gib), or_na(t, gib)),
-        };
+        let mem = format!(
+            "{}/{}",
+            or_na(g.memory_used, gib),
+            or_na(g.memory_total, gib)
+        );
         let watts = |w: crate::units::Watts| format!("{:.0}", w.0);
         let power = format!("{}/{}", or_na(g.power, watts), or_na(g.power_limit, watts));
-        let mut who: Vec<String> = owners(&state.model, g)
-            .iter()
-            .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
-            .collect();
-        if let Some(rest) = unattributed(&state.model, g) {
-            who.push(format!("no process {}", bytes_short(rest)));
-        }
-        let _ = writeln!(
-            out,
-            "{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}",
+        out += &format!(
+            "{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
             g.index,
             crate::ui::format::truncate(&g.name, 22),
             or_na(g.util, |u| format!("{}%", u.0)),
@@ -210,46 +209,70 @@ pub fn render_text(state: &State) -> String {
             or_na(g.sm_clock, |c| c.0.to_string()),
             or_na(g.memory_clock, |c| c.0.to_string()),
             or_na(g.pstate, |p| format!("P{p}")),
-            if who.is_empty() {
-                "-".to_string()
-            } else {
-                who.join(", ")
-            },
+            owners_text(state, g),
         );
     }
-    if !state.model.warnings().is_empty() {
-        let _ = writeln!(out, "\nWARNINGS");
-        for w in state.model.warnings() {
-            let badge = match w.severity {
-                Severity::Critical => "CRIT",
-                Severity::Warning => "WARN",
-            };
-            let _ = writeln!(out, "  {badge}  {}", warning_line(w));
-        }
+    out
+}
+
+/// `alice 68.0G, slurm 48121 (bob) 12.0G, no process 12.9G`, or `-`.
+fn owners_text(state: &State, g: &crate::source::GpuReading) -> String {
+    let mut who: Vec<String> = owners(&state.model, g)
+        .iter()
+        .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
+        .collect();
+    if let Some(rest) = unattributed(&state.model, g) {
+        who.push(format!("no process {}", bytes_short(rest)));
     }
-    let _ = writeln!(
-        out,
-        "\n{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  COMMAND",
-        "GPU", "PID", "USER", "TYPE", "VRAM", "GPU%", "CPU%", "HOST MEM", "TIME"
-    );
+    if who.is_empty() {
+        "-".to_string()
+    } else {
+        who.join(", ")
+    }
+}
+
+fn warning_lines(state: &State) -> String {
+    if state.model.warnings().is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nWARNINGS\n");
+    for w in state.model.warnings() {
+        let badge = match w.severity {
+            Severity::Critical => "CRIT",
+            Severity::Warning => "WARN",
+        };
+        out += &format!("  {badge}  {}\n", warning_line(w));
+    }
+    out
+}
+
+/// The process table with the TUI's columns, titles and cell words (all of them but the
+/// command padded to the TUI's widths), in its order.
+fn process_table(state: &State) -> String {
+    let columns = crate::ui::table::visible_columns(state);
+    let line = |cell: &dyn Fn(Column) -> String| {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|&c| {
+                let text = cell(c);
+                match crate::layout::column_width(c) {
+                    ratatui::layout::Constraint::Length(w) if right_aligned(c) => {
+                        format!("{text:>w$}", w = w as usize)
+                    }
+                    ratatui::layout::Constraint::Length(w) => format!("{text:<w$}", w = w as usize),
+                    _ => text,
+                }
+            })
+            .collect();
+        cells.join(" ").trim_end().to_string() + "\n"
+    };
+    let mut out = String::from("\n");
+    out += &line(&|c: Column| c.title().to_string());
     for r in state.model.procs().rows() {
-        let _ = writeln!(
-            out,
-            "{:>3} {:>7} {:<9} {:<4} {:>6} {:>4} {:>6} {:>8} {:>8}  {}",
-            r.gpu_index,
-            r.key.pid,
-            r.user.as_deref().unwrap_or("?"),
-            r.kind.label(),
-            or_na(r.vram, bytes_short),
-            or_na(r.gpu_util, |u| format!("{u}%")),
-            or_na(r.cpu, |c| format!("{c:.1}")),
-            or_na(r.host_memory, bytes_short),
-            or_na(r.elapsed, elapsed),
-            r.command,
-        );
+        out += &line(&|c: Column| cell_text(c, r));
     }
     if state.model.procs().is_empty() {
-        let _ = writeln!(out, "  (no GPU processes)");
+        out += "  (no GPU processes)\n";
     }
     out
 }

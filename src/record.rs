@@ -275,10 +275,10 @@ mod tests {
         let live = rec.sample().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines = text.lines();
-        let header = lines
-            .next()
-            .unwrap()
-            .replace("\"minor\":0", "\"minor\":9,\"compression\":\"none\"");
+        let header = lines.next().unwrap().replace(
+            &format!("\"minor\":{}", crate::source::wire::SCHEMA_MINOR),
+            "\"minor\":9,\"compression\":\"none\"",
+        );
         let sample = lines
             .next()
             .unwrap()

@@ -4,6 +4,7 @@
 //! the test is skipped with a printed reason.
 
 mod common;
+mod serve_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand};
@@ -84,7 +85,10 @@ impl Drop for Placed {
 
 /// Three sleepers in Docker-, Slurm- and kubepods-shaped cgroups on the first fake GPU.
 fn placed(root: &Path) -> [Placed; 3] {
-    let tag = std::process::id();
+    // Unique per call: the tests of this file run at once in one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag = format!("{}-{call}", std::process::id());
     [
         // One top-level group each, so each removes all it made.
         Placed::new(root, &format!("gpuwatch-test-{tag}-a/docker/{CONTAINER}")),
@@ -163,4 +167,81 @@ fn containers_slurm_jobs_and_pods_show_in_the_job_column() {
     assert!(narrowed.contains(&procs[1].pid().to_string()), "{narrowed}");
     t.send(&["q"]);
     t.wait_restored();
+}
+
+#[test]
+fn the_json_document_and_the_exporter_carry_the_same_workloads() {
+    let root = match writable_hierarchy() {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let procs = placed(&root);
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = scenario(dir.path(), &procs);
+    let lib = common::fake_lib();
+
+    let out = common::clean_command()
+        .env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
+        .arg("--nvml-lib")
+        .arg(lib)
+        .args(["--once", "--json"])
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let workload_of = |p: &Placed| {
+        doc["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["pid"] == json!(p.pid()))
+            .unwrap_or_else(|| panic!("pid {} missing: {doc:#}", p.pid()))["workload"]
+            .clone()
+    };
+    let docker = workload_of(&procs[0]);
+    assert_eq!(docker["kind"], "container", "{docker:#}");
+    assert_eq!(docker["engine"], "docker");
+    assert_eq!(docker["container_id"], CONTAINER);
+    let slurm = workload_of(&procs[1]);
+    assert_eq!(
+        (slurm["kind"].clone(), slurm["hpc_job"].clone()),
+        (json!("slurm"), json!("48121"))
+    );
+    assert_eq!(slurm["slurm_step"], "0");
+    let pod = workload_of(&procs[2]);
+    assert_eq!(pod["kind"], "pod", "{pod:#}");
+    assert_eq!(pod["pod_uid"], POD_UID);
+    assert_eq!(pod["pod_qos"], "burstable");
+
+    let mut cmd = serve_support::gpuwatch();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
+        .arg("--nvml-lib")
+        .arg(lib);
+    let exporter = serve_support::Exporter::start(cmd, &["--process-metrics"]);
+    exporter.wait_ready();
+    let metrics = exporter.get("/metrics").body;
+    let series = |pid: u32| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("gpuwatch_process_gpu_memory_bytes{")
+                    && l.contains(&format!("pid=\"{pid}\""))
+            })
+            .unwrap_or_else(|| panic!("no series for {pid}:\n{metrics}"))
+            .to_string()
+    };
+    assert!(
+        series(procs[0].pid()).contains("container=\"7d9e0f1a2b3c\""),
+        "{metrics}"
+    );
+    assert!(
+        series(procs[1].pid()).contains("hpc_job=\"48121\""),
+        "{metrics}"
+    );
+    assert!(
+        series(procs[2].pid()).contains(&format!("pod=\"{POD_UID}\"")),
+        "{metrics}"
+    );
 }

@@ -2,7 +2,9 @@
 //! dashboards (e.g. NVIDIA's 12239) query, computed from the same readings. Only `DEV_*`
 //! fields NVML gives us; never `DCGM_FI_PROF_*`, which need DCGM's profiling counters.
 
-use crate::source::GpuReading;
+use std::collections::HashMap;
+
+use crate::source::{GpuId, GpuReading};
 use crate::state::State;
 use crate::units::{Bytes, Percent};
 
@@ -100,14 +102,19 @@ const FIELDS: &[GpuSeries] = &[
     ),
 ];
 
-pub(super) fn render(e: &mut Exposition, state: &State) {
+pub(super) fn render(e: &mut Exposition, state: &State, pods: &HashMap<GpuId, Labels>) {
     // A GPU watched on another host (`--remote`) carries that host's name.
     let host = |g: &GpuReading| {
         g.host
             .clone()
             .unwrap_or_else(|| state.model.host().hostname.clone())
     };
-    write_gpu_series(e, FIELDS, state.model.gpus(), |g| labels(g, &host(g)));
+    // dcgm-exporter adds the pod a GPU is allocated to; so do we, when one pod holds it.
+    write_gpu_series(e, FIELDS, state.model.gpus(), |g| {
+        let mut l = labels(g, &host(g));
+        l.extend(pods.get(&g.id).cloned().unwrap_or_default());
+        l
+    });
 }
 
 /// dcgm-exporter's label set: `gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`,

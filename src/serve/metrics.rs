@@ -10,7 +10,7 @@ use crate::state::State;
 
 use super::readings::{GPU_SERIES, gpu_labels, write_gpu_series};
 use super::text::{Exposition, Family, Kind, Labels};
-use super::{dcgm, process};
+use super::{dcgm, process, workload};
 
 /// Which optional groups of series a scrape carries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -94,7 +94,13 @@ pub fn render(state: &State, options: MetricOptions) -> String {
         GPU_LOST,
         state.model.gpus().iter().map(|g| (gpu_labels(g), lost(g))),
     );
-    write_gpu_series(&mut e, GPU_SERIES, state.model.gpus(), gpu_labels);
+    let pods = workload::gpu_pods(state);
+    let with_pod = |g: &GpuReading| {
+        let mut labels = gpu_labels(g);
+        labels.extend(pods.get(&g.id).cloned().unwrap_or_default());
+        labels
+    };
+    write_gpu_series(&mut e, GPU_SERIES, state.model.gpus(), with_pod);
     e.family(THROTTLE, state.model.gpus().iter().flat_map(throttle));
     e.family(WARNINGS, warning_counts(state));
     e.family(PROCESSES, process_counts(state));
@@ -102,7 +108,7 @@ pub fn render(state: &State, options: MetricOptions) -> String {
         process::render(&mut e, state);
     }
     if options.dcgm_compat {
-        dcgm::render(&mut e, state);
+        dcgm::render(&mut e, state, &pods);
     }
     e.finish()
 }

@@ -9,6 +9,7 @@ pub mod metrics;
 mod process;
 mod readings;
 pub mod text;
+mod workload;
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;

@@ -1,5 +1,6 @@
 //! Opt-in per-process series (`--process-metrics`): VRAM and SM share of every GPU process,
-//! labelled by PID, user and a short command. Rendered fresh per sample, so a process's
+//! labelled by PID, user, a short command and its workload (`container`, `pod`,
+//! `namespace`, `hpc_job`). Rendered fresh per sample, so a process's
 //! series disappear once it exits. Pure; reads `&State` only.
 
 use crate::model::procs::{ProcRow, Visibility};
@@ -51,6 +52,9 @@ fn labels(state: &State, r: &ProcRow) -> Labels {
     // For processes outside our PID namespace the command is a placeholder, not a name.
     if r.visibility == Visibility::Visible {
         labels.push(("comm", comm(&r.command)));
+    }
+    if let Some(w) = r.context.workload.as_deref() {
+        labels.extend(super::workload::labels(w));
     }
     labels
 }

@@ -14,7 +14,7 @@ use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::state::State;
 
 /// Numbers read best right-aligned (header and values alike); names and the command left.
-fn right_aligned(c: Column) -> bool {
+pub fn right_aligned(c: Column) -> bool {
     matches!(
         c,
         Column::Pid
@@ -26,7 +26,8 @@ fn right_aligned(c: Column) -> bool {
     )
 }
 
-fn cell_text(c: Column, r: &ProcRow) -> String {
+/// A cell's words, shared with the `--once` text table.
+pub fn cell_text(c: Column, r: &ProcRow) -> String {
     match c {
         Column::Host => r.host.clone().unwrap_or_else(|| "(here)".into()),
         Column::Gpu => r.gpu_index.to_string(),

@@ -6,7 +6,11 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use super::workload::WorkloadDoc;
 use super::{epoch, epoch_secs};
+use crate::source::workload::{ProcContext, ProcEnv};
 use crate::source::{GpuId, HostProc, ProcDetails, ProcKind, ProcReading, Visibility};
 use crate::units::{Bytes, Percent};
 
@@ -90,6 +94,57 @@ pub struct Proc {
     pub command: Option<String>,
     #[serde(with = "visibility_name")]
     pub visibility: Visibility,
+    #[serde(flatten)]
+    pub context: ContextDoc,
+}
+
+/// What a process runs under and how it was told which GPUs to use (schema 2.1). Absent
+/// from 2.0 documents, which read as "unknown".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextDoc {
+    /// A container, pod, Slurm job, service or session; `null` when none is recognised or
+    /// the process is not visible.
+    #[serde(default)]
+    pub workload: Option<WorkloadDoc>,
+    /// Whether its environment could be read (its owner's and root's only); `null` when
+    /// not visible.
+    #[serde(default)]
+    pub environment_readable: Option<bool>,
+    /// Its `CUDA_VISIBLE_DEVICES`, when readable and set.
+    #[serde(default)]
+    pub cuda_visible_devices: Option<String>,
+}
+
+impl ContextDoc {
+    /// The fields for a visible process's context; all `null` for `None` (not visible).
+    pub fn of(context: Option<&ProcContext>) -> ContextDoc {
+        ContextDoc {
+            workload: context
+                .and_then(|c| c.workload.as_deref())
+                .map(WorkloadDoc::from_workload),
+            environment_readable: context.map(|c| c.env.is_some()),
+            cuda_visible_devices: context
+                .and_then(|c| c.env.as_deref())
+                .and_then(|e| e.get("CUDA_VISIBLE_DEVICES"))
+                .map(str::to_string),
+        }
+    }
+
+    fn into_context(self) -> ProcContext {
+        ProcContext {
+            workload: self
+                .workload
+                .and_then(WorkloadDoc::into_workload)
+                .map(Arc::new),
+            // Only the one variable travels: enough for the pinning and the pile-up.
+            env: self.environment_readable.filter(|r| *r).map(|_| {
+                Arc::new(ProcEnv::from_vars(
+                    self.cuda_visible_devices
+                        .map(|v| ("CUDA_VISIBLE_DEVICES".to_string(), v)),
+                ))
+            }),
+        }
+    }
 }
 
 impl Proc {
@@ -115,6 +170,7 @@ impl Proc {
                 .map(|e| e.as_secs_f64()),
             command: d.map(|d| d.command.clone()),
             visibility: p.host.visibility(),
+            context: ContextDoc::of(d.map(|d| &d.context)),
         }
     }
 
@@ -131,8 +187,7 @@ impl Proc {
                 cpu_percent: self.cpu_percent,
                 host_memory: self.host_memory.map(Bytes),
                 started: epoch(self.started.ok_or_else(|| missing("start time"))?)?,
-                // Attribution is read from this host's /proc; the document does not carry it.
-                context: Default::default(),
+                context: self.context.into_context(),
             }),
             Visibility::OtherNamespace => HostProc::OtherNamespace,
             Visibility::Hidden => HostProc::Hidden,
