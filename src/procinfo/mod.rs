@@ -5,6 +5,7 @@
 //! nothing for NVML's (host) PIDs at all: see `pidns`.
 
 pub mod cgroup;
+pub mod kubelet;
 mod pidns;
 
 pub use pidns::PidNamespace;
