@@ -105,11 +105,6 @@ pub enum KubeletError {
         socket: PathBuf,
         source: DecodeError,
     },
-    #[error(
-        "list_gpu_pods blocks and was called inside a tokio runtime: await \
-         list_gpu_pods_async there instead"
-    )]
-    InsideRuntime,
     #[error("could not start an I/O runtime for the kubelet call: {0}")]
     Runtime(io::Error),
 }
@@ -146,12 +141,11 @@ fn status_name(code: u32) -> &'static str {
 }
 
 /// The containers holding GPUs, from the kubelet at `socket`, or why not, within `timeout`
-/// all told. Blocks: call it from a plain thread (the names worker), never from inside a
-/// tokio runtime (that is `InsideRuntime`; use `list_gpu_pods_async`).
+/// all told. Blocks: call it from a plain thread or `spawn_blocking` (the names worker);
+/// async code awaits `list_gpu_pods_async` instead, since tokio panics on a runtime started
+/// inside a task. (No check here: `Handle::try_current` cannot tell a task from
+/// `spawn_blocking`, where this is right, so a check would refuse the intended caller.)
 pub fn list_gpu_pods(socket: &Path, timeout: Duration) -> Result<Vec<PodGpus>, KubeletError> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(KubeletError::InsideRuntime);
-    }
     // A current-thread runtime is a few allocations and no thread: cheap next to the call,
     // and it leaves no state behind between polls.
     let runtime = tokio::runtime::Builder::new_current_thread()

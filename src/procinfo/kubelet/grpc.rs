@@ -149,6 +149,7 @@ async fn read_body(
         limit,
     };
     let mut buf: Vec<u8> = Vec::new();
+    let mut reserved = false;
     while let Some(chunk) = stream.data().await {
         let chunk = chunk.map_err(|source| KubeletError::Protocol {
             socket: socket.to_path_buf(),
@@ -160,8 +161,14 @@ async fn read_body(
             return Err(too_large());
         }
         buf.extend_from_slice(&chunk);
-        if declared_len(&buf).is_some_and(|len| len > limit) {
-            return Err(too_large());
+        match declared_len(&buf) {
+            Some(len) if len > limit => return Err(too_large()),
+            // Once, at the exact size: doubling as chunks come would peak at twice it.
+            Some(len) if !reserved => {
+                buf.reserve_exact((len + PREFIX).saturating_sub(buf.len()));
+                reserved = true;
+            }
+            _ => {}
         }
     }
     Ok(buf)

@@ -26,8 +26,8 @@ pub enum DecodeError {
     Truncated,
     #[error("a varint is longer than 10 bytes")]
     VarintTooLong,
-    #[error("field number 0, which protobuf never uses")]
-    FieldZero,
+    #[error("a field number of 0 or over 2^29, which protobuf never uses")]
+    BadFieldNumber,
     #[error("wire type {0}, which proto3 never sends (groups or unknown)")]
     UnsupportedWireType(u8),
     #[error("field {field} of {message} has wire type {found}, not length-delimited")]
@@ -89,11 +89,10 @@ impl<'a> Fields<'a> {
         }
         let key = self.varint()?;
         let wire = (key & 7) as u8;
-        // Field numbers are 29 bits; a larger key is garbage, reported as field 0.
-        let field = u32::try_from(key >> 3).unwrap_or(0);
-        if field == 0 {
-            return Err(DecodeError::FieldZero);
-        }
+        let field = u32::try_from(key >> 3)
+            .ok()
+            .filter(|f| (1..1 << 29).contains(f))
+            .ok_or(DecodeError::BadFieldNumber)?;
         let value = match wire {
             0 => {
                 self.varint()?;

@@ -200,11 +200,17 @@ fn a_nodes_pods_come_back_for_one_well_formed_request() {
     assert_eq!(seen.body, [0, 0, 0, 0, 0], "an empty request, uncompressed");
 }
 
+/// The two ways a worker on the app's runtime would call it.
 #[tokio::test]
-async fn the_async_call_works_on_a_runtime_where_the_blocking_one_refuses() {
+async fn it_answers_from_spawn_blocking_and_awaited_on_a_runtime() {
     let kubelet = serve(grpc_ok(&node_response()));
-    let err = list_gpu_pods(&kubelet.socket, TIMEOUT).unwrap_err();
-    assert!(matches!(err, KubeletError::InsideRuntime), "{err}");
+    let socket = kubelet.socket.clone();
+    let blocking = tokio::task::spawn_blocking(move || list_gpu_pods(&socket, TIMEOUT));
+    assert_eq!(
+        blocking.await.expect("joined").expect("answers"),
+        node_pods()
+    );
+    let kubelet = serve(grpc_ok(&node_response()));
     let pods = list_gpu_pods_async(&kubelet.socket, TIMEOUT).await;
     assert_eq!(pods.expect("answers"), node_pods());
 }

@@ -209,7 +209,12 @@ fn broken_wire_format_is_named() {
         })
     );
     assert_eq!(gpu_pods(&[0xff; 11]), Err(DecodeError::VarintTooLong));
-    assert_eq!(gpu_pods(&[0x02, 0x00]), Err(DecodeError::FieldZero));
+    assert_eq!(gpu_pods(&[0x02, 0x00]), Err(DecodeError::BadFieldNumber));
+    assert_eq!(
+        gpu_pods(&[0x80, 0x80, 0x80, 0x80, 0x10, 0x00]),
+        Err(DecodeError::BadFieldNumber),
+        "field 2^29"
+    );
     assert_eq!(gpu_pods(&[0x0b]), Err(DecodeError::UnsupportedWireType(3)));
     // A length beyond the buffer, including one past usize on 32-bit targets.
     let mut huge = vec![0x0a];
