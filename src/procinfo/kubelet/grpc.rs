@@ -87,16 +87,20 @@ async fn call(
         detail,
     };
     check_headers(&response).map_err(not_grpc)?;
-    // A "trailers-only" answer (how gRPC reports most errors) puts the status in the headers.
-    if let Some(status) = grpc_status(response.headers(), socket) {
-        status?;
-    }
+    // A "trailers-only" answer (how gRPC reports most errors) puts the status in the headers
+    // and ends there.
+    let trailers_only = match grpc_status(response.headers(), socket) {
+        Some(status) => status.map(|()| true)?,
+        None => false,
+    };
     let mut stream = response.into_body();
     let message = read_body(&mut stream, socket, limit).await?;
-    let trailers = stream.trailers().await.map_err(protocol)?;
-    match trailers.as_ref().and_then(|t| grpc_status(t, socket)) {
-        Some(status) => status?,
-        None => return Err(not_grpc("the answer has no grpc-status trailer".into())),
+    if !trailers_only {
+        let trailers = stream.trailers().await.map_err(protocol)?;
+        match trailers.as_ref().and_then(|t| grpc_status(t, socket)) {
+            Some(status) => status?,
+            None => return Err(not_grpc("the answer has no grpc-status trailer".into())),
+        }
     }
     unframe(message, limit).map_err(not_grpc)
 }

@@ -317,6 +317,10 @@ fn a_trailers_only_refusal_is_reported_with_its_status() {
         "{err}"
     );
     assert!(err.to_string().contains("UNIMPLEMENTED"), "{err}");
+    // "OK" with no message is no answer either.
+    let kubelet = serve(Answer::Refuse("0"));
+    let err = list(&kubelet).unwrap_err();
+    assert!(matches!(err, KubeletError::NotGrpc { .. }), "{err}");
 }
 
 /// A message of exactly `len` bytes that decodes to no pods: one unknown field.
