@@ -2,17 +2,19 @@
 //! containers that hold GPUs. Pure: bytes in, `PodGpus` out; it knows nothing of sockets,
 //! HTTP/2 or gRPC framing (see `grpc`), and must never panic on any input.
 //!
-//! Written by hand rather than with `prost`: we only read, and only five fields of four
+//! Written by hand rather than with `prost`: we only read, and only eight fields of four
 //! messages (names, resource names, device IDs); everything else — `cpu_ids`, `memory`,
 //! `topology`, `dynamic_resources`, fields a newer kubelet adds — is skipped by wire type.
-//! That is one varint reader and one skip, ~150 lines with its tests, against a proc-macro
-//! crate (prost-derive, with anyhow) on every CI build. It also walks borrowed slices and
-//! allocates only for GPU-holding containers: on a node of 100 CPU-only pods it allocates
-//! no strings at all, where decoding into message structs first would copy every name.
+//! That is one varint reader and one skip, about 130 lines of code, against two more
+//! crates and a proc-macro (prost, prost-derive with anyhow) on every CI build. It also
+//! walks borrowed slices and allocates only for GPU-holding containers: on a node of 100
+//! CPU-only pods it allocates no strings at all, where decoding into message structs first
+//! would copy every name.
 //!
 //! The schema (k8s.io/kubelet/pkg/apis/podresources/v1/api.proto, the fields we read):
 //! `ListPodResourcesResponse { repeated PodResources pod_resources = 1; }`,
-//! `PodResources { string name = 1; string namespace = 2; repeated ContainerResources containers = 3; }`,
+//! `PodResources { string name = 1; string namespace = 2;`
+//! `  repeated ContainerResources containers = 3; }`,
 //! `ContainerResources { string name = 1; repeated ContainerDevices devices = 2; … }`,
 //! `ContainerDevices { string resource_name = 1; repeated string device_ids = 2; … }`.
 
