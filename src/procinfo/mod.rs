@@ -7,6 +7,7 @@
 //! on its own thread: this code never waits on a socket or a command.
 
 pub mod cgroup;
+pub mod kubelet;
 pub mod names;
 mod pidns;
 
