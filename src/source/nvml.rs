@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::{Instant, SystemTime};
 
-use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor, TemperatureThreshold,
 };
@@ -16,6 +15,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use nvml_wrapper::{Device, Nvml};
 
+use super::throttle::ThrottleReason;
 use super::{
     GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostProc, ProcKind, ProcReading, Sample,
     SourceError,
@@ -285,7 +285,7 @@ fn read_gpu(d: &Device, index: u32, s: &mut Slot) -> Result<(GpuReading, Vec<Gpu
     read_clocks_and_links(d, s, &mut g)?;
     g.throttle_reasons = s
         .ask(Query::Throttle, || d.current_throttle_reasons())?
-        .map(throttle_names);
+        .map(|bits| ThrottleReason::from_nvml_bits(bits.bits()));
     g.ecc_errors_uncorrected = s.ask(Query::Ecc, || {
         d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
     })?;
@@ -359,37 +359,6 @@ fn read_clocks_and_links(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result
         })?
         .map(per_second);
     Ok(())
-}
-
-/// Throttle reason bits and the names gpuwatch reports (NVML's names, snake_case).
-/// NVML's clock-throttle reasons and the names gpuwatch gives them (JSON, metrics, the UI).
-pub const THROTTLE_NAMES: &[(ThrottleReasons, &str)] = &[
-    (ThrottleReasons::GPU_IDLE, "gpu_idle"),
-    (
-        ThrottleReasons::APPLICATIONS_CLOCKS_SETTING,
-        "applications_clocks_setting",
-    ),
-    (ThrottleReasons::SW_POWER_CAP, "sw_power_cap"),
-    (ThrottleReasons::HW_SLOWDOWN, "hw_slowdown"),
-    (ThrottleReasons::SYNC_BOOST, "sync_boost"),
-    (ThrottleReasons::SW_THERMAL_SLOWDOWN, "sw_thermal_slowdown"),
-    (ThrottleReasons::HW_THERMAL_SLOWDOWN, "hw_thermal_slowdown"),
-    (
-        ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
-        "hw_power_brake_slowdown",
-    ),
-    (
-        ThrottleReasons::DISPLAY_CLOCK_SETTING,
-        "display_clock_setting",
-    ),
-];
-
-fn throttle_names(reasons: ThrottleReasons) -> Vec<String> {
-    THROTTLE_NAMES
-        .iter()
-        .filter(|(bit, _)| reasons.contains(*bit))
-        .map(|(_, name)| (*name).to_string())
-        .collect()
 }
 
 /// NVML lists processes in two calls (how many, then fill) and nvml-wrapper leaves room
@@ -479,13 +448,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn throttle_reasons_decode_to_names() {
-        let bits = ThrottleReasons::SW_POWER_CAP | ThrottleReasons::HW_THERMAL_SLOWDOWN;
+    fn the_throttle_table_has_nvml_wrappers_bits() {
+        use super::super::throttle::TABLE;
+        use nvml_wrapper::bitmasks::device::ThrottleReasons as Bits;
+        let theirs = [
+            Bits::GPU_IDLE,
+            Bits::APPLICATIONS_CLOCKS_SETTING,
+            Bits::SW_POWER_CAP,
+            Bits::HW_SLOWDOWN,
+            Bits::SYNC_BOOST,
+            Bits::SW_THERMAL_SLOWDOWN,
+            Bits::HW_THERMAL_SLOWDOWN,
+            Bits::HW_POWER_BRAKE_SLOWDOWN,
+            Bits::DISPLAY_CLOCK_SETTING,
+        ];
+        let ours: Vec<u64> = TABLE.iter().map(|r| r.nvml_bit).collect();
+        let theirs: Vec<u64> = theirs.iter().map(|b| b.bits()).collect();
+        assert_eq!(ours, theirs);
+        let mask = (Bits::SW_POWER_CAP | Bits::HW_THERMAL_SLOWDOWN).bits();
         assert_eq!(
-            throttle_names(bits),
-            vec!["sw_power_cap", "hw_thermal_slowdown"]
+            ThrottleReason::from_nvml_bits(mask),
+            [
+                ThrottleReason::SwPowerCap,
+                ThrottleReason::HwThermalSlowdown
+            ]
         );
-        assert!(throttle_names(ThrottleReasons::NONE).is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use super::throttle::ThrottleReason;
 use super::{
     GpuId, GpuReading, GpuSource, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading, Sample,
     SourceError,
@@ -325,17 +326,17 @@ fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64
     g.mig_enabled = Some(false);
     let hot = g.temperature.is_some_and(|t| t.0 >= 90);
     let capped = g.power.is_some_and(|p| p.0 >= POWER_CAP_W - 15.0);
-    let mut reasons: Vec<&str> = Vec::new();
+    let mut reasons = Vec::new();
     if util < 1.0 {
-        reasons.push("gpu_idle");
+        reasons.push(ThrottleReason::GpuIdle);
     }
     if capped {
-        reasons.push("sw_power_cap");
+        reasons.push(ThrottleReason::SwPowerCap);
     }
     if hot && role == Role::Overheating {
-        reasons.push("sw_thermal_slowdown");
+        reasons.push(ThrottleReason::SwThermalSlowdown);
     }
-    g.throttle_reasons = Some(reasons.into_iter().map(String::from).collect());
+    g.throttle_reasons = Some(reasons);
 }
 
 fn role_of(i: usize) -> Role {
