@@ -12,7 +12,7 @@ use nvml_wrapper::enum_wrappers::device::{
 };
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::struct_wrappers::device::ProcessInfo;
+use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSample};
 use nvml_wrapper::{Device, Nvml};
 
 use super::throttle::ThrottleReason;
@@ -386,11 +386,37 @@ fn read_processes(d: &Device, s: &mut Slot) -> Result<Vec<GpuProc>, Lost> {
     let graphics = s.ask(Query::GraphicsProcs, || {
         retry_on_growth(|| d.running_graphics_processes())
     })?;
-    let mut by_pid: BTreeMap<u32, GpuProc> = BTreeMap::new();
-    let lists = [
+    let mut by_pid = merge_by_pid([
         (ProcKind::Compute, compute.unwrap_or_default()),
         (ProcKind::Graphics, graphics.unwrap_or_default()),
-    ];
+    ]);
+    if by_pid.is_empty() {
+        return Ok(Vec::new());
+    }
+    let since = s.last_util_sample;
+    // NOT_FOUND means "no sample since `since`", an answer rather than a failure.
+    let samples = s.ask(Query::ProcessUtil, || {
+        match d.process_utilization_stats(since) {
+            Err(NvmlError::NotFound) => Ok(Vec::new()),
+            other => other,
+        }
+    })?;
+    if let Some(samples) = samples {
+        // NVML lists only processes that used the SMs in the window, so a process it
+        // does not list was idle: a real 0, not an unknown.
+        let newest = newest_sm_util(&samples, since, &mut s.last_util_sample);
+        for p in by_pid.values_mut() {
+            p.sm_util = Some(Percent(newest.get(&p.pid).copied().unwrap_or(0)));
+        }
+    }
+    Ok(by_pid.into_values().collect())
+}
+
+/// One entry per PID over NVML's per-kind lists; a PID in both is `Both`.
+fn merge_by_pid<const N: usize>(
+    lists: [(ProcKind, Vec<ProcessInfo>); N],
+) -> BTreeMap<u32, GpuProc> {
+    let mut by_pid: BTreeMap<u32, GpuProc> = BTreeMap::new();
     for (kind, list) in lists {
         for ProcessInfo {
             pid,
@@ -414,33 +440,25 @@ fn read_processes(d: &Device, s: &mut Slot) -> Result<Vec<GpuProc>, Lost> {
             entry.memory = entry.memory.or(memory);
         }
     }
-    if by_pid.is_empty() {
-        return Ok(Vec::new());
+    by_pid
+}
+
+/// The newest SM utilization per PID among samples taken after `since`; moves `last_seen`
+/// to the newest timestamp so the next call asks only for what is new.
+fn newest_sm_util(
+    samples: &[ProcessUtilizationSample],
+    since: u64,
+    last_seen: &mut u64,
+) -> BTreeMap<u32, u32> {
+    let mut newest: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
+    for x in samples.iter().filter(|x| x.timestamp > since) {
+        let e = newest.entry(x.pid).or_insert((x.timestamp, x.sm_util));
+        if x.timestamp >= e.0 {
+            *e = (x.timestamp, x.sm_util);
+        }
+        *last_seen = (*last_seen).max(x.timestamp);
     }
-    let since = s.last_util_sample;
-    // NOT_FOUND means "no sample since `since`", an answer rather than a failure.
-    let samples = s.ask(Query::ProcessUtil, || {
-        match d.process_utilization_stats(since) {
-            Err(NvmlError::NotFound) => Ok(Vec::new()),
-            other => other,
-        }
-    })?;
-    if let Some(samples) = samples {
-        // NVML lists only processes that used the SMs in the window, so a process it
-        // does not list was idle: a real 0, not an unknown. The newest sample wins.
-        let mut newest: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
-        for x in samples.iter().filter(|x| x.timestamp > since) {
-            let e = newest.entry(x.pid).or_insert((x.timestamp, x.sm_util));
-            if x.timestamp >= e.0 {
-                *e = (x.timestamp, x.sm_util);
-            }
-            s.last_util_sample = s.last_util_sample.max(x.timestamp);
-        }
-        for p in by_pid.values_mut() {
-            p.sm_util = Some(Percent(newest.get(&p.pid).map_or(0, |&(_, sm)| sm)));
-        }
-    }
-    Ok(by_pid.into_values().collect())
+    newest.into_iter().map(|(pid, (_, sm))| (pid, sm)).collect()
 }
 
 #[cfg(test)]
