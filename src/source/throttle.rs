@@ -245,6 +245,14 @@ mod tests {
     }
 
     #[test]
+    fn a_list_from_a_newer_peer_reads_and_writes_back_byte_for_byte() {
+        let wire = r#"["gpu_idle","sw_power_cap","clocks_held_by_the_future"]"#;
+        let list: Vec<ThrottleReason> = serde_json::from_str(wire).unwrap();
+        assert_eq!(list[1], ThrottleReason::SwPowerCap);
+        assert_eq!(serde_json::to_string(&list).unwrap(), wire);
+    }
+
+    #[test]
     fn a_mask_decodes_in_table_order() {
         let got = ThrottleReason::from_nvml_bits(0x40 | 0x4 | 0x1_0000);
         assert_eq!(
