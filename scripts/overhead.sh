@@ -7,8 +7,11 @@
 #
 # usage: scripts/overhead.sh [DURATION_SECONDS]   (default 60; needs tmux)
 # env:   CARGO_TARGET_DIR (where to build), WIDTH/HEIGHT (pane size, default 120x40),
-#        GPUWATCH_ARGS (extra flags, e.g. "--compact"), KEEP_OUTPUT=FILE (keep what was
-#        written to the terminal), PERF=FILE (perf record -g the run into FILE)
+#        GPUWATCH_ARGS (extra flags, e.g. "--compact"), GPUWATCH_BIN / FAKE_NVML_LIB (measure
+#        these files instead of building them), KEEP_OUTPUT=FILE (keep what was
+#        written to the terminal), PERF=FILE (perf record -g the run into FILE),
+#        SMAPS=FILE (copy /proc/PID/smaps at the end: which mappings the RSS is),
+#        STRACE=FILE (strace -c -f the run: syscall counts)
 # Targets: <= 0.04 CPU-s per 60 s, peak RSS <= 5 MiB (8 MiB max), <= 1 KB/s to the
 # terminal when only numbers change, first frame <= 100 ms.
 set -euo pipefail
@@ -22,11 +25,16 @@ GPUS=8
 PROCS=20
 
 command -v tmux >/dev/null || { echo "overhead.sh: needs tmux" >&2; exit 2; }
-echo "building release binaries (gpuwatch, fake-nvml) into $TARGET ..." >&2
-cargo build --quiet --release --bin gpuwatch -p gpuwatch
-cargo build --quiet --release -p fake-nvml
 BIN=${GPUWATCH_BIN:-$TARGET/release/gpuwatch}
-LIB=$TARGET/release/libfake_nvml.so
+LIB=${FAKE_NVML_LIB:-$TARGET/release/libfake_nvml.so}
+# A given binary is measured as it is (comparing builds without rebuilding them).
+if [ -z "${GPUWATCH_BIN:-}" ]; then
+    echo "building release gpuwatch into $TARGET ..." >&2
+    cargo build --quiet --release --bin gpuwatch -p gpuwatch
+fi
+if [ -z "${FAKE_NVML_LIB:-}" ]; then
+    cargo build --quiet --release -p fake-nvml
+fi
 [ -x "$BIN" ] && [ -f "$LIB" ] || { echo "overhead.sh: missing $BIN or $LIB" >&2; exit 2; }
 
 WORK=$(mktemp -d)
@@ -117,6 +125,11 @@ if [ -n "${PERF:-}" ]; then
     PERF_PID=$!
 fi
 
+if [ -n "${STRACE:-}" ]; then
+    strace -c -f -o "$STRACE" -p "$PID" &
+    STRACE_PID=$!
+fi
+
 # Bytes after the first two seconds are steady state: numbers changing, nothing else.
 sleep 2
 bytes_warm=$(stat -c %s "$OUT")
@@ -129,11 +142,21 @@ t_end=$(date +%s%N)
 read -r -a stat < <(sed 's/^.*) //' "/proc/$PID/stat")
 ticks=$((stat[11] + stat[12] + stat[13] + stat[14]))
 hz=$(getconf CLK_TCK)
+# The same from the scheduler, in ns: at ~1 ms of work a second the tick-based numbers
+# above move in 0.01 s steps and jump between runs; this is what compares two builds.
+# Live threads only (a thread that already exited is not counted).
+sched_ns=0
+for f in /proc/"$PID"/task/*/schedstat; do
+    read -r ns _ <"$f"
+    sched_ns=$((sched_ns + ns))
+done
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$PID/status")
 threads=$(awk '/^Threads/ {print $2}' "/proc/$PID/status")
+if [ -n "${SMAPS:-}" ]; then cp "/proc/$PID/smaps" "$SMAPS"; fi
 tmux -L "$SOCKET" send-keys -t 0 q
 sleep 0.5
+if [ -n "${STRACE_PID:-}" ]; then wait "$STRACE_PID" || true; fi
 if [ -n "${KEEP_OUTPUT:-}" ]; then cp "$OUT" "$KEEP_OUTPUT"; fi
 if [ -n "${PERF_PID:-}" ]; then wait "$PERF_PID" || true; fi
 
@@ -141,6 +164,7 @@ ms() { echo "scale=1; ($1 - $2) / 1000000" | bc; }
 echo "gpuwatch overhead: ${DURATION}s at 1 Hz, ${GPUS} fake GPUs, ${PROCS} processes, ${WIDTH}x${HEIGHT} tmux pane ${GPUWATCH_ARGS:-}"
 echo "  machine:           $(nproc) CPUs, $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}')"
 echo "  CPU time:          $(echo "scale=3; $ticks / $hz" | bc) s (utime+stime, incl. children; ${hz} ticks/s)"
+echo "  CPU (schedstat):   $(echo "scale=4; $sched_ns / 1000000000" | bc) s on CPU (live threads, ns resolution)"
 echo "  peak RSS (VmHWM):  $(echo "scale=2; $hwm / 1024" | bc) MiB (VmRSS now $(echo "scale=2; $rss / 1024" | bc) MiB, $threads threads)"
 echo "  terminal output:   $(echo "scale=1; ($bytes_end - $bytes_warm) * 1000000000 / ($t_end - $t_warm)" | bc) B/s steady, $bytes_end B in all"
 echo "  first frame:       $(ms "$first_frame" "$start") ms after exec"

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::warnings::{Severity, Warning};
+use crate::source::throttle::ThrottleReason;
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
@@ -19,15 +20,6 @@ pub struct MetricOptions {
     pub dcgm_compat: bool,
     /// Per-process series (PID, user and command as labels: opt-in, they churn).
     pub process_metrics: bool,
-}
-
-/// Reasons NVML can hold clocks down, as the sources name them (the NVML source's table).
-/// Each known reason gets a 0/1 series so "not throttled" is a value, not a gap; an
-/// unexpected name still shows (as 1) through `throttle`.
-pub(super) fn throttle_reasons() -> impl Iterator<Item = &'static str> + Clone {
-    crate::source::nvml::THROTTLE_NAMES
-        .iter()
-        .map(|(_, name)| *name)
 }
 
 const BUILD_INFO: Family = Family {
@@ -146,23 +138,23 @@ fn lost(g: &GpuReading) -> f64 {
     f64::from(u8::from(g.status == GpuStatus::Lost))
 }
 
-/// One 0/1 series per known reason (plus any unexpected active one); none when unknown.
+/// One 0/1 series per known reason (`source::throttle::TABLE`), so "not throttled" is a
+/// value, not a gap, plus a 1 for any unexpected (`Unknown`) active one; none when unknown.
 fn throttle(g: &GpuReading) -> Vec<(Labels, f64)> {
     let Some(active) = &g.throttle_reasons else {
         return Vec::new();
     };
     let unexpected = active
         .iter()
-        .map(String::as_str)
-        .filter(|r| !throttle_reasons().any(|t| t == *r));
-    let mut reasons: Vec<&str> = throttle_reasons().collect();
+        .filter(|r| matches!(r, ThrottleReason::Unknown(_)));
+    let mut reasons: Vec<&ThrottleReason> = ThrottleReason::known().collect();
     reasons.extend(unexpected);
     reasons
         .into_iter()
         .map(|reason| {
             let mut labels = gpu_labels(g);
-            labels.push(("reason", reason.to_string()));
-            let on = active.iter().any(|a| a == reason);
+            labels.push(("reason", reason.name().to_string()));
+            let on = active.contains(reason);
             (labels, f64::from(u8::from(on)))
         })
         .collect()

@@ -190,7 +190,7 @@ fn throttle_reasons_are_zero_one_series_including_unexpected_ones() {
     let throttle = samples(&text, "gpuwatch_gpu_throttle_active");
     assert_eq!(
         throttle.len(),
-        throttle_reasons().count() + 1,
+        ThrottleReason::known().count() + 1,
         "{throttle:#?}"
     );
     let value_of = |reason: &str| {

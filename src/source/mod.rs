@@ -7,6 +7,7 @@ pub mod nvml;
 pub mod remote;
 pub mod replay;
 pub mod sim;
+pub mod throttle;
 pub mod wire;
 pub mod workload;
 
@@ -108,9 +109,9 @@ pub struct GpuReading {
     pub pcie_tx_per_second: Option<Bytes>,
     /// PCIe traffic into the GPU, in bytes per second.
     pub pcie_rx_per_second: Option<Bytes>,
-    /// Why clocks are held down right now, as snake_case names (`sw_power_cap`,
-    /// `hw_thermal_slowdown`, `gpu_idle`, ...); empty when nothing holds them.
-    pub throttle_reasons: Option<Vec<String>>,
+    /// Why clocks are held down right now; empty when nothing holds them. On the wire
+    /// each is its snake_case name (`sw_power_cap`, `gpu_idle`, ...; see `throttle::TABLE`).
+    pub throttle_reasons: Option<Vec<throttle::ThrottleReason>>,
     /// Uncorrected ECC errors since the driver loaded (volatile counter).
     pub ecc_errors_uncorrected: Option<u64>,
     /// Whether MIG (multi-instance GPU) mode is on.

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::source::throttle::ThrottleReason;
 use crate::units::Bytes;
 
 /// What an unknown reading shows as. A real zero shows as 0.
@@ -92,31 +93,12 @@ pub fn rate(bytes_per_second: Bytes) -> String {
     }
 }
 
-/// How much a clock-throttle reason matters to someone watching a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ThrottleKind {
-    /// Expected: idle, application clocks, display, sync boost.
-    Benign,
-    /// The board is at its power limit: normal under full load, worth seeing.
-    PowerCap,
-    /// Thermal or hardware slowdown: the job is being slowed down.
-    Slowdown,
-}
+/// The weight the panel colours a reason by; defined beside the reasons' one table.
+pub use crate::source::throttle::ThrottleKind;
 
-/// A short label and weight for an NVML clock-throttle reason (snake_case name).
-pub fn throttle_label(name: &str) -> (&str, ThrottleKind) {
-    match name {
-        "gpu_idle" => ("idle", ThrottleKind::Benign),
-        "applications_clocks_setting" => ("app clocks", ThrottleKind::Benign),
-        "display_clock_setting" => ("display clock", ThrottleKind::Benign),
-        "sync_boost" => ("sync boost", ThrottleKind::Benign),
-        "sw_power_cap" => ("power cap", ThrottleKind::PowerCap),
-        "sw_thermal_slowdown" => ("thermal", ThrottleKind::Slowdown),
-        "hw_thermal_slowdown" => ("HW thermal", ThrottleKind::Slowdown),
-        "hw_slowdown" => ("HW slowdown", ThrottleKind::Slowdown),
-        "hw_power_brake_slowdown" => ("power brake", ThrottleKind::Slowdown),
-        other => (other, ThrottleKind::Slowdown),
-    }
+/// A short label and weight for a clock-throttle reason, read from `source::throttle::TABLE`.
+pub fn throttle_label(reason: &ThrottleReason) -> (&str, ThrottleKind) {
+    (reason.label(), reason.kind())
 }
 
 /// Shortens `s` to at most `width` characters, marking the cut with `…`.
@@ -184,14 +166,16 @@ mod tests {
         assert_eq!(rate(Bytes(2000 * 1024)), "2.0M/s");
         assert_eq!(rate(Bytes(512 * 1024)), "512K/s");
         assert_eq!(rate(Bytes(3 * Bytes::GIB / 2)), "1.5G/s");
-        assert_eq!(throttle_label("gpu_idle"), ("idle", ThrottleKind::Benign));
+        let label = |name: &str| {
+            let reason = ThrottleReason::from_name(name);
+            let (label, kind) = throttle_label(&reason);
+            (label.to_string(), kind)
+        };
+        assert_eq!(label("gpu_idle"), ("idle".into(), ThrottleKind::Benign));
+        assert_eq!(label("hw_thermal_slowdown").1, ThrottleKind::Slowdown);
         assert_eq!(
-            throttle_label("hw_thermal_slowdown").1,
-            ThrottleKind::Slowdown
-        );
-        assert_eq!(
-            throttle_label("something_new"),
-            ("something_new", ThrottleKind::Slowdown)
+            label("something_new"),
+            ("something_new".into(), ThrottleKind::Slowdown)
         );
     }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::source::throttle::ThrottleReason;
 use crate::source::{GpuId, GpuReading, GpuStatus};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
@@ -70,14 +71,18 @@ pub struct Gpu {
     pub mig_enabled: Option<bool>,
 }
 
-/// The one place the throttle reasons become their document names.
+/// The one place the throttle reasons become their document names (the names are
+/// `ThrottleReason`'s table).
 pub fn throttle_reason_names(g: &GpuReading) -> Option<Vec<String>> {
-    g.throttle_reasons.clone()
+    g.throttle_reasons
+        .as_ref()
+        .map(|rs| rs.iter().map(|r| r.name().to_string()).collect())
 }
 
-/// The one place the document's throttle reason names become readings again.
-pub fn throttle_reasons_from_names(names: Option<Vec<String>>) -> Option<Vec<String>> {
-    names
+/// The one place the document's throttle reason names become readings again; a name
+/// this build does not know is kept as `Unknown` (shown by its name), never dropped.
+pub fn throttle_reasons_from_names(names: Option<Vec<String>>) -> Option<Vec<ThrottleReason>> {
+    names.map(|ns| ns.iter().map(|n| ThrottleReason::from_name(n)).collect())
 }
 
 impl Gpu {

@@ -180,7 +180,10 @@ fn a_version_1_snapshot_is_still_read() {
     let g = &s.gpus[0];
     assert_eq!((g.id.0.as_str(), g.util.map(|u| u.0)), ("GPU-a", Some(37)));
     assert_eq!(g.power.map(|w| w.0), Some(300.5));
-    assert_eq!(g.throttle_reasons, Some(vec!["sw_power_cap".to_string()]));
+    assert_eq!(
+        g.throttle_reasons,
+        Some(vec![crate::source::throttle::ThrottleReason::SwPowerCap])
+    );
     let d = s.processes[0].details().expect("visible");
     assert_eq!(
         (d.user.as_str(), d.uid, s.processes[0].pid),

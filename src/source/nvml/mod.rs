@@ -1,0 +1,276 @@
+//! The NVML source: real NVIDIA GPUs through nvml-wrapper. Owns the loaded library (no
+//! global), the per-GPU memory of what each device cannot answer, and the host process
+//! lookups for GPU PIDs. A field NVML cannot give becomes `None`, never an error for the
+//! whole sample; a GPU that stops answering is marked lost and keeps its slot. The
+//! per-device queries are in `read`.
+
+mod read;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Instant, SystemTime};
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::error::NvmlError;
+
+use super::{
+    GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostProc, ProcKind, ProcReading, Sample,
+    SourceError,
+};
+use crate::procinfo::ProcInfo;
+use crate::units::{Bytes, Percent};
+use read::read_gpu;
+
+/// Why NVML could not be opened, phrased for the person at the terminal.
+#[derive(Debug, thiserror::Error)]
+pub enum NvmlOpenError {
+    #[error(
+        "cannot load the NVML library ({0}); is the NVIDIA driver installed? try: gpuwatch --demo"
+    )]
+    LibraryMissing(String),
+    #[error("the NVIDIA driver is not loaded (NVML: {0}); try: gpuwatch --demo")]
+    DriverNotLoaded(String),
+    #[error(
+        "no permission to talk to the NVIDIA driver (NVML: {0}); check /dev/nvidia* access, or try: gpuwatch --demo"
+    )]
+    NoPermission(String),
+    #[error("NVML failed to start: {0}; try: gpuwatch --demo")]
+    Other(String),
+}
+
+/// Each NVML query gpuwatch makes per GPU, so "this device cannot answer it" can be
+/// remembered per (GPU, query).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Query {
+    Name,
+    PciInfo,
+    Utilization,
+    Memory,
+    Temperature,
+    TempSlowdown,
+    TempShutdown,
+    Power,
+    PowerLimit,
+    Energy,
+    Fan,
+    SmClock,
+    MemClock,
+    SmClockMax,
+    MemClockMax,
+    PState,
+    Encoder,
+    Decoder,
+    PcieGen,
+    PcieWidth,
+    PcieTx,
+    PcieRx,
+    Throttle,
+    Ecc,
+    Mig,
+    ComputeProcs,
+    GraphicsProcs,
+    ProcessUtil,
+}
+
+/// The GPU answered GPU_IS_LOST: stop asking it anything this sample.
+struct Lost;
+
+/// What gpuwatch remembers about one GPU index across samples.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Identity from the last time the GPU answered, so a lost GPU keeps its history.
+    uuid: Option<String>,
+    name: Option<String>,
+    pci_bus_id: Option<String>,
+    /// Queries this device answered NotSupported / NoPermission / missing symbol: they will
+    /// not start working while the driver stays loaded, so they are not asked again.
+    never: HashSet<Query>,
+    /// Driver timestamp (µs) of the newest per-process utilization sample seen.
+    last_util_sample: u64,
+}
+
+impl Slot {
+    /// Runs one query: `Ok(None)` when the device cannot tell, `Err(Lost)` when it is gone.
+    fn ask<T>(
+        &mut self,
+        query: Query,
+        f: impl FnOnce() -> Result<T, NvmlError>,
+    ) -> Result<Option<T>, Lost> {
+        if self.never.contains(&query) {
+            return Ok(None);
+        }
+        match f() {
+            Ok(v) => Ok(Some(v)),
+            Err(NvmlError::GpuLost) => Err(Lost),
+            Err(
+                NvmlError::NotSupported
+                | NvmlError::NoPermission
+                | NvmlError::FunctionNotFound
+                | NvmlError::FailedToLoadSymbol(_),
+            ) => {
+                self.never.insert(query);
+                Ok(None)
+            }
+            // Anything else may be transient (a timeout, an odd value): ask again next time.
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn lost_reading(&self, index: u32) -> GpuReading {
+        let id = GpuId(
+            self.uuid
+                .clone()
+                .unwrap_or_else(|| format!("index-{index}")),
+        );
+        let name = self.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
+        let mut g = GpuReading::absent(id, index, name);
+        g.status = GpuStatus::Lost;
+        g.pci_bus_id = self.pci_bus_id.clone();
+        g
+    }
+}
+
+/// A process as NVML lists it on one GPU, before host lookups.
+struct GpuProc {
+    pid: u32,
+    kind: ProcKind,
+    memory: Option<Bytes>,
+    sm_util: Option<Percent>,
+}
+
+pub struct NvmlSource {
+    nvml: Nvml,
+    host: HostInfo,
+    slots: Vec<Slot>,
+    procinfo: ProcInfo,
+}
+
+impl NvmlSource {
+    /// Loads NVML from `lib` (or the system's `libnvidia-ml.so.1`) and initialises it.
+    pub fn open(lib: Option<&Path>) -> Result<Self, NvmlOpenError> {
+        let mut builder = Nvml::builder();
+        if let Some(path) = lib {
+            builder.lib_path(path.as_os_str());
+        }
+        let nvml = builder.init().map_err(open_error)?;
+        // Driver and CUDA versions cannot change while the library stays loaded.
+        let host = HostInfo {
+            hostname: crate::source::hostname(),
+            driver_version: nvml.sys_driver_version().ok(),
+            cuda_version: nvml.sys_cuda_driver_version().ok().map(|v| {
+                format!(
+                    "{}.{}",
+                    nvml_wrapper::cuda_driver_version_major(v),
+                    nvml_wrapper::cuda_driver_version_minor(v)
+                )
+            }),
+        };
+        Ok(NvmlSource {
+            nvml,
+            host,
+            slots: Vec::new(),
+            procinfo: ProcInfo::system(),
+        })
+    }
+}
+
+fn open_error(e: NvmlError) -> NvmlOpenError {
+    match e {
+        NvmlError::LibloadingError(inner) => NvmlOpenError::LibraryMissing(inner.to_string()),
+        NvmlError::FailedToLoadSymbol(s) => {
+            NvmlOpenError::LibraryMissing(format!("missing symbol {s}"))
+        }
+        NvmlError::DriverNotLoaded => NvmlOpenError::DriverNotLoaded(e.to_string()),
+        NvmlError::LibraryNotFound => NvmlOpenError::LibraryMissing(e.to_string()),
+        NvmlError::NoPermission => NvmlOpenError::NoPermission(e.to_string()),
+        other => NvmlOpenError::Other(other.to_string()),
+    }
+}
+
+impl GpuSource for NvmlSource {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        let count = self
+            .nvml
+            .device_count()
+            .map_err(|e| SourceError::Unavailable(format!("NVML device count: {e}")))?;
+        // NVML's count is fixed once initialised; a slot seen before but no longer counted
+        // is still reported (as lost) so it does not silently vanish.
+        let slots = (count as usize).max(self.slots.len());
+        self.slots.resize_with(slots, Slot::default);
+        let mut gpus = Vec::with_capacity(slots);
+        let mut listed: Vec<(GpuId, GpuProc)> = Vec::new();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let index = i as u32;
+            let read = if index < count {
+                self.nvml
+                    .device_by_index(index)
+                    .map_err(|_| Lost)
+                    .and_then(|device| read_gpu(&device, index, slot))
+            } else {
+                Err(Lost)
+            };
+            match read {
+                Ok((reading, procs)) => {
+                    listed.extend(procs.into_iter().map(|p| (reading.id.clone(), p)));
+                    gpus.push(reading);
+                }
+                Err(Lost) => gpus.push(slot.lost_reading(index)),
+            }
+        }
+        let hosts = self
+            .procinfo
+            .sample(listed.iter().map(|(_, p)| p.pid), Instant::now());
+        let processes = listed
+            .into_iter()
+            .map(|(gpu, p)| ProcReading {
+                pid: p.pid,
+                gpu,
+                kind: p.kind,
+                gpu_memory: p.memory,
+                sm_util: p.sm_util,
+                host: hosts
+                    .get(&p.pid)
+                    .cloned()
+                    .unwrap_or(HostProc::OtherNamespace),
+            })
+            .collect();
+        Ok(Sample {
+            time: SystemTime::now(),
+            host: self.host.clone(),
+            gpus,
+            processes,
+            hosts: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_queries_are_asked_once_and_transient_errors_again() {
+        let mut slot = Slot::default();
+        let mut calls = 0;
+        for _ in 0..3 {
+            let r = slot.ask(Query::Fan, || {
+                calls += 1;
+                Err::<u32, _>(NvmlError::NotSupported)
+            });
+            assert!(matches!(r, Ok(None)));
+        }
+        assert_eq!(calls, 1);
+        let mut calls = 0;
+        for _ in 0..3 {
+            let _ = slot.ask(Query::Power, || {
+                calls += 1;
+                Err::<u32, _>(NvmlError::Timeout)
+            });
+        }
+        assert_eq!(calls, 3);
+        assert!(matches!(
+            slot.ask(Query::Temperature, || Err::<u32, _>(NvmlError::GpuLost)),
+            Err(Lost)
+        ));
+    }
+}

@@ -1,0 +1,259 @@
+//! The simulated fleet: a seeded, deterministic multi-GPU server shared by a few users, for
+//! `--demo`, tests and screenshots. Owns the scenario and its evolution over virtual time;
+//! it never touches the real clock except to stamp samples in live demo mode.
+//!
+//! Each GPU plays a role chosen by its index (so 8 GPUs show every situation the monitor
+//! must make visible): steady training, filling toward OOM, overheating, held but idle,
+//! stale VRAM with no process, and free. Beyond 8 GPUs the pattern repeats with other users.
+//! The roles are a table (`scenario::ROLES`); this file turns a role into readings.
+
+mod scenario;
+
+use std::time::{Duration, SystemTime};
+
+use super::throttle::ThrottleReason;
+use super::{
+    GpuId, GpuReading, GpuSource, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading, Sample,
+    SourceError,
+};
+use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
+use scenario::{
+    DRIVER_RESERVED_GIB, GPU_NAME, Job, Owner, POWER_CAP_W, Role, RoleSpec, SLOWDOWN_C,
+    VRAM_TOTAL_GIB, Vram, oom_cycle, oom_generation_start, role_of, user_of,
+};
+
+/// Largest fleet the simulation builds (`--demo-gpus`).
+pub const MAX_GPUS: usize = 64;
+
+/// How the simulation stamps its samples.
+#[derive(Debug, Clone, Copy)]
+pub enum SimClock {
+    /// Wall-clock time (live `--demo`); the scenario still advances by ticks, so it is
+    /// deterministic in the number of samples taken.
+    Real,
+    /// A fixed start advanced by one interval per sample (tests, screenshots).
+    Virtual { start: SystemTime },
+}
+
+pub struct SimSource {
+    gpu_count: usize,
+    interval: Duration,
+    clock: SimClock,
+    /// Wall time of the first sample; process start times are placed before it.
+    origin: SystemTime,
+    tick: u64,
+    seed: u64,
+    rng: fastrand::Rng,
+    /// Per-GPU smoothed temperature (a random walk needs memory).
+    temps: Vec<f64>,
+    /// Per-GPU energy counter, as NVML's total-energy reading grows.
+    energy_joules: Vec<f64>,
+}
+
+impl SimSource {
+    /// `gpu_count` is clamped to 1..=`MAX_GPUS`.
+    pub fn new(gpu_count: usize, seed: u64, interval: Duration, clock: SimClock) -> Self {
+        let gpu_count = gpu_count.clamp(1, MAX_GPUS);
+        let origin = match clock {
+            SimClock::Real => SystemTime::now(),
+            SimClock::Virtual { start } => start,
+        };
+        let temps = (0..gpu_count).map(|i| role_of(i).start_temp).collect();
+        SimSource {
+            gpu_count,
+            interval,
+            clock,
+            origin,
+            tick: 0,
+            seed,
+            rng: fastrand::Rng::with_seed(seed),
+            temps,
+            // As if the driver had been loaded for about a day at 300 W.
+            energy_joules: vec![300.0 * 86_400.0; gpu_count],
+        }
+    }
+
+    /// Seconds of scenario time elapsed at the current tick.
+    fn elapsed_secs(&self) -> f64 {
+        self.tick as f64 * self.interval.as_secs_f64()
+    }
+
+    /// A start time `secs` before the first sample.
+    fn ago(&self, secs: u64) -> SystemTime {
+        self.origin - Duration::from_secs(secs)
+    }
+
+    fn now(&self) -> SystemTime {
+        match self.clock {
+            SimClock::Real => SystemTime::now(),
+            SimClock::Virtual { start } => start + self.interval * self.tick as u32,
+        }
+    }
+
+    /// One GPU's reading at the current tick; its processes go to `procs`. The order of
+    /// random draws (load noise, temperature, then each job's) is part of the recorded
+    /// scenario: changing it changes every demo sample after it.
+    fn gpu(&mut self, i: usize, procs: &mut Vec<ProcReading>) -> GpuReading {
+        let spec = role_of(i);
+        let mut g = fixed_reading(gpu_uuid(self.seed, i), i);
+        let util = self.load(i, spec, &mut g);
+        fill_details(&mut g, i, spec.role, util, self.energy_joules[i]);
+        let mut held = Bytes::from_gib(DRIVER_RESERVED_GIB) + Bytes::from_gib(spec.orphan_gib);
+        for job in spec.jobs {
+            if let Some(p) = self.job(job, i, &g.id, util) {
+                held = held + p.gpu_memory.unwrap_or(Bytes(0));
+                procs.push(p);
+            }
+        }
+        g.memory_used = Some(held);
+        g
+    }
+
+    /// Utilization, power, fan, temperature and clocks for this tick (two random draws:
+    /// the load's noise, then the temperature's); returns the utilization it drew.
+    fn load(&mut self, i: usize, spec: &RoleSpec, g: &mut GpuReading) -> f64 {
+        let noise = self.rng.f64();
+        let (util, power) = (spec.util.at(noise), spec.power.at(noise));
+        let target_temp = spec.temp.at(self.elapsed_secs());
+        // Move toward the target with a little noise, so sparklines look alive but bounded.
+        let temp = &mut self.temps[i];
+        *temp += (target_temp - *temp) * 0.3 + (self.rng.f64() - 0.5) * 1.2;
+        g.temperature = Some(Celsius(temp.round().max(0.0) as u32));
+        g.util = Some(Percent(util.round() as u32));
+        g.memory_util = Some(Percent((util * 0.6).round() as u32));
+        g.power = Some(Watts((power * 10.0_f64).round() / 10.0));
+        g.fan = Some(Percent(spec.fan as u32));
+        g.sm_clock = Some(MegaHertz(if util > 1.0 {
+            1755 + (util as u32) * 2
+        } else {
+            345
+        }));
+        self.energy_joules[i] += power * self.interval.as_secs_f64();
+        util
+    }
+
+    /// The job's process on GPU `i` at this tick, or `None` while it is dead (an OOM job
+    /// between generations). Draws the VRAM jitter, then the CPU jitter, when they apply.
+    fn job(&mut self, job: &Job, i: usize, gpu: &GpuId, util: f64) -> Option<ProcReading> {
+        let (pid, gib, started) = match job.vram {
+            Vram::Steady(gib) => (job.pid.of(i), gib, self.ago(job.started_ago)),
+            Vram::Jittered {
+                gib,
+                per_gpu,
+                jitter,
+            } => {
+                let gib = gib + per_gpu * (i % 7) as f64 + jitter * self.rng.f64();
+                (job.pid.of(i), gib, self.ago(job.started_ago))
+            }
+            Vram::GrowsToOom => {
+                let (gib, alive, generation) = oom_cycle(self.elapsed_secs());
+                if !alive {
+                    return None;
+                }
+                let since = Duration::from_secs_f64(oom_generation_start(generation));
+                (job.pid.of(i) + generation, gib, self.origin + since)
+            }
+        };
+        let (user, uid) = match job.owner {
+            Owner::GpuUser => user_of(i),
+            Owner::Root => ("root", 0),
+        };
+        let sm_util = if job.computes { util } else { 0.0 };
+        let jitter = if job.cpu > 1.0 {
+            (self.rng.f64() - 0.5) * 10.0
+        } else {
+            0.0
+        };
+        Some(ProcReading {
+            pid,
+            gpu: gpu.clone(),
+            kind: ProcKind::Compute,
+            gpu_memory: Some(Bytes::from_gib(gib)),
+            sm_util: Some(Percent(sm_util.round() as u32)),
+            host: HostProc::Visible(ProcDetails {
+                user: user.to_string(),
+                uid,
+                command: job.command.to_string(),
+                cpu_percent: Some(((job.cpu + jitter).max(0.0) * 10.0).round() as f32 / 10.0),
+                host_memory: Some(Bytes::from_gib(job.host_gib)),
+                started,
+                context: Default::default(),
+            }),
+        })
+    }
+}
+
+/// What every simulated H100 reports the same way, whatever its role.
+fn fixed_reading(id: GpuId, i: usize) -> GpuReading {
+    let mut g = GpuReading::absent(id, i as u32, GPU_NAME);
+    g.memory_total = Some(Bytes::from_gib(VRAM_TOTAL_GIB));
+    g.temperature_slowdown = Some(Celsius(SLOWDOWN_C));
+    g.power_limit = Some(Watts(POWER_CAP_W));
+    g.memory_clock = Some(MegaHertz(2619));
+    g.pstate = Some(0);
+    g
+}
+
+/// The NVML details a real H100 reports: PCIe link and traffic, enc/dec, ECC, MIG, and why
+/// clocks are held (derived from the role and readings, so no extra randomness).
+fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64) {
+    g.pci_bus_id = Some(format!("00000000:{:02X}:00.0", 0x18 + i * 0x10));
+    g.temperature_shutdown = Some(Celsius(SLOWDOWN_C + 8));
+    g.energy_joules = Some(energy.round());
+    g.sm_clock_max = Some(MegaHertz(1980));
+    g.memory_clock_max = Some(MegaHertz(2619));
+    g.pcie_link_gen = Some(5);
+    g.pcie_link_width = Some(16);
+    // Busy GPUs move data; idle ones barely do.
+    let traffic = util / 100.0;
+    g.pcie_tx_per_second = Some(Bytes::from_gib(0.01 + 1.2 * traffic));
+    g.pcie_rx_per_second = Some(Bytes::from_gib(0.02 + 3.4 * traffic));
+    g.encoder_util = Some(Percent(0));
+    g.decoder_util = Some(Percent(0));
+    g.ecc_errors_uncorrected = Some(0);
+    g.mig_enabled = Some(false);
+    let hot = g.temperature.is_some_and(|t| t.0 >= 90);
+    let capped = g.power.is_some_and(|p| p.0 >= POWER_CAP_W - 15.0);
+    let mut reasons = Vec::new();
+    if util < 1.0 {
+        reasons.push(ThrottleReason::GpuIdle);
+    }
+    if capped {
+        reasons.push(ThrottleReason::SwPowerCap);
+    }
+    if hot && role == Role::Overheating {
+        reasons.push(ThrottleReason::SwThermalSlowdown);
+    }
+    g.throttle_reasons = Some(reasons);
+}
+
+/// A UUID per GPU and seed: two demo fleets with different seeds (say, two `gpuwatch serve
+/// --demo` watched together) never share a GPU identity.
+fn gpu_uuid(seed: u64, i: usize) -> GpuId {
+    GpuId(format!(
+        "GPU-5e0c{:04x}-1a2b-4c3d-8e9f-{:08x}{:04x}",
+        i, seed as u32, i
+    ))
+}
+
+impl GpuSource for SimSource {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        let mut processes = Vec::new();
+        let gpus = (0..self.gpu_count)
+            .map(|i| self.gpu(i, &mut processes))
+            .collect();
+        let sample = Sample {
+            time: self.now(),
+            host: HostInfo {
+                hostname: "demo-gpu-server".into(),
+                driver_version: Some("550.54.15".into()),
+                cuda_version: Some("12.4".into()),
+            },
+            gpus,
+            processes,
+            hosts: Vec::new(),
+        };
+        self.tick += 1;
+        Ok(sample)
+    }
+}
