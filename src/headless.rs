@@ -159,6 +159,15 @@ fn warning_kind_doc(kind: &WarningKind) -> wire::WarningKind {
             memory_used: used.0,
             held_for: secs(held_for),
         },
+        WarningKind::PileUp {
+            unpinned,
+            owners,
+            free,
+        } => wire::WarningKind::PileUp {
+            unpinned_pids: unpinned.clone(),
+            owners: *owners,
+            free_gpus: free.clone(),
+        },
     }
 }
 

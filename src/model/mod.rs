@@ -10,6 +10,7 @@ pub mod filter;
 pub mod holders;
 pub mod jobs;
 pub mod owners;
+pub mod pileup;
 pub mod procs;
 pub mod users;
 pub mod visible;
@@ -211,6 +212,12 @@ impl Model {
         self.any_job = rows.iter().any(|r| r.job.is_some());
         self.procs.set_rows(rows);
         self.gpus = sample.gpus;
+        // Needs the rows, the holders and the other warnings (a free GPU has none).
+        let mut pileups = pileup::evaluate(self);
+        if !pileups.is_empty() {
+            self.warnings.append(&mut pileups);
+            warnings::sort(&mut self.warnings);
+        }
     }
 
     /// Pushes the readings into the histories and re-evaluates every warning.

@@ -98,6 +98,16 @@ pub enum WarningKind {
         used: Bytes,
         held_for: Duration,
     },
+    /// Processes of several users or jobs share GPU 0 and some were started without
+    /// `CUDA_VISIBLE_DEVICES` while other GPUs are free (`model::pileup`).
+    PileUp {
+        /// PIDs of the processes known to run unpinned.
+        unpinned: Vec<u32>,
+        /// How many users or jobs those belong to.
+        owners: usize,
+        /// Indices of the free GPUs on the same host.
+        free: Vec<u32>,
+    },
 }
 
 /// Who a warning is about. A host-wide warning names the host, not a made-up GPU.

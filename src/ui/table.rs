@@ -10,7 +10,10 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 use super::Theme;
 use super::format::{bytes_short, elapsed, or_na, truncate};
 use crate::layout::{COLUMN_SPACING, column_width, first_row};
+use crate::model::pileup::unpinned;
 use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
+use crate::model::warnings::WarningKind;
+use crate::source::GpuId;
 use crate::state::State;
 
 /// Numbers read best right-aligned (header and values alike); names and the command left.
@@ -111,11 +114,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     // row's cells was most of the frame's cost.
     let first = first_row(&state.layout_input(), table.selected_index());
     let on_screen = area.height.saturating_sub(2) as usize;
+    let piled = piled_up(state);
     let rows = table
         .rows()
         .skip(first)
         .take(on_screen)
-        .map(|r| row(state, columns, r, theme));
+        .map(|r| row(state, columns, r, &piled, theme));
     let widget = Table::new(rows, columns.iter().map(|c| column_width(*c)))
         .header(header)
         .block(block)
@@ -136,19 +140,38 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
 }
 
-fn row<'a>(state: &State, columns: &[Column], r: &ProcRow, theme: &Theme) -> Row<'a> {
+/// The GPUs with a pile-up warning: their unpinned processes are marked.
+fn piled_up(state: &State) -> Vec<&GpuId> {
+    state
+        .model
+        .warnings()
+        .iter()
+        .filter(|w| matches!(w.kind, WarningKind::PileUp { .. }))
+        .filter_map(|w| w.gpu())
+        .collect()
+}
+
+fn row<'a>(
+    state: &State,
+    columns: &[Column],
+    r: &ProcRow,
+    piled: &[&GpuId],
+    theme: &Theme,
+) -> Row<'a> {
     let own = r.user.is_some() && r.user.as_deref() == state.config.current_user.as_deref();
+    // Started without CUDA_VISIBLE_DEVICES on a GPU 0 others share: the pile-up's cause.
+    let loose = piled.contains(&&r.key.gpu) && unpinned(r);
+    let cell = |c: Column| match c {
+        Column::Command if loose => format!("⚠ {}", cell_text(c, r)),
+        _ => cell_text(c, r),
+    };
     let style = match r.visibility {
+        _ if loose => theme.warning,
         _ if own => theme.own_process,
         Visibility::Visible => theme.text,
         Visibility::OtherNamespace | Visibility::Hidden | Visibility::Exited => theme.dim,
     };
-    Row::new(
-        columns
-            .iter()
-            .map(|c| aligned(*c, Line::from(cell_text(*c, r)))),
-    )
-    .style(style)
+    Row::new(columns.iter().map(|c| aligned(*c, Line::from(cell(*c))))).style(style)
 }
 
 fn aligned(c: Column, line: Line<'static>) -> Cell<'static> {

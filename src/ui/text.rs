@@ -83,6 +83,24 @@ pub fn warning_line(w: &Warning) -> String {
             gib(*used),
             duration_short(*held_for)
         ),
+        WarningKind::PileUp {
+            unpinned,
+            owners,
+            free,
+        } => {
+            let n = unpinned.len();
+            let free: Vec<String> = free.iter().map(u32::to_string).collect();
+            format!(
+                "GPU {index}: {n} process{} of {owners} user{}/job{} without CUDA_VISIBLE_DEVICES; \
+                 GPU{} {} {} free — gpuwatch pick",
+                if n == 1 { "" } else { "es" },
+                if *owners == 1 { "" } else { "s" },
+                if *owners == 1 { "" } else { "s" },
+                if free.len() == 1 { "" } else { "s" },
+                free.join(","),
+                if free.len() == 1 { "is" } else { "are" },
+            )
+        }
     }
 }
 

@@ -125,5 +125,6 @@ pub fn kind_name(kind: &gpuwatch::model::warnings::WarningKind) -> &'static str 
         WarningKind::IdleHolder { .. } => "idle",
         WarningKind::StaleVram { .. } => "stale",
         WarningKind::HostDown { .. } => "host",
+        WarningKind::PileUp { .. } => "pileup",
     }
 }

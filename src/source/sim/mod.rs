@@ -7,6 +7,7 @@
 //! stale VRAM with no process, and free. Beyond 8 GPUs the pattern repeats with other users.
 //! The roles are a table (`scenario::ROLES`); this file turns a role into readings.
 
+mod context;
 mod scenario;
 
 use std::time::{Duration, SystemTime};
@@ -157,6 +158,7 @@ impl SimSource {
         let (user, uid) = match job.owner {
             Owner::GpuUser => user_of(i),
             Owner::Root => ("root", 0),
+            Owner::Named(user, uid) => (user, uid),
         };
         let sm_util = if job.computes { util } else { 0.0 };
         let jitter = if job.cpu > 1.0 {
@@ -177,7 +179,7 @@ impl SimSource {
                 cpu_percent: Some(((job.cpu + jitter).max(0.0) * 10.0).round() as f32 / 10.0),
                 host_memory: Some(Bytes::from_gib(job.host_gib)),
                 started,
-                context: Default::default(),
+                context: context::context(job.runs, job.pin, i, uid),
             }),
         })
     }

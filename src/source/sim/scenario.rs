@@ -3,6 +3,8 @@
 //! (the OOM cycle, the climbing temperature). Owns no state and no randomness: `super`
 //! draws the noise and turns a role into readings.
 
+pub(super) use super::context::{Pin, Runs};
+
 /// The name every simulated GPU reports.
 pub(super) const GPU_NAME: &str = "NVIDIA H100 80GB HBM3";
 pub(super) const VRAM_TOTAL_GIB: f64 = 79.6;
@@ -66,6 +68,8 @@ pub(super) enum Owner {
     /// The user this GPU slot belongs to (`user_of`).
     GpuUser,
     Root,
+    /// A user who shares the GPU without owning the slot (the pile-up's).
+    Named(&'static str, u32),
 }
 
 /// How a job's PID is numbered.
@@ -106,6 +110,8 @@ pub(super) struct Job {
     /// Seconds before the first sample that it started (`GrowsToOom` jobs start with each
     /// generation instead).
     pub started_ago: u64,
+    pub runs: Runs,
+    pub pin: Pin,
 }
 
 /// What one GPU slot does: its load, its owner and the processes on it.
@@ -131,7 +137,7 @@ const TRAIN: Job = Job {
     // Training jobs hold a steady amount, a little different per GPU, with a few MiB of
     // allocator jitter.
     vram: Vram::Jittered {
-        gib: 68.0,
+        gib: 64.0,
         per_gpu: 0.3,
         jitter: 0.01,
     },
@@ -139,6 +145,11 @@ const TRAIN: Job = Job {
     cpu: 118.0,
     host_gib: 24.0,
     started_ago: 5 * 3600 + 1200,
+    runs: Runs::Slurm {
+        job: 48121,
+        name: "train-llama",
+    },
+    pin: Pin::Cuda(&[0, 1]),
 };
 /// A small root-owned health check that shares the first GPU of each block.
 const HEALTHCHECK: Job = Job {
@@ -150,6 +161,37 @@ const HEALTHCHECK: Job = Job {
     cpu: 0.5,
     host_gib: 0.1,
     started_ago: 9 * 86400,
+    runs: Runs::Service {
+        name: "nvidia-dcgm",
+        user: false,
+    },
+    pin: Pin::Cuda(&[0]),
+};
+/// Two processes started from login shells without `CUDA_VISIBLE_DEVICES`: both land on
+/// GPU 0, beside the training job, while GPU 6 is free — the pile-up.
+const EVAL: Job = Job {
+    pid: Pid::PerGpu(5000),
+    owner: Owner::Named("erin", 1005),
+    command: "python eval.py --ckpt runs/latest",
+    vram: Vram::Steady(2.5),
+    computes: false,
+    cpu: 35.0,
+    host_gib: 4.0,
+    started_ago: 25 * 60,
+    runs: Runs::Login,
+    pin: Pin::Unset,
+};
+const REPL: Job = Job {
+    pid: Pid::PerGpu(5100),
+    owner: Owner::Named("frank", 1006),
+    command: "python3",
+    vram: Vram::Steady(1.0),
+    computes: false,
+    cpu: 0.2,
+    host_gib: 1.2,
+    started_ago: 2 * 3600,
+    runs: Runs::Login,
+    pin: Pin::Unset,
 };
 const FINETUNE: Job = Job {
     pid: Pid::PerGpu(2000),
@@ -160,6 +202,11 @@ const FINETUNE: Job = Job {
     cpu: 97.0,
     host_gib: 18.0,
     started_ago: 0,
+    runs: Runs::Docker {
+        name: "finetune-bob",
+        image: "pytorch/pytorch:2.4.0-cuda12.4",
+    },
+    pin: Pin::Container(&[2]),
 };
 const BENCH: Job = Job {
     pid: Pid::PerGpu(3000),
@@ -170,6 +217,12 @@ const BENCH: Job = Job {
     cpu: 101.0,
     host_gib: 3.2,
     started_ago: 40 * 60,
+    runs: Runs::Pod {
+        namespace: "ml",
+        name: "bench-7f9c",
+        container: "bench",
+    },
+    pin: Pin::Container(&[3]),
 };
 /// The same notebook kernel holds memory on the idle holder and keeps a small context on
 /// the block's last GPU: one PID on two GPUs.
@@ -183,6 +236,11 @@ const fn notebook(gib: f64) -> Job {
         cpu: 0.3,
         host_gib: 6.1,
         started_ago: 3 * 3600 + 700,
+        runs: Runs::Service {
+            name: "jupyter",
+            user: true,
+        },
+        pin: Pin::Cuda(&[4, 7]),
     }
 }
 
@@ -235,7 +293,7 @@ const fn training(jobs: &'static [Job]) -> RoleSpec {
 /// Roles by index within each block of eight GPUs; beyond 8 GPUs the pattern repeats with
 /// other users (`user_of`).
 pub(super) static ROLES: [RoleSpec; 8] = [
-    training(&[TRAIN, HEALTHCHECK]),
+    training(&[TRAIN, HEALTHCHECK, EVAL, REPL]),
     training(&[TRAIN]),
     RoleSpec {
         role: Role::FillingToOom,

@@ -58,6 +58,16 @@ pub enum WarningKind {
         memory_used: u64,
         held_for: f64,
     },
+    /// Processes started without `CUDA_VISIBLE_DEVICES` share GPU 0 with other users' or
+    /// jobs' while GPUs are free (2.1).
+    PileUp {
+        /// PIDs of the processes known to run unpinned.
+        unpinned_pids: Vec<u32>,
+        /// How many users or jobs they belong to.
+        owners: usize,
+        /// Indices of the free GPUs on the same host.
+        free_gpus: Vec<u32>,
+    },
 }
 
 impl WarningKind {
@@ -71,6 +81,7 @@ impl WarningKind {
             WarningKind::IdleHolder { .. } => "idle_holder",
             WarningKind::HostDown { .. } => "host_down",
             WarningKind::StaleVram { .. } => "stale_vram",
+            WarningKind::PileUp { .. } => "pile_up",
         }
     }
 }
