@@ -214,6 +214,31 @@ mod tests {
         }
     }
 
+    /// A new variant fails to compile here until it is listed, and the count below then
+    /// fails until it has a row: no variant can be without a name.
+    const VARIANTS: usize = {
+        const fn listed(r: &ThrottleReason) -> usize {
+            match r {
+                R::GpuIdle
+                | R::ApplicationsClocksSetting
+                | R::SwPowerCap
+                | R::HwSlowdown
+                | R::SyncBoost
+                | R::SwThermalSlowdown
+                | R::HwThermalSlowdown
+                | R::HwPowerBrakeSlowdown
+                | R::DisplayClockSetting
+                | R::Unknown(_) => 9,
+            }
+        }
+        listed(&R::GpuIdle)
+    };
+
+    #[test]
+    fn every_variant_but_unknown_has_a_row() {
+        assert_eq!(TABLE.len(), VARIANTS);
+    }
+
     #[test]
     fn bits_names_and_variants_are_unique_and_each_bit_is_one_bit() {
         let bits: HashSet<u64> = TABLE.iter().map(|r| r.nvml_bit).collect();
