@@ -224,7 +224,7 @@ pub fn column_width(c: Column) -> Constraint {
         Column::Gpu => Constraint::Length(3),
         Column::Pid => Constraint::Length(7),
         Column::User => Constraint::Length(9),
-        Column::Job => Constraint::Length(20),
+        Column::Job => Constraint::Length(24),
         Column::Type => Constraint::Length(4),
         Column::Vram => Constraint::Length(6),
         Column::GpuUtil => Constraint::Length(4),

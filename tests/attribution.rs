@@ -49,7 +49,14 @@ struct Placed {
 
 impl Placed {
     fn new(root: &Path, rel: &str) -> Placed {
-        let child = StdCommand::new("sleep").arg("60").spawn().expect("sleep");
+        let mut sleep = StdCommand::new("sleep");
+        sleep.arg("60");
+        Placed::spawn(sleep, root, rel)
+    }
+
+    /// `command`, started and moved into the cgroup `root/rel` (made as needed).
+    fn spawn(mut command: StdCommand, root: &Path, rel: &str) -> Placed {
+        let child = command.spawn().expect("spawn");
         let mut dirs = Vec::new();
         let mut at = root.to_path_buf();
         for part in rel.split('/') {
@@ -243,5 +250,77 @@ fn the_json_document_and_the_exporter_carry_the_same_workloads() {
     assert!(
         series(procs[2].pid()).contains(&format!("pod=\"{POD_UID}\"")),
         "{metrics}"
+    );
+}
+
+#[test]
+fn real_unpinned_processes_sharing_gpu_0_with_a_job_raise_the_pile_up() {
+    let root = match writable_hierarchy() {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    // A pinned process in a Docker-shaped cgroup, and a plain one started without
+    // CUDA_VISIBLE_DEVICES: two owners on GPU 0 while the T4 (GPU 1) is free.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(100);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut pinned = StdCommand::new("sleep");
+    pinned.arg("60").env("CUDA_VISIBLE_DEVICES", "0");
+    let pinned = Placed::spawn(
+        pinned,
+        &root,
+        &format!(
+            "gpuwatch-test-{}-{call}/docker/{CONTAINER}",
+            std::process::id()
+        ),
+    );
+    let mut loose = StdCommand::new("sleep");
+    loose.arg("60").env_remove("CUDA_VISIBLE_DEVICES");
+    let loose = loose.spawn().expect("sleep");
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    s["gpus"][0]["processes"] = json!([
+        {"pid": pinned.pid(), "kind": "compute", "used_memory": 4_294_967_296u64},
+        {"pid": loose.id(), "kind": "compute", "used_memory": 1_073_741_824u64},
+    ]);
+    s["gpus"][1]["processes"] = json!([]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.json");
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+    let out = common::clean_command()
+        .env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["--once", "--json"])
+        .assert()
+        .success();
+    let mut loose = loose;
+    let _ = loose.kill();
+    let _ = loose.wait();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let pileup = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "pile_up")
+        .unwrap_or_else(|| panic!("no pile-up: {doc:#}"));
+    assert_eq!(pileup["gpu_index"], 0);
+    assert_eq!(pileup["unpinned_pids"], json!([loose.id()]));
+    assert_eq!(pileup["free_gpus"], json!([1]));
+    let by_pid = |pid: u32| {
+        doc["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == json!(pid))
+            .unwrap()["environment"]
+            .clone()
+    };
+    assert_eq!(by_pid(pinned.pid())["CUDA_VISIBLE_DEVICES"], "0");
+    assert_eq!(
+        by_pid(loose.id()),
+        json!({}),
+        "readable, and nothing pins it"
     );
 }

@@ -49,13 +49,13 @@ fn focusing_a_gpu_shows_only_its_processes_and_esc_shows_all() {
     assert!(state.model.procs().rows().all(|r| r.gpu_index == 0));
     assert_eq!(
         state.model.procs().len(),
-        2,
-        "alice's job and root's health check"
+        4,
+        "alice's job, root's health check, erin's and frank's unpinned processes"
     );
     let text = screen(&state, 120, 40);
     assert!(text.contains("▶ 0 · NVIDIA"), "{text}");
     assert!(
-        text.contains("Processes (2 of 7)") && text.contains("GPU 0 only"),
+        text.contains("Processes (4 of 9)") && text.contains("GPU 0 only"),
         "{text}"
     );
     act(&mut state, Action::Back);
@@ -84,10 +84,22 @@ fn per_user_view_totals_and_choosing_a_user_filters_the_table() {
     let mut state = demo_state(8, 5, 120, 40);
     act(&mut state, Action::ToggleUsers);
     assert_eq!(state.view.panel, Panel::Users);
-    let users = state.model.user_rows();
+    let all = state.model.user_rows();
+    // Each user's jobs follow them, indented; the users themselves sort by VRAM.
+    let users: Vec<_> = all.iter().filter(|u| u.job.is_none()).collect();
     let names: Vec<&str> = users.iter().map(|u| u.user.as_str()).collect();
-    assert_eq!(names, ["alice", "carol", "bob", "dave", "root"], "by VRAM");
-    let dave = &users[3];
+    assert_eq!(
+        names,
+        ["alice", "carol", "bob", "dave", "erin", "frank", "root"],
+        "by VRAM"
+    );
+    let alice_jobs: Vec<_> = all
+        .iter()
+        .filter(|u| u.user == "alice" && u.job.is_some())
+        .map(|u| (u.job.as_deref().unwrap(), u.gpus.clone()))
+        .collect();
+    assert_eq!(alice_jobs, [("slurm 48121 train-llama", vec![0, 1])]);
+    let dave = users[3];
     assert_eq!(dave.gpus, vec![4, 7]);
     assert_eq!(dave.processes, 2);
     assert!(
@@ -97,15 +109,26 @@ fn per_user_view_totals_and_choosing_a_user_filters_the_table() {
     assert_eq!(users[0].idle_vram.0, 0, "alice's GPUs are busy");
     let text = screen(&state, 120, 40);
     assert!(
-        text.contains("Users (5)") && text.contains("IDLE VRAM"),
+        text.contains("Users (7)")
+            && text.contains("IDLE VRAM")
+            && text.contains("  slurm 48121 train-llama"),
         "{text}"
     );
     assert_snapshot!(text);
-    act(&mut state, Action::SelectDown);
-    act(&mut state, Action::SelectDown);
+    // Row 1 is alice's Slurm job: choosing it shows that job's processes.
     act(&mut state, Action::SelectDown);
     act(&mut state, Action::Choose);
     assert_eq!(state.view.panel, Panel::Processes);
+    let jobs: Vec<_> = state.model.procs().rows().map(|r| r.job.clone()).collect();
+    assert_eq!(jobs, vec![Some("slurm 48121 train-llama".to_string()); 2]);
+    assert!(screen(&state, 120, 40).contains("slurm 48121 train-llama"));
+    act(&mut state, Action::Back);
+    act(&mut state, Action::ToggleUsers);
+    // Row 6 is dave himself.
+    for _ in 0..5 {
+        act(&mut state, Action::SelectDown);
+    }
+    act(&mut state, Action::Choose);
     assert_eq!(users_of(&state), ["dave", "dave"]);
     assert!(screen(&state, 120, 40).contains("user dave"));
 }
@@ -128,7 +151,7 @@ fn filter_narrows_live_and_esc_clears_it() {
     // Keys are actions again once the filter is kept.
     act(&mut state, Action::FilterCancel);
     act(&mut state, Action::Back);
-    assert_eq!(state.model.procs().len(), 7);
+    assert_eq!(state.model.procs().len(), 9);
     assert_eq!(state.view.filter_text, "");
 }
 
@@ -147,7 +170,7 @@ fn combined_filters_and_invalid_syntax_inline() {
     );
     assert_eq!(
         state.model.procs().len(),
-        7,
+        9,
         "an invalid filter hides nothing"
     );
     let text = screen(&state, 120, 40);
@@ -310,7 +333,15 @@ fn idle_holders_and_stale_vram_warn_after_their_settings() {
             .any(|(g, k)| *g == Some(5) && matches!(k, WarningKind::StaleVram { .. })),
         "{kinds:?}"
     );
-    let text = screen(&state, 200, 60);
+    // The words, as the warnings bar and --once print them (the bar shows the five most
+    // urgent of the six at this height).
+    let text: Vec<String> = state
+        .model
+        .warnings()
+        .iter()
+        .map(gpuwatch::ui::text::warning_line)
+        .collect();
+    let text = text.join("\n");
     assert!(
         text.contains("dave holds 30.2 GiB on GPU 4, idle for 1m"),
         "{text}"
@@ -381,4 +412,45 @@ fn mouse_sorts_selects_and_focuses_where_it_is_drawn() {
         let actions = gpuwatch::ui::hit::actions(&state, input);
         update(&mut state, Msg::Actions(actions));
     }
+}
+
+// ---- the GPU-0 pile-up -----------------------------------------------------------------
+
+#[test]
+fn the_demo_piles_two_unpinned_processes_onto_gpu_0_and_says_so() {
+    let state = demo_state(8, 5, 160, 50);
+    let pileup = state
+        .model
+        .warnings()
+        .iter()
+        .find(|w| matches!(w.kind, WarningKind::PileUp { .. }))
+        .expect("a pile-up warning");
+    assert_eq!(pileup.gpu_index(), Some(0));
+    assert_eq!(
+        pileup.kind,
+        WarningKind::PileUp {
+            unpinned: vec![5000, 5100],
+            owners: 2,
+            free: vec![6],
+        }
+    );
+    let text = screen(&state, 160, 50);
+    assert!(
+        text.contains(
+            "GPU 0: 2 processes of 2 users/jobs without CUDA_VISIBLE_DEVICES; GPU 6 is free — gpuwatch pick"
+        ),
+        "{text}"
+    );
+    // The two unpinned rows are marked; the pinned training job on GPU 0 is not.
+    assert!(text.contains("⚠ python eval.py"), "{text}");
+    assert!(text.contains("⚠ python3"), "{text}");
+    assert!(!text.contains("⚠ python train.py"), "{text}");
+    // With every GPU busy there is nowhere better to go: no pile-up warning.
+    let one = demo_state(1, 5, 160, 50);
+    assert!(
+        one.model
+            .warnings()
+            .iter()
+            .all(|w| !matches!(w.kind, WarningKind::PileUp { .. }))
+    );
 }

@@ -61,8 +61,8 @@ fn too_few_gpus_say_why_each_other_one_was_skipped() {
     demo(&["-n", "2"]).assert().code(1).stdout("").stderr(
         "gpuwatch pick: need 2 GPUs with ≤10% util, no warning and nobody else's memory; \
              1 qualifies (6)\n\
-             gpuwatch pick: GPU 0 skipped: held by alice (68.0 GiB)\n\
-             gpuwatch pick: GPU 1 skipped: held by alice (68.3 GiB)\n\
+             gpuwatch pick: GPU 0 skipped: held by alice (64.0 GiB), erin (2.5 GiB), frank (1.0 GiB)\n\
+             gpuwatch pick: GPU 1 skipped: held by alice (64.3 GiB)\n\
              gpuwatch pick: GPU 2 skipped: held by bob (40.0 GiB)\n\
              gpuwatch pick: GPU 3 skipped: held by carol (52.3 GiB)\n\
              gpuwatch pick: GPU 4 skipped: held by dave (30.2 GiB)\n\
@@ -190,8 +190,8 @@ fn wait_with_a_timeout_gives_up_with_the_reasons() {
     assert_eq!(
         lines[0],
         "gpuwatch pick: waiting: need 2 GPUs with ≤10% util, no warning and nobody else's \
-         memory; 1 qualifies (6); skipped: 0,1 held by alice; 2 held by bob; 3 held by carol; \
-         4,7 held by dave; 5 VRAM held by no process"
+         memory; 1 qualifies (6); skipped: 0 held by alice, erin, frank; 1 held by alice; \
+         2 held by bob; 3 held by carol; 4,7 held by dave; 5 VRAM held by no process"
     );
     assert!(
         lines[1].starts_with("gpuwatch pick: gave up after 1s: need 2 GPUs"),

@@ -128,9 +128,17 @@ fn dcgm_compat_and_process_metrics_add_their_series() {
     assert!(
         procs
             .iter()
-            .any(|l| l.contains(r#",user="alice",comm="python"}"#)),
+            .any(|l| l.contains(r#",user="alice",comm="python",hpc_job="48121"}"#)),
         "{procs:#?}"
     );
+    // GPU 3 is held by one pod alone: its per-GPU series name the pod, as dcgm-exporter's do.
+    let temp3 = samples(&text, "DCGM_FI_DEV_GPU_TEMP")[3];
+    assert!(
+        temp3.contains(r#",pod="bench-7f9c",namespace="ml",container="bench"}"#),
+        "{temp3}"
+    );
+    let temp0 = samples(&text, "DCGM_FI_DEV_GPU_TEMP")[0];
+    assert!(!temp0.contains("pod="), "GPU 0 is shared: {temp0}");
 }
 
 #[test]

@@ -40,7 +40,8 @@ fn keys_sort_and_compact_toggle_in_a_real_terminal() {
     t.send(&["r"]);
     t.wait_for("PID▼", Duration::from_secs(10));
     t.send(&["c"]);
-    t.wait_for("╭ 0 · NVIDIA", Duration::from_secs(10));
+    // Full panels again (GPU 1's border: GPU 0 carries the pile-up warning's heavy one).
+    t.wait_for("╭ 1 · NVIDIA", Duration::from_secs(10));
     t.send(&["C-c"]);
     t.wait_restored();
 }
@@ -111,17 +112,18 @@ fn filter_users_and_focus_by_keys() {
     t.send(&["-l", "user:bob"]);
     // Keys arrive one at a time; wait for the whole text before looking at the table.
     t.wait_for(" filter  user:bob█", Duration::from_secs(10));
-    let screen = t.wait_for("Processes (1 of 7)", Duration::from_secs(10));
+    let screen = t.wait_for("Processes (1 of 9)", Duration::from_secs(10));
     assert!(screen.contains("python finetune.py"), "{screen}");
     // While typing, letters are text, not commands: `q` did not quit.
     t.send(&["-l", " q"]);
     t.wait_for(" filter  user:bob q█", Duration::from_secs(10));
-    t.wait_for("Processes (0 of 7)", Duration::from_secs(10));
+    t.wait_for("Processes (0 of 9)", Duration::from_secs(10));
     t.send(&["Escape"]);
-    t.wait_for("Processes (7)", Duration::from_secs(10));
+    t.wait_for("Processes (9)", Duration::from_secs(10));
     t.send(&["u"]);
-    t.wait_for("Users (5)", Duration::from_secs(10));
-    t.send(&["Down", "Down", "Down", "Enter"]);
+    t.wait_for("Users (7)", Duration::from_secs(10));
+    // alice, her job, carol, her pod, bob, his container, then dave.
+    t.send(&["Down", "Down", "Down", "Down", "Down", "Down", "Enter"]);
     t.wait_for("user dave", Duration::from_secs(10));
     t.send(&["Escape", "3"]);
     let screen = t.wait_for("GPU 3 only", Duration::from_secs(10));

@@ -50,6 +50,12 @@ fn sort_keys_cycle_reverse_and_jump() {
     assert_eq!(state.model.procs().sort, SortKey::GpuUtil);
     act(&mut state, Action::SortPrev);
     act(&mut state, Action::SortPrev);
+    // The demo's processes run in jobs, so JOB is on screen and in the cycle.
+    assert_eq!(
+        (state.model.procs().sort, state.model.procs().dir),
+        (SortKey::Job, SortDir::Ascending)
+    );
+    act(&mut state, Action::SortPrev);
     assert_eq!(
         (state.model.procs().sort, state.model.procs().dir),
         (SortKey::User, SortDir::Ascending)
@@ -123,9 +129,10 @@ fn navigation_keys_clamp_and_page() {
     assert_eq!(state.model.procs().selected_index(), Some(n - 1));
     act(&mut state, Action::SelectDown);
     assert_eq!(state.model.procs().selected_index(), Some(n - 1));
-    act(&mut state, Action::PageUp);
-    act(&mut state, Action::PageUp);
-    act(&mut state, Action::PageUp);
+    // Enough pages up to pass the top whatever the page size, and no more.
+    for _ in 0..n.div_ceil(page.max(1)) {
+        act(&mut state, Action::PageUp);
+    }
     assert_eq!(state.model.procs().selected_index(), Some(0));
 }
 

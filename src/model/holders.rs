@@ -21,9 +21,14 @@ pub struct Holders {
 /// Who a row counts as on the owners line: its job with the user in brackets
 /// (`slurm 48121 (alice)`), the user, or the PID when neither is known.
 pub fn owner_name(row: &ProcRow) -> String {
-    match (&row.job, &row.user) {
+    let job = row
+        .context
+        .workload
+        .as_deref()
+        .and_then(super::jobs::short_label);
+    match (job, &row.user) {
         (Some(job), Some(user)) => format!("{job} ({user})"),
-        (Some(job), None) => job.clone(),
+        (Some(job), None) => job,
         (None, Some(user)) => user.clone(),
         (None, None) => format!("pid {}", row.key.pid),
     }

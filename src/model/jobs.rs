@@ -29,6 +29,15 @@ pub fn label(w: &Workload) -> Option<String> {
     })
 }
 
+/// The label without a Slurm job's name, for the GPU's owners line where room is short
+/// (`slurm 48121 (alice)`): people know their job by its number.
+pub fn short_label(w: &Workload) -> Option<String> {
+    match w {
+        Workload::Slurm { job, .. } => Some(format!("slurm {job}")),
+        _ => label(w),
+    }
+}
+
 /// Containers run by containerd or CRI-O outside Kubernetes are rare enough that the
 /// engine's own name says more than a generic word.
 fn engine_word(e: Engine) -> &'static str {

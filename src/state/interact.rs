@@ -108,7 +108,7 @@ fn navigate(state: &mut State, action: Action) {
         state.view.user_selected = to.clamp(0, last.max(0)) as usize;
     }
     // `s` cycles through the columns on screen: JOB only when some process has one.
-    let any_job = state.model.any_job();
+    let any_job = state.job_column_shown();
     let shown = |key: SortKey| key != SortKey::Job || any_job;
     let table = state.model.procs_mut();
     match action {

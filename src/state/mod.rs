@@ -222,6 +222,15 @@ impl State {
         self.model.procs().view.gpu.as_ref()
     }
 
+    /// Whether the process table shows its JOB column: only when some process runs in a
+    /// container, pod, Slurm job or service, and the terminal is wide enough to leave the
+    /// command room (the GPU lines still name the jobs); always without a terminal.
+    pub fn job_column_shown(&self) -> bool {
+        const JOB_MIN_WIDTH: u16 = 100;
+        let width = self.view.viewport.0;
+        self.model.any_job() && (width == 0 || width >= JOB_MIN_WIDTH)
+    }
+
     /// What the geometry in `layout` needs to know about this state.
     pub fn layout_input(&self) -> crate::layout::LayoutInput {
         crate::layout::LayoutInput {

@@ -39,7 +39,7 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
         Column::Job => r
             .job
             .as_deref()
-            .map_or_else(String::new, |j| truncate(j, 20)),
+            .map_or_else(String::new, |j| truncate(j, 24)),
         Column::Type => r.kind.label().to_string(),
         Column::Vram => or_na(r.vram, bytes_short),
         Column::GpuUtil => or_na(r.gpu_util, |u| format!("{u}%")),
@@ -52,10 +52,11 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
 
 /// The configured columns, with HOST first when the GPUs come from several hosts, and
 /// JOB only when some process runs in a container, pod, Slurm job or service (on a box
-/// of login shells it would be an empty column).
+/// of login shells it would be an empty column) and the terminal is wide enough (or
+/// there is no terminal: `--once`).
 pub fn visible_columns(state: &State) -> Vec<Column> {
     let mut columns = state.config.columns.clone();
-    if !state.model.any_job() {
+    if !state.job_column_shown() {
         columns.retain(|c| *c != Column::Job);
     }
     if state.model.gpus().iter().any(|g| g.host.is_some()) {

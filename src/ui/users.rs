@@ -63,7 +63,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .style(if own { theme.own_process } else { theme.text })
     });
     let widths = [
-        Constraint::Length(if state.model.any_job() { 24 } else { 12 }),
+        Constraint::Length(if state.model.any_job() { 26 } else { 12 }),
         Constraint::Length(16),
         Constraint::Length(7),
         Constraint::Length(5),

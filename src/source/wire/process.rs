@@ -106,13 +106,11 @@ pub struct ContextDoc {
     /// the process is not visible.
     #[serde(default)]
     pub workload: Option<WorkloadDoc>,
-    /// Whether its environment could be read (its owner's and root's only); `null` when
-    /// not visible.
+    /// The GPU-related part of its environment (`CUDA_*`, `NVIDIA_*`, `SLURM_*`, `OMP_*`,
+    /// `NCCL_*` only); `null` when it could not be read (another user's process, unless
+    /// gpuwatch runs as root) or the process is not visible.
     #[serde(default)]
-    pub environment_readable: Option<bool>,
-    /// Its `CUDA_VISIBLE_DEVICES`, when readable and set.
-    #[serde(default)]
-    pub cuda_visible_devices: Option<String>,
+    pub environment: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl ContextDoc {
@@ -122,11 +120,12 @@ impl ContextDoc {
             workload: context
                 .and_then(|c| c.workload.as_deref())
                 .map(WorkloadDoc::from_workload),
-            environment_readable: context.map(|c| c.env.is_some()),
-            cuda_visible_devices: context
-                .and_then(|c| c.env.as_deref())
-                .and_then(|e| e.get("CUDA_VISIBLE_DEVICES"))
-                .map(str::to_string),
+            environment: context.and_then(|c| c.env.as_deref()).map(|e| {
+                e.vars()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            }),
         }
     }
 
@@ -136,13 +135,10 @@ impl ContextDoc {
                 .workload
                 .and_then(WorkloadDoc::into_workload)
                 .map(Arc::new),
-            // Only the one variable travels: enough for the pinning and the pile-up.
-            env: self.environment_readable.filter(|r| *r).map(|_| {
-                Arc::new(ProcEnv::from_vars(
-                    self.cuda_visible_devices
-                        .map(|v| ("CUDA_VISIBLE_DEVICES".to_string(), v)),
-                ))
-            }),
+            // Filtered again: a document cannot smuggle other variables in.
+            env: self
+                .environment
+                .map(|vars| Arc::new(ProcEnv::from_vars(vars))),
         }
     }
 }
