@@ -48,6 +48,10 @@ struct Known {
     stat_file: Option<Arc<File>>,
 }
 
+/// How long the first sample waits for container and job names (each lookup is bounded to
+/// 200 ms; several run one after another on the resolver's worker).
+const FIRST_SAMPLE_NAME_WAIT: Duration = Duration::from_millis(300);
+
 /// At most this many /proc/PID/stat handles are kept open between samples.
 const MAX_KEPT_STAT_FILES: usize = 256;
 
@@ -72,6 +76,8 @@ pub struct ProcInfo {
     known: HashMap<u32, Known>,
     namespace: PidNamespace,
     names: NameResolver,
+    /// Whether a sample has been taken: the first one waits briefly for names.
+    sampled: bool,
 }
 
 impl ProcInfo {
@@ -103,6 +109,7 @@ impl ProcInfo {
             known: HashMap::new(),
             // Fixtures never ask a real engine; `system` and tests opt in.
             names: NameResolver::disabled(),
+            sampled: false,
         }
     }
 
@@ -131,10 +138,23 @@ impl ProcInfo {
         now: Instant,
     ) -> HashMap<u32, HostProc> {
         let wanted: HashSet<u32> = pids.into_iter().collect();
-        let out = wanted
+        let mut out: HashMap<u32, HostProc> = wanted
             .iter()
             .map(|&pid| (pid, self.lookup(pid, now)))
             .collect();
+        // The first sample is often the only one (`--once`, `pick`): give the engine and
+        // Slurm one short wait to name what it found, then read the names from the cache.
+        // Later samples never wait; names that arrive late show on the next one.
+        if !std::mem::replace(&mut self.sampled, true)
+            && self.names.is_enabled()
+            && self.names.settle(FIRST_SAMPLE_NAME_WAIT)
+        {
+            for (&pid, host) in out.iter_mut() {
+                if matches!(host, HostProc::Visible(_)) {
+                    *host = self.lookup(pid, now);
+                }
+            }
+        }
         self.known.retain(|pid, _| wanted.contains(pid));
         out
     }

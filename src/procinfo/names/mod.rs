@@ -253,6 +253,11 @@ impl NameResolver {
         filled
     }
 
+    /// Whether this resolver looks anything up (`disabled()` does not).
+    pub fn is_enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
     /// Waits, at most `timeout`, until every queued lookup has been answered; whether it
     /// got there. For tests and the one-shot modes, which want names before printing.
     pub fn settle(&self, timeout: Duration) -> bool {
