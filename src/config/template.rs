@@ -17,19 +17,24 @@ use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 
 /// The file `config init` writes: every key, set to its default, with what it means.
+/// One piece per part of the file, in file order, separated by a blank line.
 pub fn default_file_text() -> String {
-    let t = Thresholds::default();
-    let dur = |d: Duration| format!("\"{}\"", humantime::format_duration(d));
-    let columns: Vec<_> = Column::ALL
-        .iter()
-        .map(|c| format!("\"{}\"", c.config_name()))
-        .collect();
-    // Only columns that can be sorted by (not `type`).
-    let column_names: Vec<_> = Column::ALL
-        .iter()
-        .filter(|c| c.sort_key().is_some())
-        .map(|c| c.config_name())
-        .collect();
+    [
+        top_level_keys(),
+        sort_and_columns_tables(),
+        thresholds_table(),
+        record_remote_serve_tables(),
+    ]
+    .join("\n")
+}
+
+/// How a duration default is written: `"1s"`, `"5m"`, quoted as TOML wants.
+fn dur(d: Duration) -> String {
+    format!("\"{}\"", humantime::format_duration(d))
+}
+
+/// The header comment and the keys outside any table.
+fn top_level_keys() -> String {
     format!(
         r#"# gpuwatch settings. Every value below is the default; delete a line to go back to it.
 # A flag (see gpuwatch --help) beats the environment (GPUWATCH_<FLAG>), which beats this file.
@@ -52,8 +57,28 @@ mouse = false
 # "dark" or "light" for the terminal's background, or "mono" for no colour (--theme).
 # NO_COLOR or --no-color always means mono.
 theme = "{theme}"
+"#,
+        source = source_config_name(SourceKind::Nvml),
+        interval = dur(DEFAULT_INTERVAL),
+        history = dur(DEFAULT_HISTORY),
+        theme = theme_config_name(ThemeName::Dark),
+    )
+}
 
-[sort]
+/// `[sort]` and `[columns]`, named from the real column vocabulary.
+fn sort_and_columns_tables() -> String {
+    let columns: Vec<_> = Column::ALL
+        .iter()
+        .map(|c| format!("\"{}\"", c.config_name()))
+        .collect();
+    // Only columns that can be sorted by (not `type`).
+    let column_names: Vec<_> = Column::ALL
+        .iter()
+        .filter(|c| c.sort_key().is_some())
+        .map(|c| c.config_name())
+        .collect();
+    format!(
+        r#"[sort]
 # Column the process table starts sorted by (--sort): {column_list}.
 column = "{sort}"
 # Largest first. A --sort flag uses its column's own direction instead.
@@ -62,8 +87,19 @@ descending = {descending}
 [columns]
 # Process-table columns shown, in this order; at least one.
 visible = [{columns}]
+"#,
+        column_list = column_names.join(", "),
+        sort = DEFAULT_SORT.config_name(),
+        descending = DEFAULT_SORT.default_direction() == SortDir::Descending,
+        columns = columns.join(", "),
+    )
+}
 
-[thresholds]
+/// `[thresholds]`, from `Thresholds::default()`.
+fn thresholds_table() -> String {
+    let t = Thresholds::default();
+    format!(
+        r#"[thresholds]
 # VRAM use (%) that warns (--oom-warn) and that is critical (--oom-critical).
 oom_warn_percent = {oom_warn}
 oom_critical_percent = {oom_critical}
@@ -82,8 +118,24 @@ idle_after = {idle_after}
 # a stale allocation (--stale-min-vram, --stale-after).
 stale_min_vram = {stale_min}
 stale_after = {stale_after}
+"#,
+        oom_warn = t.oom_warn_percent,
+        oom_critical = t.oom_critical_percent,
+        ttf = dur(t.oom_time_to_full),
+        temp_warn = t.temp_warn,
+        temp_critical = t.temp_critical,
+        temp_hold = dur(t.temp_hold),
+        idle_min = size(t.idle_min_vram),
+        idle_after = dur(t.idle_after),
+        stale_min = size(t.stale_min_vram),
+        stale_after = dur(t.stale_after),
+    )
+}
 
-[record]
+/// `[record]`, `[remote]` and `[serve]`: the other modes' settings, mostly off by default.
+fn record_remote_serve_tables() -> String {
+    format!(
+        r#"[record]
 # Write every sample as NDJSON to this file, in any mode (--record); no recording by default.
 # path = "gpuwatch.ndjson"
 # Past this size start a new file, keeping the previous one as PATH.1 (--record-max-size);
@@ -106,25 +158,7 @@ dcgm_compat = false
 # Also export per-process series labelled by PID, user and command (--process-metrics).
 process_metrics = false
 "#,
-        source = source_config_name(SourceKind::Nvml),
         listen = DEFAULT_LISTEN,
-        interval = dur(DEFAULT_INTERVAL),
-        history = dur(DEFAULT_HISTORY),
-        theme = theme_config_name(ThemeName::Dark),
-        column_list = column_names.join(", "),
-        sort = DEFAULT_SORT.config_name(),
-        descending = DEFAULT_SORT.default_direction() == SortDir::Descending,
-        columns = columns.join(", "),
-        oom_warn = t.oom_warn_percent,
-        oom_critical = t.oom_critical_percent,
-        ttf = dur(t.oom_time_to_full),
-        temp_warn = t.temp_warn,
-        temp_critical = t.temp_critical,
-        temp_hold = dur(t.temp_hold),
-        idle_min = size(t.idle_min_vram),
-        idle_after = dur(t.idle_after),
-        stale_min = size(t.stale_min_vram),
-        stale_after = dur(t.stale_after),
     )
 }
 

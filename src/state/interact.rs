@@ -6,9 +6,34 @@ use super::{Action, Effect, LayoutPref, Panel, ReplayCommand, State};
 use crate::model::filter::Filter;
 use crate::model::procs::SortKey;
 
+/// Routes an action to the helper for its group; what each group does is below.
 pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         Action::Quit => return vec![Effect::Quit],
+        Action::Signal(_) | Action::Confirm | Action::Cancel => {
+            return signal_action(state, action);
+        }
+        Action::OpenFilter
+        | Action::FilterInput(_)
+        | Action::FilterBackspace
+        | Action::FilterDone
+        | Action::FilterCancel => filter_action(state, action),
+        Action::SeekBack | Action::SeekForward | Action::SpeedDown | Action::SpeedUp => {
+            return replay_command(state, action);
+        }
+        // Space pauses the replay when replaying, else the live view (in `toggle_view`).
+        Action::TogglePause if state.view.replay.is_some() => {
+            return vec![Effect::Replay(ReplayCommand::TogglePause)];
+        }
+        Action::SortByOrReverse(_) => sort(state, action),
+        other => narrow(state, other),
+    }
+    Vec::new()
+}
+
+/// The signal confirmation flow: ask (a dialog, or why not), confirm, cancel.
+fn signal_action(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
         Action::Signal(sig) => {
             let me = state.config.current_uid;
             match signal::request(
@@ -22,11 +47,21 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
             }
         }
         Action::Confirm => return confirm(state),
-        Action::Cancel => {
-            if state.view.dialog.take().is_some() {
-                state.view.status = Some("cancelled: no signal sent".into());
-            }
-        }
+        Action::Cancel => cancel(state),
+        _ => {}
+    }
+    Vec::new()
+}
+
+fn cancel(state: &mut State) {
+    if state.view.dialog.take().is_some() {
+        state.view.status = Some("cancelled: no signal sent".into());
+    }
+}
+
+/// Editing the filter line; every keystroke re-applies it.
+fn filter_action(state: &mut State, action: Action) {
+    match action {
         Action::OpenFilter => {
             state.view.filter_editing = true;
             state.view.panel = Panel::Processes;
@@ -45,6 +80,14 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
             state.view.filter_text.clear();
             apply_filter(state);
         }
+        _ => {}
+    }
+}
+
+/// What the process table narrows to: a GPU, a user's rows, or back out; and which panel
+/// or row is picked. Anything else goes on to `navigate`.
+fn narrow(state: &mut State, action: Action) {
+    match action {
         Action::Back => back(state),
         Action::ToggleUsers => {
             state.view.panel = match state.view.panel {
@@ -53,74 +96,90 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
             }
         }
         Action::Choose => choose_user(state),
-        Action::FocusGpu(index) => {
-            let id = state
-                .model
-                .gpus()
-                .iter()
-                .find(|g| g.index == index)
-                .map(|g| g.id.clone());
-            match id {
-                Some(id) => set_focus(state, Some(id)),
-                None => state.view.status = Some(format!("no GPU {index} here")),
-            }
-        }
-        Action::SeekBack | Action::SeekForward | Action::SpeedDown | Action::SpeedUp => {
-            return replay_command(state, action);
-        }
-        Action::TogglePause if state.view.replay.is_some() => {
-            return vec![Effect::Replay(ReplayCommand::TogglePause)];
-        }
+        Action::FocusGpu(index) => focus_gpu(state, index),
         Action::ToggleFocusAt(position) => toggle_focus_at(state, position),
         Action::SelectRow(position) => select_row(state, position),
-        Action::SortByOrReverse(key) => {
-            let table = state.model.procs_mut();
-            let dir = if table.sort == key {
-                table.dir.flipped()
-            } else {
-                key.default_direction()
-            };
-            table.set_sort(key, dir);
-        }
         Action::FocusNext => step_focus(state, 1),
         Action::FocusPrev => step_focus(state, -1),
         other => navigate(state, other),
     }
-    Vec::new()
+}
+
+fn focus_gpu(state: &mut State, index: u32) {
+    let id = state
+        .model
+        .gpus()
+        .iter()
+        .find(|g| g.index == index)
+        .map(|g| g.id.clone());
+    match id {
+        Some(id) => set_focus(state, Some(id)),
+        None => state.view.status = Some(format!("no GPU {index} here")),
+    }
 }
 
 /// Selection, sorting and layout: the actions that act on whichever table is showing.
 fn navigate(state: &mut State, action: Action) {
-    let page = crate::layout::table_page_rows(&state.layout_input()) as isize;
-    if state.view.panel == Panel::Users {
-        let n = state.model.user_rows().len();
-        let last = n.saturating_sub(1) as isize;
-        let at = state.view.user_selected as isize;
-        let to = match action {
-            Action::SelectUp => at - 1,
-            Action::SelectDown => at + 1,
-            Action::PageUp => at - page,
-            Action::PageDown => at + page,
-            Action::SelectFirst => 0,
-            Action::SelectLast => last,
-            _ => at,
-        };
-        state.view.user_selected = to.clamp(0, last.max(0)) as usize;
+    // Runs for every action here, as it always has: it also keeps the user selection in
+    // range when the per-user table shrank.
+    move_user_selection(state, action);
+    match action {
+        _ if state.view.panel == Panel::Users && is_selection(action) => {}
+        Action::SelectUp
+        | Action::SelectDown
+        | Action::PageUp
+        | Action::PageDown
+        | Action::SelectFirst
+        | Action::SelectLast => move_proc_selection(state, action),
+        Action::SortNext | Action::SortPrev | Action::SortReverse | Action::SortBy(_) => {
+            sort(state, action)
+        }
+        other => toggle_view(state, other),
     }
-    // `s` cycles through the columns on screen: JOB only when some process has one.
-    let any_job = state.job_column_shown();
-    let shown = |key: SortKey| key != SortKey::Job || any_job;
+}
+
+/// Moves the per-user table's selection when it is showing (clamped to its rows).
+fn move_user_selection(state: &mut State, action: Action) {
+    if state.view.panel != Panel::Users {
+        return;
+    }
+    let page = crate::layout::table_page_rows(&state.layout_input()) as isize;
+    let n = state.model.user_rows().len();
+    let last = n.saturating_sub(1) as isize;
+    let at = state.view.user_selected as isize;
+    let to = match action {
+        Action::SelectUp => at - 1,
+        Action::SelectDown => at + 1,
+        Action::PageUp => at - page,
+        Action::PageDown => at + page,
+        Action::SelectFirst => 0,
+        Action::SelectLast => last,
+        _ => at,
+    };
+    state.view.user_selected = to.clamp(0, last.max(0)) as usize;
+}
+
+fn move_proc_selection(state: &mut State, action: Action) {
+    let page = crate::layout::table_page_rows(&state.layout_input()) as isize;
     let table = state.model.procs_mut();
     match action {
-        Action::ToggleHelp => state.view.show_help = !state.view.show_help,
-        Action::ToggleEnv => state.view.show_env = !state.view.show_env,
-        _ if state.view.panel == Panel::Users && is_selection(action) => {}
         Action::SelectUp => table.move_selection(-1),
         Action::SelectDown => table.move_selection(1),
         Action::PageUp => table.move_selection(-page),
         Action::PageDown => table.move_selection(page),
         Action::SelectFirst => table.select_index(0),
         Action::SelectLast => table.select_last(),
+        _ => {}
+    }
+}
+
+/// The process table's sort: cycle, reverse, pick a column, or pick-or-reverse (a click).
+fn sort(state: &mut State, action: Action) {
+    // `s` cycles through the columns on screen: JOB only when some process has one.
+    let any_job = state.job_column_shown();
+    let shown = |key: SortKey| key != SortKey::Job || any_job;
+    let table = state.model.procs_mut();
+    match action {
         Action::SortNext | Action::SortPrev => {
             let step = if action == Action::SortNext {
                 SortKey::next
@@ -135,6 +194,23 @@ fn navigate(state: &mut State, action: Action) {
         }
         Action::SortReverse => table.set_sort(table.sort, table.dir.flipped()),
         Action::SortBy(key) => table.set_sort(key, key.default_direction()),
+        Action::SortByOrReverse(key) => {
+            let dir = if table.sort == key {
+                table.dir.flipped()
+            } else {
+                key.default_direction()
+            };
+            table.set_sort(key, dir);
+        }
+        _ => {}
+    }
+}
+
+/// Switches of the view: help, environment, pause, layout, and the GPU panel's scroll.
+fn toggle_view(state: &mut State, action: Action) {
+    match action {
+        Action::ToggleHelp => state.view.show_help = !state.view.show_help,
+        Action::ToggleEnv => state.view.show_env = !state.view.show_env,
         Action::TogglePause => state.view.paused = !state.view.paused,
         Action::ToggleCompact => {
             state.view.layout = if crate::layout::is_compact(&state.layout_input()) {

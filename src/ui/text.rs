@@ -4,56 +4,26 @@
 
 use crate::model::warnings::{Subject, Warning, WarningKind};
 use crate::ui::format::{duration_short, gib, truncate};
+use crate::units::{Bytes, Celsius};
+use std::time::Duration;
 
 /// The one-line text of a warning, as the warnings bar and `--once` show it.
+/// One small function per kind below; this only names the GPU and dispatches.
 pub fn warning_line(w: &Warning) -> String {
-    // How the GPU is named: its index, or `host:index` when watching several hosts.
-    let index = match &w.subject {
-        Subject::Gpu {
-            index,
-            host: Some(h),
-            ..
-        } => format!("{h}:{index}"),
-        Subject::Gpu { index, .. } => index.to_string(),
-        Subject::Host { .. } => String::new(),
-    };
+    let index = gpu_name(&w.subject);
     match &w.kind {
         WarningKind::OomRisk {
             used,
             total,
             percent,
             time_to_full,
-        } => {
-            let mut s = format!(
-                "GPU {index} VRAM {percent:.0}% ({}/{} GiB) — OOM risk",
-                gib(*used),
-                gib(*total)
-            );
-            if let Some(ttf) = time_to_full {
-                s += &format!(", full in ~{} at current rate", duration_short(*ttf));
-            }
-            s
-        }
+        } => oom_risk(&index, *used, *total, *percent, *time_to_full),
         WarningKind::Overheating {
             temperature,
             held_for,
             critical_at,
             slowdown,
-        } => {
-            let limit = match slowdown {
-                Some(s) => format!("slowdown at {}°C", s.0),
-                None => format!("critical at {}°C", critical_at.0),
-            };
-            if held_for.is_zero() {
-                format!("GPU {index} {}°C — running hot ({limit})", temperature.0)
-            } else {
-                format!(
-                    "GPU {index} {}°C for {} — overheating ({limit})",
-                    temperature.0,
-                    duration_short(*held_for)
-                )
-            }
-        }
+        } => overheating(&index, *temperature, *held_for, *critical_at, *slowdown),
         WarningKind::Lost => format!("GPU {index} lost — not responding (fallen off the bus?)"),
         WarningKind::IdleHolder {
             pid,
@@ -61,23 +31,15 @@ pub fn warning_line(w: &Warning) -> String {
             command,
             vram,
             idle_for,
-        } => {
-            // A process not visible from here has no user or command to name.
-            let user = user.clone().unwrap_or_else(|| format!("PID {pid}'s owner"));
-            format!(
-                "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
-                gib(*vram),
-                duration_short(*idle_for),
-                truncate(command.as_deref().unwrap_or(""), 40)
-            )
-        }
-        WarningKind::HostDown { reason } => {
-            let host = match &w.subject {
-                Subject::Host { name } => name.as_str(),
-                Subject::Gpu { host, .. } => host.as_deref().unwrap_or(""),
-            };
-            format!("host {host} not answering: {reason} — its GPUs are shown lost; retrying")
-        }
+        } => idle_holder(
+            &index,
+            *pid,
+            user.as_deref(),
+            command.as_deref(),
+            *vram,
+            *idle_for,
+        ),
+        WarningKind::HostDown { reason } => host_not_answering(&w.subject, reason),
         WarningKind::StaleVram { used, held_for } => format!(
             "GPU {index} {} GiB held by no process for {} — stale allocation?",
             gib(*used),
@@ -87,21 +49,106 @@ pub fn warning_line(w: &Warning) -> String {
             unpinned,
             owners,
             free,
-        } => {
-            let n = unpinned.len();
-            let free: Vec<String> = free.iter().map(u32::to_string).collect();
-            format!(
-                "GPU {index}: {n} process{} of {owners} user{}/job{} without CUDA_VISIBLE_DEVICES; \
-                 GPU{} {} {} free — gpuwatch pick",
-                if n == 1 { "" } else { "es" },
-                if *owners == 1 { "" } else { "s" },
-                if *owners == 1 { "" } else { "s" },
-                if free.len() == 1 { "" } else { "s" },
-                free.join(","),
-                if free.len() == 1 { "is" } else { "are" },
-            )
-        }
+        } => pile_up(&index, unpinned.len(), *owners, free),
     }
+}
+
+/// How the GPU is named: its index, or `host:index` when watching several hosts (empty for
+/// a host-wide warning, whose sentence names the host itself).
+fn gpu_name(subject: &Subject) -> String {
+    match subject {
+        Subject::Gpu {
+            index,
+            host: Some(h),
+            ..
+        } => format!("{h}:{index}"),
+        Subject::Gpu { index, .. } => index.to_string(),
+        Subject::Host { .. } => String::new(),
+    }
+}
+
+fn oom_risk(
+    index: &str,
+    used: Bytes,
+    total: Bytes,
+    percent: f64,
+    time_to_full: Option<Duration>,
+) -> String {
+    let mut s = format!(
+        "GPU {index} VRAM {percent:.0}% ({}/{} GiB) — OOM risk",
+        gib(used),
+        gib(total)
+    );
+    if let Some(ttf) = time_to_full {
+        s += &format!(", full in ~{} at current rate", duration_short(ttf));
+    }
+    s
+}
+
+/// "Running hot" until it has held at the limit for a while, then "overheating"; the limit
+/// named is the slowdown threshold when the GPU reports one, else the critical level.
+fn overheating(
+    index: &str,
+    temperature: Celsius,
+    held_for: Duration,
+    critical_at: Celsius,
+    slowdown: Option<Celsius>,
+) -> String {
+    let limit = match slowdown {
+        Some(s) => format!("slowdown at {}°C", s.0),
+        None => format!("critical at {}°C", critical_at.0),
+    };
+    if held_for.is_zero() {
+        format!("GPU {index} {}°C — running hot ({limit})", temperature.0)
+    } else {
+        format!(
+            "GPU {index} {}°C for {} — overheating ({limit})",
+            temperature.0,
+            duration_short(held_for)
+        )
+    }
+}
+
+fn idle_holder(
+    index: &str,
+    pid: u32,
+    user: Option<&str>,
+    command: Option<&str>,
+    vram: Bytes,
+    idle_for: Duration,
+) -> String {
+    // A process not visible from here has no user or command to name.
+    let user = user.map_or_else(|| format!("PID {pid}'s owner"), str::to_string);
+    format!(
+        "{user} holds {} GiB on GPU {index}, idle for {} (PID {pid} {})",
+        gib(vram),
+        duration_short(idle_for),
+        truncate(command.unwrap_or(""), 40)
+    )
+}
+
+fn host_not_answering(subject: &Subject, reason: &str) -> String {
+    let host = match subject {
+        Subject::Host { name } => name.as_str(),
+        Subject::Gpu { host, .. } => host.as_deref().unwrap_or(""),
+    };
+    format!("host {host} not answering: {reason} — its GPUs are shown lost; retrying")
+}
+
+/// `n` unpinned processes of `owners` users or jobs on this GPU, with the free GPUs named
+/// (singular and plural spelled out, since the sentence is read by people).
+fn pile_up(index: &str, n: usize, owners: usize, free: &[u32]) -> String {
+    let free: Vec<String> = free.iter().map(u32::to_string).collect();
+    format!(
+        "GPU {index}: {n} process{} of {owners} user{}/job{} without CUDA_VISIBLE_DEVICES; \
+         GPU{} {} {} free — gpuwatch pick",
+        if n == 1 { "" } else { "es" },
+        if owners == 1 { "" } else { "s" },
+        if owners == 1 { "" } else { "s" },
+        if free.len() == 1 { "" } else { "s" },
+        free.join(","),
+        if free.len() == 1 { "is" } else { "are" },
+    )
 }
 
 #[cfg(test)]
@@ -109,8 +156,6 @@ mod tests {
     use super::*;
     use crate::model::warnings::{Severity, host_down};
     use crate::source::GpuId;
-    use crate::units::{Bytes, Celsius};
-    use std::time::Duration;
 
     fn on_gpu(host: Option<&str>, kind: WarningKind) -> Warning {
         Warning {
@@ -134,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_has_its_sentence() {
+    fn gpu_health_kinds_have_their_sentences() {
         let oom = |ttf: Option<u64>| WarningKind::OomRisk {
             used: Bytes::from_gib(78.4),
             total: Bytes::from_gib(80.0),
@@ -163,6 +208,15 @@ mod tests {
                 WarningKind::Lost,
                 "GPU 3 lost — not responding (fallen off the bus?)",
             ),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(warning_line(&on_gpu(None, kind)), want);
+        }
+    }
+
+    #[test]
+    fn vram_holder_kinds_have_their_sentences() {
+        let cases = [
             (
                 WarningKind::IdleHolder {
                     pid: 4000,
