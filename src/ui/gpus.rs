@@ -16,6 +16,9 @@ use crate::model::owners::{is_free, owners, unattributed};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
+// Compact mode lives in its own file; the panels and the pieces both share stay here.
+mod compact;
+
 pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     if areas.gpus.height == 0 {
         return;
@@ -24,7 +27,7 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     let start = first_shown(state, visible, areas.columns as usize);
     let shown = &state.model.gpus()[start..(start + visible).min(state.model.gpus().len())];
     if areas.compact {
-        draw_compact(frame, areas.gpus, state, shown, start, theme);
+        compact::draw_compact(frame, areas.gpus, state, shown, start, theme);
     } else {
         for (i, rect) in gpu_rects(state, areas) {
             draw_panel(frame, rect, state, &state.model.gpus()[i], theme);
@@ -74,161 +77,40 @@ fn first_shown(state: &State, visible: usize, columns: usize) -> usize {
     start - start % columns.max(1)
 }
 
-// ---- compact: one line per GPU -------------------------------------------------------
-
-/// Column widths of a compact line, chosen once per frame from the available width.
-struct CompactColumns {
-    /// Width of the GPU label (`3`, or `gpu1:3` when watching several hosts).
-    label: usize,
-    name: usize,
-    bar: usize,
-    extras: bool,
-}
-
-impl CompactColumns {
-    fn for_width(width: u16, state: &State) -> Self {
-        let wide = width >= 120;
-        let longest = state
-            .model
-            .gpus()
-            .iter()
-            .map(|g| g.label().chars().count())
-            .max()
-            .unwrap_or(1);
-        CompactColumns {
-            label: longest.clamp(3, 16),
-            name: if wide { 14 } else { 0 },
-            bar: if width >= 100 { 12 } else { 8 },
-            extras: wide,
-        }
-    }
-}
-
-fn draw_compact(
-    frame: &mut Frame,
-    area: Rect,
-    state: &State,
-    shown: &[GpuReading],
-    start: usize,
-    theme: &Theme,
-) {
-    let cols = CompactColumns::for_width(area.width, state);
-    let mut lines = vec![compact_title(
-        &cols,
-        state,
-        shown.len(),
-        start,
-        area.width,
-        theme,
-    )];
-    lines.extend(
-        shown
-            .iter()
-            .map(|g| compact_line(&cols, state, g, area.width, theme)),
-    );
-    frame.render_widget(Paragraph::new(lines), area);
-}
-
-fn compact_title<'a>(
-    cols: &CompactColumns,
-    state: &State,
-    shown: usize,
-    start: usize,
-    width: u16,
-    theme: &Theme,
-) -> Line<'a> {
-    let mut text = format!("{:>w$} ", "GPU", w = cols.label);
-    if cols.name > 0 {
-        text += &format!("{:<w$} ", "NAME", w = cols.name);
-    }
-    text += &format!("{:<w$} ", "UTIL", w = cols.bar + 5);
-    text += &format!("{:<w$} ", "VRAM GiB", w = cols.bar + 12);
-    text += &format!("{:>4} {:>5} ", "TEMP", "POWER");
-    if cols.extras {
-        text += &format!("{:>4} {:>3} ", "FAN", "P");
-    }
-    text += "OWNERS";
-    let total = state.model.gpus().len();
-    let mut spans = vec![Span::styled(text.clone(), theme.table_header)];
-    if shown < total {
-        let range = format!(" {}-{} of {total} ([ ] scroll) ", start + 1, start + shown);
-        let pad = (width as usize).saturating_sub(text.chars().count() + range.chars().count());
-        spans.push(Span::raw(" ".repeat(pad)));
-        spans.push(Span::styled(range, theme.warning));
-    }
-    Line::from(spans)
-}
-
-fn compact_line(
-    cols: &CompactColumns,
-    state: &State,
-    g: &GpuReading,
-    width: u16,
-    theme: &Theme,
-) -> Line<'static> {
-    let severity = state.model.gpu_severity(&g.id);
-    let focused = state.focus() == Some(&g.id);
-    let index_style = theme.severity(severity, theme.title);
-    let mut spans = vec![if focused {
-        Span::styled(
-            format!("▶{:>w$} ", g.label(), w = cols.label - 1),
-            index_style.patch(theme.selected),
-        )
-    } else {
-        Span::styled(format!("{:>w$} ", g.label(), w = cols.label), index_style)
-    }];
-    if cols.name > 0 {
-        spans.push(Span::raw(format!(
-            "{:<w$} ",
-            truncate(short_name(&g.name), cols.name),
-            w = cols.name
-        )));
-    }
-    if g.status == GpuStatus::Lost {
-        spans.push(Span::styled("LOST — not responding", theme.critical));
-        return Line::from(spans);
-    }
-    let util = g.util.map(|u| u.ratio());
-    spans.push(Span::styled(bar(util, cols.bar), theme.good));
-    spans.push(Span::raw(format!(
-        " {:>4} ",
-        or_na(g.util, |u| format!("{}%", u.0))
-    )));
-    let mem = g.memory_ratio();
-    spans.push(Span::styled(bar(mem, cols.bar), theme.level(mem)));
-    spans.push(Span::styled(
-        format!(" {:>11} ", memory_text(g, "")),
-        theme.level(mem),
-    ));
-    spans.push(Span::styled(
-        format!("{:>4} ", temp_text(g)),
-        temp_style(state, g, theme),
-    ));
-    spans.push(Span::raw(format!(
-        "{:>5} ",
-        or_na(g.power, |w| format!("{:.0}W", w.0))
-    )));
-    if cols.extras {
-        spans.push(Span::raw(format!(
-            "{:>4} ",
-            or_na(g.fan, |f| format!("{}%", f.0))
-        )));
-        spans.push(Span::raw(format!(
-            "{:>3} ",
-            or_na(g.pstate, |p| format!("P{p}"))
-        )));
-    }
-    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
-    spans.extend(fit_spans(
-        owner_spans(state, g, theme),
-        (width as usize).saturating_sub(used),
-    ));
-    Line::from(spans)
-}
-
 // ---- full panels ---------------------------------------------------------------------
 
 fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, theme: &Theme) {
+    let block = panel_block(area, state, g, theme);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height == 0 || inner.width < 20 {
+        return;
+    }
+    if g.status == GpuStatus::Lost {
+        let line = Line::styled(
+            "LOST — not responding; other GPUs keep updating",
+            theme.critical,
+        );
+        frame.render_widget(Paragraph::new(line), inner);
+        return;
+    }
+    let [gauges, readings, sparks] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(2),
+    ])
+    .areas(inner);
+    frame.render_widget(
+        Paragraph::new(gauge_line(g, inner.width as usize, theme)),
+        gauges,
+    );
+    frame.render_widget(Paragraph::new(readings_line(state, g, theme)), readings);
+    draw_sparklines(frame, sparks, state, g, theme);
+}
+
+/// The panel's frame: its border shows focus and severity, the top border names the GPU
+/// and who holds it, the bottom border carries the finer details.
+fn panel_block(area: Rect, state: &State, g: &GpuReading, theme: &Theme) -> Block<'static> {
     let severity = state.model.gpu_severity(&g.id);
     let focused = state.focus() == Some(&g.id);
     let border = theme.severity(severity, if focused { theme.focus } else { theme.dim });
@@ -270,31 +152,7 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
     if !details.is_empty() {
         block = block.title_bottom(Line::from(fit_spans(details, details_room)));
     }
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if inner.height == 0 || inner.width < 20 {
-        return;
-    }
-    if g.status == GpuStatus::Lost {
-        let line = Line::styled(
-            "LOST — not responding; other GPUs keep updating",
-            theme.critical,
-        );
-        frame.render_widget(Paragraph::new(line), inner);
-        return;
-    }
-    let [gauges, readings, sparks] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Length(2),
-    ])
-    .areas(inner);
-    frame.render_widget(
-        Paragraph::new(gauge_line(g, inner.width as usize, theme)),
-        gauges,
-    );
-    frame.render_widget(Paragraph::new(readings_line(state, g, theme)), readings);
-    draw_sparklines(frame, sparks, state, g, theme);
+    block
 }
 
 /// (details, clock-throttle reasons) for the panel's bottom border; empty when unknown.

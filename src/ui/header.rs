@@ -12,6 +12,21 @@ use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     // The right side (status, free GPUs, clock) always shows; host details give way first.
+    let right = right_spans(state, theme);
+    let right_width: usize = right.iter().map(|s| s.content.chars().count()).sum();
+    let room = (area.width as usize).saturating_sub(right_width);
+    let left = left_text(state, room);
+    let pad = room.saturating_sub(left.chars().count());
+    let mut spans = vec![
+        Span::styled(left, theme.header_bar),
+        Span::styled(" ".repeat(pad), theme.header_bar),
+    ];
+    spans.extend(right);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// Status badges (source error, replay, read-only, paused), the free GPUs and the clock.
+fn right_spans(state: &State, theme: &Theme) -> Vec<Span<'static>> {
     let mut right: Vec<Span> = Vec::new();
     if let Some(err) = &state.model.source_error() {
         right.push(Span::styled(
@@ -45,9 +60,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             theme.header_bar,
         ));
     }
-    let right_width: usize = right.iter().map(|s| s.content.chars().count()).sum();
-    let room = (area.width as usize).saturating_sub(right_width);
+    right
+}
 
+/// Name, host, GPU count and interval, then driver and CUDA versions while they fit in
+/// `room` columns; truncated to `room` at worst.
+fn left_text(state: &State, room: usize) -> String {
     let n = state.model.gpus().len();
     let mut parts: Vec<String> = vec!["gpuwatch".into()];
     if !state.model.host().hostname.is_empty() {
@@ -79,14 +97,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             parts.push(part);
         }
     }
-    let left = truncate(&format!(" {} ", parts.join(" · ")), room);
-    let pad = room.saturating_sub(left.chars().count());
-    let mut spans = vec![
-        Span::styled(left, theme.header_bar),
-        Span::styled(" ".repeat(pad), theme.header_bar),
-    ];
-    spans.extend(right);
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    truncate(&format!(" {} ", parts.join(" · ")), room)
 }
 
 fn free_text(state: &State) -> String {

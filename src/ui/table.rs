@@ -67,40 +67,11 @@ pub fn visible_columns(state: &State) -> Vec<Column> {
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let table = &state.model.procs();
-    let arrow = match table.dir {
-        SortDir::Ascending => "▲",
-        SortDir::Descending => "▼",
-    };
-    let count = if table.len() == table.all.len() {
-        table.len().to_string()
-    } else {
-        format!("{} of {}", table.len(), table.all.len())
-    };
-    let mut title = format!(
-        " Processes ({count}) · sorted by {} {arrow}",
-        table.sort.name()
-    );
-    if let Some(gpu) = state
-        .focus()
-        .and_then(|id| state.model.gpus().iter().find(|g| &g.id == id))
-    {
-        title += &format!(" · GPU {} only", gpu.index);
-    }
-    if let Some(user) = &table.view.user {
-        title += &format!(" · user {user}");
-    }
-    if let Some(job) = &table.view.job {
-        title += &format!(" · {job}");
-    }
-    title += if table.view.is_everything() {
-        " · ? help "
-    } else {
-        " · Esc: show all "
-    };
+    let arrow = sort_arrow(table.dir);
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.dim)
-        .title(Span::styled(title, theme.title));
+        .title(Span::styled(title(state, arrow), theme.title));
 
     let columns = &visible_columns(state);
     let header = Row::new(columns.iter().map(|c| {
@@ -129,16 +100,61 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let mut view = TableState::default().with_selected(table.selected_index().map(|s| s - first));
     frame.render_stateful_widget(widget, area, &mut view);
     if table.is_empty() && area.height > 2 {
-        let msg = Rect::new(area.x + 1, area.y + 2, area.width.saturating_sub(2), 1);
-        let text = if state.model.now().is_none() {
-            "waiting for the first sample…"
-        } else if table.all.is_empty() {
-            "no GPU processes"
-        } else {
-            "no process matches (Esc shows all)"
-        };
-        frame.render_widget(Line::styled(text, theme.dim), msg);
+        draw_empty(frame, area, state, theme);
     }
+}
+
+fn sort_arrow(dir: SortDir) -> &'static str {
+    match dir {
+        SortDir::Ascending => "▲",
+        SortDir::Descending => "▼",
+    }
+}
+
+/// The block title: how many rows of how many, the sort, every narrowing, and the hint
+/// for the way out (Esc) or for help.
+fn title(state: &State, arrow: &str) -> String {
+    let table = &state.model.procs();
+    let count = if table.len() == table.all.len() {
+        table.len().to_string()
+    } else {
+        format!("{} of {}", table.len(), table.all.len())
+    };
+    let mut title = format!(
+        " Processes ({count}) · sorted by {} {arrow}",
+        table.sort.name()
+    );
+    if let Some(gpu) = state
+        .focus()
+        .and_then(|id| state.model.gpus().iter().find(|g| &g.id == id))
+    {
+        title += &format!(" · GPU {} only", gpu.index);
+    }
+    if let Some(user) = &table.view.user {
+        title += &format!(" · user {user}");
+    }
+    if let Some(job) = &table.view.job {
+        title += &format!(" · {job}");
+    }
+    title += if table.view.is_everything() {
+        " · ? help "
+    } else {
+        " · Esc: show all "
+    };
+    title
+}
+
+/// Why the table is empty, on its first row: no sample yet, no processes, or the filter.
+fn draw_empty(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let msg = Rect::new(area.x + 1, area.y + 2, area.width.saturating_sub(2), 1);
+    let text = if state.model.now().is_none() {
+        "waiting for the first sample…"
+    } else if state.model.procs().all.is_empty() {
+        "no GPU processes"
+    } else {
+        "no process matches (Esc shows all)"
+    };
+    frame.render_widget(Line::styled(text, theme.dim), msg);
 }
 
 /// The GPUs with a pile-up warning: their unpinned processes are marked.
