@@ -5,6 +5,7 @@
 //! selection or scrolling (that is `state::View`), nor of how anything is drawn.
 
 pub mod activity;
+pub mod columns;
 pub mod etiquette;
 pub mod filter;
 pub mod holders;

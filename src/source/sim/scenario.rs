@@ -400,46 +400,5 @@ pub(super) fn oom_generation_start(generation: u32) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_situation_is_in_each_block_and_the_notebook_spans_two_gpus() {
-        for role in [
-            Role::Training,
-            Role::FillingToOom,
-            Role::Overheating,
-            Role::IdleHolder,
-            Role::StaleVram,
-            Role::Free,
-        ] {
-            assert!(ROLES.iter().any(|r| r.role == role), "{role:?}");
-        }
-        let notebooks = ROLES
-            .iter()
-            .filter(|r| r.jobs.iter().any(|j| matches!(j.pid, Pid::PerBlock(_))))
-            .count();
-        assert_eq!(notebooks, 2);
-        assert_eq!(user_of(4), user_of(7), "one notebook, one owner");
-        let roots = ROLES
-            .iter()
-            .flat_map(|r| r.jobs)
-            .filter(|j| j.owner == Owner::Root);
-        assert_eq!(roots.count(), 1);
-    }
-
-    #[test]
-    fn the_oom_job_dies_short_of_full_and_restarts() {
-        let (mem, alive, generation) = oom_cycle(0.0);
-        assert_eq!((mem, alive, generation), (40.0, true, 0));
-        let deaths = (0..400).map(f64::from).filter(|&t| !oom_cycle(t).1);
-        let first_death = deaths.clone().next().unwrap();
-        let (_, _, next) = oom_cycle(first_death + 6.0);
-        assert_eq!(next, 1);
-        assert_eq!(oom_generation_start(1), first_death + 6.0);
-        let peak = (0..400)
-            .map(|t| oom_cycle(f64::from(t)).0)
-            .fold(0.0, f64::max);
-        assert!(peak + DRIVER_RESERVED_GIB <= VRAM_TOTAL_GIB * 0.99);
-    }
-}
+#[path = "scenario_tests.rs"]
+mod tests;
