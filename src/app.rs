@@ -2,34 +2,34 @@
 //! loop (samples, keys, resizes, signals), passes every message through `state::update`,
 //! carries out the returned effects and redraws after each handled message — never on a timer.
 //! The loop reads the outside world only through an injected [`Io`], so tests drive it with
-//! scripted events on a `TestBackend`; only [`run`] touches the real terminal and OS signals.
+//! scripted events on a `TestBackend`; only [`run`] (in `terminal_setup`) touches the real
+//! terminal and OS signals.
 
 use std::io;
 use std::pin::Pin;
-use std::task::Poll;
 
 use color_eyre::eyre::{Result, WrapErr};
 use futures_util::{Stream, StreamExt};
 use ratatui::Terminal;
-use ratatui::backend::{Backend, CrosstermBackend};
-use ratatui::crossterm::event::{
-    DisableMouseCapture, EnableMouseCapture, Event, EventStream, MouseButton, MouseEvent,
-    MouseEventKind,
-};
-use tokio::signal::unix::{SignalKind, signal};
+use ratatui::backend::Backend;
+use ratatui::crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
 use tokio::sync::mpsc;
 
 use crate::keymap;
 use crate::sampler::{self, SamplerEvent};
-use crate::signals::{DemoSignaller, Signaller, SystemSignaller};
+use crate::signals::Signaller;
 use crate::source::GpuSource;
 use crate::source::replay::{ReplayHandle, SPEEDS};
 use crate::state::{
     Effect, LayoutPref, Msg, ReplayCommand, ReplayStatus, State, ViewConfig, update,
 };
-use crate::terminal::Coalescing;
 use crate::ui::hit::{MouseInput, MouseKind};
 use crate::ui::{self, Theme};
+
+// `run` and what only it needs (the real terminal, its panic hooks, the OS signal
+// listeners) live in their own file; the loop below sees none of them.
+mod terminal_setup;
+pub use terminal_setup::run;
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,58 +97,6 @@ pub struct Io<B: Backend> {
     pub os_signals: OsSignals,
     /// Carries out confirmed signals (the real `kill(2)`, the demo's stand-in, a test's fake).
     pub signaller: Box<dyn Signaller>,
-}
-
-/// The interactive mode on the real terminal: builds the real [`Io`] (crossterm input,
-/// SIGTERM/SIGHUP/SIGINT, the `Coalescing` crossterm screen, `kill(2)` or the demo's
-/// stand-in), runs the loop, and restores the terminal whatever happens.
-pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
-    // Before touching the terminal: a failure here leaves it as it was.
-    let os_signals = system_signals().wrap_err("cannot listen for SIGTERM/SIGHUP/SIGINT")?;
-    // init_terminal installs a panic hook that restores the terminal before the
-    // (color-eyre) report is printed.
-    let terminal = init_terminal().wrap_err("cannot set up the terminal")?;
-    show_cursor_on_panic(options.mouse);
-    if options.mouse {
-        ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
-    }
-    let mouse = options.mouse;
-    let signaller: Box<dyn Signaller> = if options.demo {
-        Box::new(DemoSignaller)
-    } else {
-        Box::new(SystemSignaller::default())
-    };
-    let mut io = Io {
-        terminal,
-        events: Box::pin(EventStream::new()),
-        os_signals,
-        signaller,
-    };
-    let result = event_loop(&mut io, source, config, options).await;
-    if mouse {
-        let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
-    }
-    ratatui::restore();
-    result
-}
-
-/// SIGTERM, SIGHUP and SIGINT as one stream. Each tokio `Signal` is polled in turn; a
-/// pending one registers the waker, so the stream wakes on whichever arrives.
-fn system_signals() -> io::Result<OsSignals> {
-    let mut listeners = [
-        (OsSignal::Terminate, signal(SignalKind::terminate())?),
-        (OsSignal::Hangup, signal(SignalKind::hangup())?),
-        (OsSignal::Interrupt, signal(SignalKind::interrupt())?),
-    ];
-    Ok(Box::pin(futures_util::stream::poll_fn(move |cx| {
-        for (which, listener) in &mut listeners {
-            // Ready(None) only when the runtime shuts down: that listener just goes quiet.
-            if let Poll::Ready(Some(())) = listener.poll_recv(cx) {
-                return Poll::Ready(Some(*which));
-            }
-        }
-        Poll::Pending
-    })))
 }
 
 /// Runs the TUI against `io` until the user quits, a signal arrives or input ends.
@@ -331,39 +279,6 @@ fn terminal_input(event: Option<io::Result<Event>>, state: &State) -> Result<Nex
         // The terminal went away: nothing more can be asked of us.
         None => Next::Exit(Exit::Quit),
     })
-}
-
-/// The terminal the TUI draws on: crossterm, behind the byte-saving `Coalescing` layer.
-type Tui = ratatui::Terminal<Coalescing<CrosstermBackend<std::io::Stdout>>>;
-
-/// Raw mode and the alternate screen, with a panic hook that undoes both before the
-/// report is printed (what `ratatui::try_init` does, for our backend type).
-fn init_terminal() -> std::io::Result<Tui> {
-    ratatui::crossterm::terminal::enable_raw_mode()?;
-    ratatui::crossterm::execute!(
-        std::io::stdout(),
-        ratatui::crossterm::terminal::EnterAlternateScreen
-    )?;
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        ratatui::restore();
-        previous(info);
-    }));
-    ratatui::Terminal::new(Coalescing::new(CrosstermBackend::new(std::io::stdout())))
-}
-
-/// ratatui's hook leaves the alternate screen and raw mode but not the hidden cursor (the
-/// tmux test caught it) nor mouse reporting; undo both before the report is printed.
-fn show_cursor_on_panic(mouse: bool) {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let mut out = std::io::stdout();
-        let _ = ratatui::crossterm::execute!(out, ratatui::crossterm::cursor::Show);
-        if mouse {
-            let _ = ratatui::crossterm::execute!(out, DisableMouseCapture);
-        }
-        previous(info);
-    }));
 }
 
 fn mouse_input(event: MouseEvent) -> Option<MouseInput> {
