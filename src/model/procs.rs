@@ -1,6 +1,6 @@
-//! The process table: rows built from a sample, sorting by a typed column, and a
-//! selection that follows a process (PID + start time + GPU), never a row index.
-//! Pure: no I/O, no clock.
+//! The process table: rows built from a sample, sorting by a typed column (the column and
+//! sort vocabulary is `model::columns`), and a selection that follows a process (PID +
+//! start time + GPU), never a row index. Pure: no I/O, no clock.
 
 use std::cmp::Ordering;
 use std::time::{Duration, SystemTime};
