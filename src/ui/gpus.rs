@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, SparklineBar};
 use super::Theme;
 use super::format::{NA, bar, bytes_short, gib, or_na, truncate};
 use crate::history::{Ring, buckets};
-use crate::layout::{Areas, PANEL_HEIGHT, visible_gpus};
+use crate::layout::{Areas, first_gpu_shown, gpu_rects, visible_gpus};
 use crate::model::owners::{is_free, owners, unattributed};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
@@ -23,58 +23,18 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     if areas.gpus.height == 0 {
         return;
     }
+    let gpus = state.model.gpus();
     let visible = visible_gpus(areas).max(1);
-    let start = first_shown(state, visible, areas.columns as usize);
-    let shown = &state.model.gpus()[start..(start + visible).min(state.model.gpus().len())];
+    let start = first_gpu_shown(areas, gpus.len(), state.view.gpu_scroll);
+    let shown = &gpus[start..(start + visible).min(gpus.len())];
     if areas.compact {
         compact::draw_compact(frame, areas.gpus, state, shown, start, theme);
     } else {
-        for (i, rect) in gpu_rects(state, areas) {
-            draw_panel(frame, rect, state, &state.model.gpus()[i], theme);
+        // The same rectangles mouse clicks are matched against (`ui::hit`).
+        for (i, rect) in gpu_rects(areas, gpus.len(), state.view.gpu_scroll) {
+            draw_panel(frame, rect, state, &gpus[i], theme);
         }
     }
-}
-
-/// Where each shown GPU is drawn (its panel, or its line in compact mode), by position in
-/// `state.model.gpus()`: what a mouse click is matched against.
-pub fn gpu_rects(state: &State, areas: &Areas) -> Vec<(usize, Rect)> {
-    let visible = visible_gpus(areas).max(1);
-    let start = first_shown(state, visible, areas.columns as usize);
-    let end = (start + visible).min(state.model.gpus().len());
-    let a = areas.gpus;
-    if a.height == 0 {
-        return Vec::new();
-    }
-    if areas.compact {
-        // Line 0 is the column titles.
-        return (start..end)
-            .map(|i| (i, Rect::new(a.x, a.y + 1 + (i - start) as u16, a.width, 1)))
-            .filter(|(_, r)| r.bottom() <= a.bottom())
-            .collect();
-    }
-    let columns = areas.columns.max(1) as usize;
-    let rows = (end - start).div_ceil(columns);
-    let row_areas = Layout::vertical(vec![Constraint::Length(PANEL_HEIGHT); rows]).split(a);
-    let mut out = Vec::new();
-    for (r, row_area) in row_areas.iter().enumerate() {
-        let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
-            .split(*row_area);
-        for (c, cell) in cells.iter().enumerate() {
-            let i = start + r * columns + c;
-            if i < end {
-                out.push((i, *cell));
-            }
-        }
-    }
-    out
-}
-
-/// The first GPU drawn: the scroll position, clamped so the last screenful is full, and
-/// aligned to a whole row of panels.
-fn first_shown(state: &State, visible: usize, columns: usize) -> usize {
-    let max_start = state.model.gpus().len().saturating_sub(visible);
-    let start = state.view.gpu_scroll.min(max_start);
-    start - start % columns.max(1)
 }
 
 // ---- full panels ---------------------------------------------------------------------

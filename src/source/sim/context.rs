@@ -17,6 +17,7 @@ pub(in crate::source::sim) enum Runs {
     Login,
     /// A Slurm job; its id is `job + block` (one job per block of eight GPUs).
     Slurm { job: u64, name: &'static str },
+    /// A container named `{name}-{owner}`.
     Docker {
         name: &'static str,
         image: &'static str,
@@ -69,7 +70,16 @@ fn pod_uid(name: &str, block: usize) -> String {
     )
 }
 
-fn workload(runs: Runs, block: usize, uid: u32) -> Option<Workload> {
+/// A name made unique per block of eight GPUs (the scenario repeats beyond 8 GPUs).
+fn in_block(name: &str, block: usize) -> String {
+    if block == 0 {
+        name.to_string()
+    } else {
+        format!("{name}-{block}")
+    }
+}
+
+fn workload(runs: Runs, block: usize, (user, uid): (&str, u32)) -> Option<Workload> {
     Some(match runs {
         Runs::Login => return None,
         Runs::Slurm { job, name } => Workload::Slurm {
@@ -86,7 +96,7 @@ fn workload(runs: Runs, block: usize, uid: u32) -> Option<Workload> {
             engine: Engine::Docker,
             id: container_id(name, block),
             names: ContainerNames {
-                name: Some(name.into()),
+                name: Some(format!("{name}-{user}")),
                 image: Some(image.into()),
                 ..ContainerNames::default()
             },
@@ -100,7 +110,7 @@ fn workload(runs: Runs, block: usize, uid: u32) -> Option<Workload> {
             qos: PodQos::Burstable,
             container: Some((Engine::Containerd, container_id(container, block))),
             names: PodNames {
-                name: Some(name.into()),
+                name: Some(in_block(name, block)),
                 namespace: Some(namespace.into()),
                 container: Some(container.into()),
             },
@@ -134,11 +144,16 @@ fn env(runs: Runs, pin: Pin, block: usize) -> ProcEnv {
     ProcEnv::from_vars(vars.into_iter().map(|(k, v)| (k.to_string(), v)))
 }
 
-/// The context of a job on GPU `i`, owned by `uid`.
-pub(in crate::source::sim) fn context(runs: Runs, pin: Pin, i: usize, uid: u32) -> ProcContext {
+/// The context of a job on GPU `i`, owned by `owner` (name, UID).
+pub(in crate::source::sim) fn context(
+    runs: Runs,
+    pin: Pin,
+    i: usize,
+    owner: (&str, u32),
+) -> ProcContext {
     let block = i / 8;
     ProcContext {
-        workload: workload(runs, block, uid).map(Arc::new),
+        workload: workload(runs, block, owner).map(Arc::new),
         env: Some(Arc::new(env(runs, pin, block))),
     }
 }

@@ -136,6 +136,11 @@ impl SimSource {
     /// The job's process on GPU `i` at this tick, or `None` while it is dead (an OOM job
     /// between generations). Draws the VRAM jitter, then the CPU jitter, when they apply.
     fn job(&mut self, job: &Job, i: usize, gpu: &GpuId, util: f64) -> Option<ProcReading> {
+        // Unpinned processes land on the host's GPU 0 (CUDA's device 0), not on the first
+        // GPU of every block of eight.
+        if matches!(job.owner, Owner::Named(..)) && i >= 8 {
+            return None;
+        }
         let (pid, gib, started) = match job.vram {
             Vram::Steady(gib) => (job.pid.of(i), gib, self.ago(job.started_ago)),
             Vram::Jittered {
@@ -179,7 +184,7 @@ impl SimSource {
                 cpu_percent: Some(((job.cpu + jitter).max(0.0) * 10.0).round() as f32 / 10.0),
                 host_memory: Some(Bytes::from_gib(job.host_gib)),
                 started,
-                context: context::context(job.runs, job.pin, i, uid),
+                context: context::context(job.runs, job.pin, i, (user, uid)),
             }),
         })
     }

@@ -203,7 +203,7 @@ const FINETUNE: Job = Job {
     host_gib: 18.0,
     started_ago: 0,
     runs: Runs::Docker {
-        name: "finetune-bob",
+        name: "finetune",
         image: "pytorch/pytorch:2.4.0-cuda12.4",
     },
     pin: Pin::Container(&[2]),
