@@ -246,10 +246,8 @@ fn the_workload_and_gpu_environment_are_read_once_per_process() {
     assert_eq!(again.context, job.context);
 }
 
-#[test]
-fn the_first_sample_waits_briefly_for_names_and_later_ones_reuse_them() {
-    use crate::source::workload::SlurmNames;
-    use names::{ContainerFacts, Lookups, NameResolver, Policy};
+/// A docker process (40) and a Slurm process (41) whose environment names its job.
+fn named_processes() -> Fixture {
     let fx = Fixture::new();
     let id = "3f2a1b9c0d12e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9";
     fx.process(40, "python3", 1000, b"python3\0train.py\0", 0, 5);
@@ -270,6 +268,14 @@ fn the_first_sample_waits_briefly_for_names_and_later_ones_reuse_them() {
         b"SLURM_JOB_ID=77\0SLURM_JOB_NAME=sweep\0",
     )
     .unwrap();
+    fx
+}
+
+#[test]
+fn the_first_sample_waits_briefly_for_names_and_later_ones_reuse_them() {
+    use crate::source::workload::SlurmNames;
+    use names::{ContainerFacts, Lookups, NameResolver, Policy};
+    let fx = named_processes();
     let lookups = Lookups {
         containers: Box::new(|_: Engine, _: &str, _: Duration| {
             let mut facts = ContainerFacts::default();

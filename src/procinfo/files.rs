@@ -1,0 +1,82 @@
+//! Parsing the /proc files `ProcInfo` reads: `stat`, `status`, `cmdline`, `environ` (only
+//! its GPU-related variables) and the host's boot time. Pure text-to-value functions plus
+//! the two reads that cannot fail loudly; no caching here.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use crate::source::workload::ProcEnv;
+
+/// The parts of /proc/PID/stat we use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Stat {
+    pub comm: String,
+    pub cpu_ticks: u64,
+    pub start_ticks: u64,
+    pub rss_pages: u64,
+}
+
+/// The GPU-related variables of /proc/PID/environ; `None` when it cannot be read (another
+/// user's process, unless we are root). Only the kept prefixes leave this function.
+pub(super) fn read_env(dir: &Path) -> Option<ProcEnv> {
+    let raw = std::fs::read(dir.join("environ")).ok()?;
+    Some(ProcEnv::from_vars(raw.split(|&b| b == 0).filter_map(
+        |entry| {
+            let text = std::str::from_utf8(entry).ok()?;
+            let (k, v) = text.split_once('=')?;
+            Some((k.to_string(), v.to_string()))
+        },
+    )))
+}
+
+/// `btime` from /proc/stat. Every Linux /proc has it; if it cannot be read the start times
+/// are counted from the epoch, which shows as absurdly old rather than silently wrong-ish.
+pub(super) fn read_boot_time(root: &Path) -> SystemTime {
+    std::fs::read_to_string(root.join("stat"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .map_or(SystemTime::UNIX_EPOCH, |secs| {
+            SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+        })
+}
+
+/// Parses /proc/PID/stat. The command name (field 2) may contain spaces and parentheses,
+/// so it is everything between the first '(' and the *last* ')'.
+pub(super) fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    // Fields after the name, numbered as in proc(5) from 3 (state).
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    let field = |n: usize| rest.get(n - 3)?.parse::<u64>().ok();
+    Some(Stat {
+        comm,
+        cpu_ticks: field(14)? + field(15)?,
+        start_ticks: field(22)?,
+        rss_pages: field(24)?,
+    })
+}
+
+/// The real UID from the `Uid:` line of /proc/PID/status (real, effective, saved, fs).
+pub(super) fn parse_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// /proc/PID/cmdline is NUL-separated (and NUL-terminated): show it space-separated.
+pub(super) fn join_cmdline(raw: &[u8]) -> String {
+    raw.split(|&b| b == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(String::from_utf8_lossy)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
