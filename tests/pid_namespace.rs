@@ -103,3 +103,35 @@ fn host_pids_1_and_2_are_not_the_local_sh_and_sleep() {
     );
     assert!(!text.contains("sleep 100"), "{text}");
 }
+
+#[test]
+fn the_tui_in_a_child_namespace_refuses_to_signal_host_pids() {
+    if let Some(why) = cannot_unshare() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let Some(t) = common::tmux::Tmux::start("pidns", 120, 40) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = scenario(dir.path());
+    let cmd = format!(
+        "unshare --pid --fork --mount-proc sh -c 'sleep 100 & GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}; kill $!'",
+        scenario.display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        common::fake_lib().display()
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for("host PID 2", std::time::Duration::from_secs(15));
+    assert!(!screen.contains("sleep 100"), "{screen}");
+    // Select the first row and ask to send SIGTERM: refused, no dialog.
+    t.send(&["Down"]);
+    t.send(&["T"]);
+    let screen = t.wait_for("refusing to signal it", std::time::Duration::from_secs(10));
+    assert!(
+        !screen.contains("Send SIGTERM to this process?"),
+        "{screen}"
+    );
+    t.send(&["q"]);
+    t.wait_restored();
+}

@@ -68,7 +68,7 @@ pub fn request(
         Visibility::Visible => {}
         Visibility::OtherNamespace => {
             return Err(format!(
-                "PID {pid} is in another PID namespace: refusing to signal it"
+                "PID {pid} is not visible from this PID namespace: refusing to signal it"
             ));
         }
         Visibility::Exited => return Err(format!("PID {pid} has exited: nothing to signal")),
@@ -178,7 +178,9 @@ mod tests {
         assert!(r(Some(&remote), false, Some(1000)).contains("runs on gpu2"));
         let mut hidden = row(1000, "alice");
         hidden.visibility = Visibility::OtherNamespace;
-        assert!(r(Some(&hidden), false, Some(1000)).contains("another PID namespace"));
+        assert!(
+            r(Some(&hidden), false, Some(1000)).contains("not visible from this PID namespace")
+        );
         hidden.visibility = Visibility::Hidden;
         assert!(r(Some(&hidden), false, Some(1000)).contains("hidden"));
         hidden.visibility = Visibility::Exited;
