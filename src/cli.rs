@@ -86,6 +86,11 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", global = true)]
     pub nvml_lib: Option<String>,
 
+    /// The kubelet's pod-resources socket, asked which pod each GPU is allocated to
+    /// [default: /var/lib/kubelet/pod-resources/kubelet.sock; nothing is asked without it].
+    #[arg(long, value_name = "PATH", global = true)]
+    pub kubelet_socket: Option<String>,
+
     /// Show (or pick from) only these GPUs: indices and/or UUIDs, comma-separated, e.g. 0,2
     /// or GPU-5e0c.
     #[arg(long, value_name = "LIST", global = true)]

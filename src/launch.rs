@@ -13,6 +13,7 @@ use crate::config::{PickRequest, Settings};
 use crate::headless;
 use crate::model::warnings::{Subject, WarningKind};
 use crate::pick::{self, wait::Outcome};
+use crate::procinfo::pods::PodDirectory;
 use crate::record::{self, RecordingSource};
 use crate::sampler;
 use crate::source::multi::MultiSource;
@@ -171,7 +172,14 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
         );
         (Box::new(sim), true)
     };
-    let nvml = || NvmlSource::open(settings.nvml_lib.as_deref());
+    let nvml = || {
+        NvmlSource::open(settings.nvml_lib.as_deref()).map(|s| {
+            s.with_pods(PodDirectory::new(
+                settings.kubelet_socket.clone(),
+                crate::procinfo::pods::POLL_INTERVAL,
+            ))
+        })
+    };
     match settings.source {
         SourceKind::Demo => Ok(demo()),
         SourceKind::Nvml => nvml()

@@ -14,6 +14,7 @@ pub const ENV_FLAGS: &[&str] = &[
     "demo-gpus",
     "seed",
     "nvml-lib",
+    "kubelet-socket",
     "only",
     "interval",
     "history",

@@ -142,6 +142,8 @@ pub struct Settings {
     /// Where `only` came from (`--only` or `GPUWATCH_ONLY`), for "matches no GPU".
     pub only_origin: String,
     pub nvml_lib: Option<PathBuf>,
+    /// The kubelet pod-resources socket (`--kubelet-socket`).
+    pub kubelet_socket: PathBuf,
     pub thresholds: Thresholds,
     /// The config file actually read (`None` when there was none).
     pub config_path: Option<PathBuf>,
@@ -248,6 +250,7 @@ impl Settings {
             only,
             only_origin,
             nvml_lib: sources::nvml_lib(cli, &r)?,
+            kubelet_socket: sources::kubelet_socket(cli, &r)?,
             thresholds: thresholds::thresholds(cli, &r)?,
             config_path: file.as_ref().map(|f| f.path.clone()),
             pick: match &cli.command {

@@ -47,6 +47,13 @@ pub(super) fn demo_fleet(cli: &Cli, r: &Resolver) -> Result<(usize, u64), Settin
     Ok((gpus.value, seed.value))
 }
 
+pub(super) fn kubelet_socket(cli: &Cli, r: &Resolver) -> Result<PathBuf, SettingsError> {
+    Ok(r.text("kubelet-socket", &cli.kubelet_socket)?.map_or_else(
+        || crate::procinfo::kubelet::DEFAULT_SOCKET.into(),
+        |got| got.value.into(),
+    ))
+}
+
 pub(super) fn nvml_lib(cli: &Cli, r: &Resolver) -> Result<Option<PathBuf>, SettingsError> {
     Ok(r.text("nvml-lib", &cli.nvml_lib)?
         .map(|got| got.value.into()))

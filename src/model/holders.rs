@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::procs::ProcRow;
-use crate::source::GpuId;
+use crate::source::{GpuId, GpuReading};
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -16,6 +16,9 @@ pub struct Holders {
     /// VRAM the listed processes hold together; `None` when any of them is unknown.
     pub listed: Option<Bytes>,
     pub processes: usize,
+    /// Pods the kubelet allocated this GPU to and none of whose processes are listed
+    /// (their PIDs are not visible from here): `k8s ml/bert-7f9c`. They hold the GPU too.
+    pub pods: Vec<String>,
 }
 
 /// Who a row counts as on the owners line: its job with the user in brackets
@@ -31,6 +34,32 @@ pub fn owner_name(row: &ProcRow) -> String {
         (Some(job), None) => job,
         (None, Some(user)) => user.clone(),
         (None, None) => format!("pid {}", row.key.pid),
+    }
+}
+
+/// Adds the GPUs' pod allocations that no listed process accounts for: the pod is an owner
+/// (with the VRAM no listed process accounts for), and the GPU is held, not free.
+pub fn add_pods(holders: &mut HashMap<GpuId, Holders>, gpus: &[GpuReading]) {
+    for gpu in gpus.iter().filter(|g| !g.allocations.is_empty()) {
+        let h = holders.entry(gpu.id.clone()).or_insert_with(|| Holders {
+            listed: Some(Bytes(0)),
+            ..Holders::default()
+        });
+        for alloc in &gpu.allocations {
+            let label = format!("k8s {}/{}", alloc.namespace, alloc.pod);
+            if h.owners.iter().any(|(name, _)| name.starts_with(&label)) || h.pods.contains(&label)
+            {
+                continue;
+            }
+            let rest = gpu
+                .memory_used
+                .zip(h.listed)
+                .map_or(Bytes(0), |(used, listed)| used.saturating_sub(listed));
+            h.owners.push((label.clone(), rest));
+            h.pods.push(label);
+        }
+        h.owners
+            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     }
 }
 
@@ -58,4 +87,32 @@ pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
             .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::workload::PodAllocation;
+
+    #[test]
+    fn a_pod_the_kubelet_names_holds_what_no_listed_process_accounts_for() {
+        let mut gpu = GpuReading::absent(GpuId("GPU-a".into()), 0, "g");
+        gpu.memory_used = Some(Bytes::from_gib(10.0));
+        gpu.allocations = vec![PodAllocation {
+            namespace: "ml".into(),
+            pod: "trainer-0".into(),
+            container: "trainer".into(),
+        }];
+        let mut holders = by_gpu(&[]);
+        add_pods(&mut holders, std::slice::from_ref(&gpu));
+        let h = &holders[&gpu.id];
+        assert_eq!(
+            h.owners,
+            [("k8s ml/trainer-0".to_string(), Bytes::from_gib(10.0))]
+        );
+        assert_eq!(h.pods, ["k8s ml/trainer-0"]);
+        // Twice is still once.
+        add_pods(&mut holders, std::slice::from_ref(&gpu));
+        assert_eq!(holders[&gpu.id].owners.len(), 1);
+    }
 }

@@ -210,6 +210,7 @@ impl Model {
             })
             .collect();
         self.holders = holders::by_gpu(&rows);
+        holders::add_pods(&mut self.holders, &sample.gpus);
         self.any_job = rows.iter().any(|r| r.job.is_some());
         self.procs.set_rows(rows);
         self.gpus = sample.gpus;

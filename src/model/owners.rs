@@ -23,6 +23,8 @@ pub fn owners<'a>(model: &'a Model, gpu: &GpuReading) -> &'a [(String, Bytes)] {
 pub fn unattributed(model: &Model, gpu: &GpuReading) -> Option<Bytes> {
     let used = gpu.memory_used?;
     let listed = match model.holders(&gpu.id) {
+        // A pod the kubelet names holds what no visible process accounts for.
+        Some(h) if !h.pods.is_empty() => return None,
         Some(h) => h.listed?,
         None => Bytes(0),
     };

@@ -190,6 +190,17 @@ pub fn others_holding(model: &Model, gpu: &GpuReading, me: Caller) -> Vec<Holder
             }),
         }
     }
+    // Pods the kubelet allocated the GPU to, whose processes we cannot see.
+    for pod in model
+        .holders(&gpu.id)
+        .map_or(&[][..], |h| h.pods.as_slice())
+    {
+        out.push(Holder {
+            name: pod.clone(),
+            known_user: true,
+            vram: None,
+        });
+    }
     out.sort_by(|a, b| b.vram.cmp(&a.vram).then_with(|| a.name.cmp(&b.name)));
     out
 }

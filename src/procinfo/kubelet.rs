@@ -174,6 +174,6 @@ pub async fn list_gpu_pods_async(
 }
 
 #[cfg(test)]
-mod stand_in;
+pub(crate) mod stand_in;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

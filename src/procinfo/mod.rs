@@ -11,6 +11,7 @@ mod files;
 pub mod kubelet;
 pub mod names;
 mod pidns;
+pub mod pods;
 
 pub use names::NameResolver;
 pub use pidns::PidNamespace;

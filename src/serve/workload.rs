@@ -35,7 +35,8 @@ pub(super) fn labels(w: &Workload) -> Labels {
     }
 }
 
-/// For each GPU held by processes of exactly one pod (and nothing else), that pod's labels.
+/// For each GPU held by processes of exactly one pod (and nothing else), or allocated by the
+/// kubelet to exactly one pod, that pod's labels.
 pub(super) fn gpu_pods(state: &State) -> HashMap<GpuId, Labels> {
     let mut seen: HashMap<&GpuId, Option<&Workload>> = HashMap::new();
     for row in &state.model.procs().all {
@@ -53,7 +54,22 @@ pub(super) fn gpu_pods(state: &State) -> HashMap<GpuId, Labels> {
             *entry = None;
         }
     }
-    seen.into_iter()
+    let mut out: HashMap<GpuId, Labels> = seen
+        .into_iter()
         .filter_map(|(id, pod)| pod.map(|w| (id.clone(), labels(w))))
-        .collect()
+        .collect();
+    // The kubelet's word for GPUs whose pod's processes are not visible from here.
+    for g in state.model.gpus() {
+        if let ([a], false) = (g.allocations.as_slice(), out.contains_key(&g.id)) {
+            out.insert(
+                g.id.clone(),
+                vec![
+                    ("pod", a.pod.clone()),
+                    ("namespace", a.namespace.clone()),
+                    ("container", a.container.clone()),
+                ],
+            );
+        }
+    }
+    out
 }

@@ -116,6 +116,10 @@ pub struct GpuReading {
     pub ecc_errors_uncorrected: Option<u64>,
     /// Whether MIG (multi-instance GPU) mode is on.
     pub mig_enabled: Option<bool>,
+    /// The Kubernetes pods this GPU is allocated to, as the kubelet says (empty off
+    /// Kubernetes, and from sources that cannot tell).
+    #[serde(skip)]
+    pub allocations: Vec<workload::PodAllocation>,
 }
 
 impl GpuReading {
@@ -155,6 +159,7 @@ impl GpuReading {
             throttle_reasons: None,
             ecc_errors_uncorrected: None,
             mig_enabled: None,
+            allocations: Vec::new(),
         }
     }
 

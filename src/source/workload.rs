@@ -147,6 +147,14 @@ impl ProcEnv {
     }
 }
 
+/// A GPU's allocation to a Kubernetes pod's container, as the kubelet reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodAllocation {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+}
+
 /// What runs a process beyond its user: its workload (from the cgroup) and the GPU-related
 /// part of its environment (`None`: not readable — another user's process, unless root).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use super::{KubeletError, MAX_RESPONSE, grpc, list_gpu_pods, list_gpu_pods_async
 
 /// How the stand-in answers its one connection.
 #[derive(Debug, Clone)]
-enum Answer {
+pub(crate) enum Answer {
     /// An HTTP/2 response: its content type, DATA (sent as given: the gRPC prefix is the
     /// test's to get right or wrong) and `grpc-status` trailer (none when `None`).
     Http2 {
@@ -49,13 +49,13 @@ struct Seen {
 const SERVER_LIFE: Duration = Duration::from_secs(5);
 
 /// A running stand-in; its socket lives as long as this does.
-struct StandIn {
+pub(crate) struct StandIn {
     _dir: tempfile::TempDir,
-    socket: PathBuf,
+    pub(crate) socket: PathBuf,
     seen: mpsc::Receiver<Seen>,
 }
 
-fn serve(answer: Answer) -> StandIn {
+pub(crate) fn serve(answer: Answer) -> StandIn {
     let dir = tempfile::tempdir().expect("temp dir");
     let socket = dir.path().join("kubelet.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
@@ -90,7 +90,7 @@ fn framed(message: &[u8]) -> Vec<u8> {
     out
 }
 
-fn grpc_ok(message: &[u8]) -> Answer {
+pub(crate) fn grpc_ok(message: &[u8]) -> Answer {
     Answer::Http2 {
         content_type: "application/grpc",
         data: framed(message),

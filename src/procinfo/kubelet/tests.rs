@@ -65,7 +65,7 @@ fn devices(resource: &str, ids: &[&str]) -> Msg {
 /// What a GPU node's kubelet answers: a trainer with two GPUs (and CPU pinning, memory, an
 /// RDMA device and a CPU-only sidecar), an inference server on a MIG slice, and a pod with
 /// CPUs only.
-pub(super) fn node_response() -> Vec<u8> {
+pub(crate) fn node_response() -> Vec<u8> {
     let packed_cpus = Msg::default().bytes(3, &[0, 1, 2, 3]);
     let memory = Msg::default()
         .str(1, "memory")

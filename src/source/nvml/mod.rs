@@ -18,6 +18,8 @@ use super::{
     SourceError,
 };
 use crate::procinfo::ProcInfo;
+use crate::procinfo::pods::PodDirectory;
+use crate::source::workload::Workload;
 use crate::units::{Bytes, Percent};
 use read::read_gpu;
 
@@ -143,6 +145,8 @@ pub struct NvmlSource {
     host: HostInfo,
     slots: Vec<Slot>,
     procinfo: ProcInfo,
+    /// Which pod each GPU is allocated to (Kubernetes nodes only).
+    pods: PodDirectory,
 }
 
 impl NvmlSource {
@@ -170,7 +174,14 @@ impl NvmlSource {
             host,
             slots: Vec::new(),
             procinfo: ProcInfo::system(),
+            pods: PodDirectory::disabled(),
         })
+    }
+
+    /// Asks `pods` which pod each GPU belongs to (`launch` passes the kubelet's).
+    pub fn with_pods(mut self, pods: PodDirectory) -> Self {
+        self.pods = pods;
+        self
     }
 }
 
@@ -210,7 +221,8 @@ impl GpuSource for NvmlSource {
                 Err(Lost)
             };
             match read {
-                Ok((reading, procs)) => {
+                Ok((mut reading, procs)) => {
+                    reading.allocations = self.pods.allocations(&reading.id.0, index);
                     listed.extend(procs.into_iter().map(|p| (reading.id.clone(), p)));
                     gpus.push(reading);
                 }
@@ -220,7 +232,7 @@ impl GpuSource for NvmlSource {
         let hosts = self
             .procinfo
             .sample(listed.iter().map(|(_, p)| p.pid), Instant::now());
-        let processes = listed
+        let processes: Vec<ProcReading> = listed
             .into_iter()
             .map(|(gpu, p)| ProcReading {
                 pid: p.pid,
@@ -234,6 +246,7 @@ impl GpuSource for NvmlSource {
                     .unwrap_or(HostProc::OtherNamespace),
             })
             .collect();
+        let processes = processes.into_iter().map(|p| name_pod(p, &gpus)).collect();
         Ok(Sample {
             time: SystemTime::now(),
             host: self.host.clone(),
@@ -244,9 +257,89 @@ impl GpuSource for NvmlSource {
     }
 }
 
+/// A pod process's names from the kubelet: its cgroup gives the pod's UID, the kubelet
+/// the name of the pod its GPU is allocated to; when exactly one pod holds that GPU, that
+/// is the process's pod. Names the engine already gave are kept.
+fn name_pod(mut p: ProcReading, gpus: &[GpuReading]) -> ProcReading {
+    let Some(gpu) = gpus.iter().find(|g| g.id == p.gpu) else {
+        return p;
+    };
+    let [alloc] = gpu.allocations.as_slice() else {
+        return p;
+    };
+    if let HostProc::Visible(d) = &mut p.host
+        && let Some(workload) = d.context.workload.as_deref()
+        && let Workload::Pod { names, .. } = workload
+        && names.name.is_none()
+    {
+        let mut named = workload.clone();
+        if let Workload::Pod { names, .. } = &mut named {
+            names.name = Some(alloc.pod.clone());
+            names.namespace = Some(alloc.namespace.clone());
+            names.container = Some(alloc.container.clone());
+        }
+        d.context.workload = Some(std::sync::Arc::new(named));
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pod_process_takes_its_names_from_the_one_pod_its_gpu_is_allocated_to() {
+        use crate::source::workload::{PodAllocation, PodNames, PodQos, ProcContext};
+        use crate::source::{GpuId, ProcDetails, ProcKind};
+        let id = GpuId("GPU-a".into());
+        let mut gpu = GpuReading::absent(id.clone(), 0, "g");
+        gpu.allocations = vec![PodAllocation {
+            namespace: "ml".into(),
+            pod: "trainer-0".into(),
+            container: "trainer".into(),
+        }];
+        let pod = Workload::Pod {
+            uid: "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f".into(),
+            qos: PodQos::Burstable,
+            container: None,
+            names: PodNames::default(),
+        };
+        let p = ProcReading {
+            pid: 7,
+            gpu: id,
+            kind: ProcKind::Compute,
+            gpu_memory: None,
+            sm_util: None,
+            host: HostProc::Visible(ProcDetails {
+                user: "root".into(),
+                uid: 0,
+                command: "python".into(),
+                cpu_percent: None,
+                host_memory: None,
+                started: SystemTime::UNIX_EPOCH,
+                context: ProcContext {
+                    workload: Some(std::sync::Arc::new(pod)),
+                    env: None,
+                },
+            }),
+        };
+        let named = name_pod(p.clone(), std::slice::from_ref(&gpu));
+        match named.details().and_then(|d| d.context.workload.as_deref()) {
+            Some(Workload::Pod { names, .. }) => {
+                assert_eq!(names.name.as_deref(), Some("trainer-0"));
+                assert_eq!(names.namespace.as_deref(), Some("ml"));
+                assert_eq!(names.container.as_deref(), Some("trainer"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Two pods on one GPU (time-slicing): which is whose cannot be told; no names.
+        gpu.allocations.push(gpu.allocations[0].clone());
+        let unnamed = name_pod(p, std::slice::from_ref(&gpu));
+        assert!(matches!(
+            unnamed.details().and_then(|d| d.context.workload.as_deref()),
+            Some(Workload::Pod { names, .. }) if names.name.is_none()
+        ));
+    }
 
     #[test]
     fn unsupported_queries_are_asked_once_and_transient_errors_again() {

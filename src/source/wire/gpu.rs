@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::source::throttle::ThrottleReason;
+use crate::source::workload::PodAllocation;
 use crate::source::{GpuId, GpuReading, GpuStatus};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
@@ -69,6 +70,17 @@ pub struct Gpu {
     /// Uncorrected ECC errors since the driver loaded (`ecc.errors.uncorrected.volatile.total`).
     pub ecc_errors_uncorrected_volatile: Option<u64>,
     pub mig_enabled: Option<bool>,
+    /// The Kubernetes pods the kubelet allocated this GPU to (2.1); `[]` off Kubernetes.
+    #[serde(default)]
+    pub pods: Vec<PodDoc>,
+}
+
+/// One allocation of a GPU to a pod's container, as the kubelet reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PodDoc {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
 }
 
 /// The one place the throttle reasons become their document names (the names are
@@ -124,6 +136,15 @@ impl Gpu {
             clocks_throttle_reasons: throttle_reason_names(g),
             ecc_errors_uncorrected_volatile: g.ecc_errors_uncorrected,
             mig_enabled: g.mig_enabled,
+            pods: g
+                .allocations
+                .iter()
+                .map(|a| PodDoc {
+                    namespace: a.namespace.clone(),
+                    pod: a.pod.clone(),
+                    container: a.container.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -162,6 +183,15 @@ impl Gpu {
         g.throttle_reasons = throttle_reasons_from_names(self.clocks_throttle_reasons);
         g.ecc_errors_uncorrected = self.ecc_errors_uncorrected_volatile;
         g.mig_enabled = self.mig_enabled;
+        g.allocations = self
+            .pods
+            .into_iter()
+            .map(|p| PodAllocation {
+                namespace: p.namespace,
+                pod: p.pod,
+                container: p.container,
+            })
+            .collect();
         g
     }
 }
