@@ -11,34 +11,29 @@ pub mod throttle;
 pub mod wire;
 pub mod workload;
 
-use std::time::{Duration, SystemTime};
-
-use serde::{Deserialize, Serialize};
+use std::time::SystemTime;
 
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// A GPU's stable identity: its UUID. Indices can change across reboots or with
 /// `CUDA_VISIBLE_DEVICES`; the UUID does not, so history is keyed by it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GpuId(pub String);
 
 /// One poll of every GPU on a host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// When the sample was taken (wall clock; the simulated source uses a virtual clock).
-    #[serde(with = "epoch_seconds")]
     pub time: SystemTime,
     pub host: HostInfo,
     pub gpus: Vec<GpuReading>,
     pub processes: Vec<ProcReading>,
     /// Remote hosts and whether they answer, when watching several (`--remote`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostStatus>,
 }
 
 /// One watched host's reachability.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HostStatus {
     pub name: String,
     /// Why the last poll failed; `None` while the host answers.
@@ -46,7 +41,7 @@ pub struct HostStatus {
 }
 
 /// Facts about the host that change rarely.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HostInfo {
     pub hostname: String,
     pub driver_version: Option<String>,
@@ -54,8 +49,7 @@ pub struct HostInfo {
 }
 
 /// Whether a GPU answered this poll.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuStatus {
     Ok,
     /// The GPU fell off the bus or stopped answering: its slot stays, its readings are absent.
@@ -64,11 +58,10 @@ pub enum GpuStatus {
 
 /// One GPU's readings. Every reading is an `Option`: `None` means the source could not
 /// tell (shown as `N/A`), which is different from a real zero.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GpuReading {
     pub id: GpuId,
     /// Which host the GPU is on, when watching several (`--remote`); `None` for one host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     pub index: u32,
     pub name: String,
@@ -118,7 +111,6 @@ pub struct GpuReading {
     pub mig_enabled: Option<bool>,
     /// The Kubernetes pods this GPU is allocated to, as the kubelet says (empty off
     /// Kubernetes, and from sources that cannot tell).
-    #[serde(skip)]
     pub allocations: Vec<workload::PodAllocation>,
 }
 
@@ -181,13 +173,10 @@ impl GpuReading {
 }
 
 /// Compute (CUDA) or graphics context; a process may hold both on one GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ProcKind {
-    #[serde(rename = "C")]
     Compute,
-    #[serde(rename = "G")]
     Graphics,
-    #[serde(rename = "C+G")]
     Both,
 }
 
@@ -202,7 +191,7 @@ impl ProcKind {
 }
 
 /// One process on one GPU (a process on two GPUs is two readings).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProcReading {
     pub pid: u32,
     pub gpu: GpuId,
@@ -215,8 +204,7 @@ pub struct ProcReading {
 }
 
 /// Host-side facts about a GPU process, from /proc (or the simulation).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "visibility", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum HostProc {
     Visible(ProcDetails),
     /// NVML reports host PIDs; gpuwatch runs in a child PID namespace (a container, `unshare
@@ -287,7 +275,7 @@ impl HostProc {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProcDetails {
     /// User name, or the numeric UID when the name cannot be resolved.
     pub user: String,
@@ -297,10 +285,8 @@ pub struct ProcDetails {
     /// first sighting, before there is a previous reading to take a delta from.
     pub cpu_percent: Option<f32>,
     pub host_memory: Option<Bytes>,
-    #[serde(with = "epoch_seconds")]
     pub started: SystemTime,
     /// Its container, pod, Slurm job or service, and its GPU-related environment.
-    #[serde(skip)]
     pub context: workload::ProcContext,
 }
 
@@ -324,38 +310,6 @@ pub enum SourceError {
 /// it on tokio's blocking pool, never on the UI thread.
 pub trait GpuSource: Send + 'static {
     fn sample(&mut self) -> Result<Sample, SourceError>;
-}
-
-/// Seconds since the Unix epoch as a float, so JSON carries a plain number.
-pub(crate) mod epoch_seconds {
-    use super::*;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-        let secs = t
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        s.serialize_f64(secs)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
-        let secs = f64::deserialize(d)?;
-        from_secs(secs).ok_or_else(|| {
-            serde::de::Error::custom(format!("time {secs} is not a valid number of seconds"))
-        })
-    }
-
-    /// Seconds since the epoch as a time; `None` for negative, non-finite or absurdly
-    /// large values (which would overflow rather than mean anything).
-    pub fn from_secs(secs: f64) -> Option<SystemTime> {
-        if !secs.is_finite() || secs < 0.0 {
-            return None;
-        }
-        Duration::try_from_secs_f64(secs)
-            .ok()
-            .and_then(|d| SystemTime::UNIX_EPOCH.checked_add(d))
-    }
 }
 
 /// This machine's host name (for the header), or "localhost" when it cannot be read.

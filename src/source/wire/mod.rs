@@ -234,9 +234,13 @@ fn into_sample(
     })
 }
 
-/// Seconds since the epoch as a time, or an error naming the number.
+/// Seconds since the epoch as a time, or an error naming the number: negative, non-finite
+/// or absurdly large values would overflow rather than mean anything.
 fn epoch(secs: f64) -> Result<SystemTime, String> {
-    crate::source::epoch_seconds::from_secs(secs)
+    Some(secs)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .and_then(|d| SystemTime::UNIX_EPOCH.checked_add(d))
         .ok_or_else(|| format!("time {secs} is not a valid number of seconds"))
 }
 
