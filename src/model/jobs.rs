@@ -3,7 +3,7 @@
 //! workload (`slurm 48121 train-llama`, `docker trainer-1`, `k8s ml/bert-7f9c`,
 //! `svc jupyter`); a login session has none, the user says it all. Pure.
 
-use crate::source::workload::{Engine, Workload};
+use crate::source::workload::{ContainerNames, Engine, Workload};
 
 /// Characters of a container id or pod UID shown when no name is known (as `docker ps`).
 const SHORT_ID: usize = 12;
@@ -16,8 +16,7 @@ pub fn label(w: &Workload) -> Option<String> {
             None => format!("slurm {job}"),
         },
         Workload::Container { engine, id, names } => {
-            let name = names.name.clone().unwrap_or_else(|| short(id));
-            format!("{} {name}", engine_word(*engine))
+            format!("{} {}", engine_word(*engine), container_name(id, names))
         }
         Workload::Pod { uid, names, .. } => match (&names.namespace, &names.name) {
             (Some(ns), Some(name)) => format!("k8s {ns}/{name}"),
@@ -42,6 +41,11 @@ pub fn short_label(w: &Workload) -> Option<String> {
 /// engine's own name says more than a generic word.
 fn engine_word(e: Engine) -> &'static str {
     e.name()
+}
+
+/// A container's name, or its short id (as `docker ps` shows) when the engine did not say.
+pub fn container_name(id: &str, names: &ContainerNames) -> String {
+    names.name.clone().unwrap_or_else(|| short(id))
 }
 
 fn short(id: &str) -> String {

@@ -24,11 +24,8 @@ pub(super) fn labels(w: &Workload) -> Labels {
             l.extend(names.container.clone().map(|c| ("container", c)));
             l
         }
-        Workload::Container { .. } => {
-            // `docker trainer-1` → `trainer-1`: the label is the name, or the short id.
-            let label = jobs::label(w).unwrap_or_default();
-            let name = label.split_once(' ').map_or(label.as_str(), |(_, n)| n);
-            vec![("container", name.to_string())]
+        Workload::Container { id, names, .. } => {
+            vec![("container", jobs::container_name(id, names))]
         }
         Workload::Slurm { job, .. } => vec![("hpc_job", job.to_string())],
         Workload::Service { .. } | Workload::Session { .. } => Vec::new(),
