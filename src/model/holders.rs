@@ -47,8 +47,14 @@ pub fn add_pods(holders: &mut HashMap<GpuId, Holders>, gpus: &[GpuReading]) {
         });
         for alloc in &gpu.allocations {
             let label = format!("k8s {}/{}", alloc.namespace, alloc.pod);
-            if h.owners.iter().any(|(name, _)| name.starts_with(&label)) || h.pods.contains(&label)
-            {
+            // A listed process of the pod already names it (`k8s ml/bert-7f9c (alice)`).
+            let listed = |name: &String| {
+                name == &label
+                    || name
+                        .strip_prefix(&label)
+                        .is_some_and(|r| r.starts_with(" ("))
+            };
+            if h.owners.iter().any(|(name, _)| listed(name)) || h.pods.contains(&label) {
                 continue;
             }
             let rest = gpu
@@ -114,5 +120,18 @@ mod tests {
         // Twice is still once.
         add_pods(&mut holders, std::slice::from_ref(&gpu));
         assert_eq!(holders[&gpu.id].owners.len(), 1);
+        // A listed process of another pod whose name merely starts the same is not this pod.
+        let mut other = by_gpu(&[]);
+        other.insert(
+            gpu.id.clone(),
+            Holders {
+                owners: vec![("k8s ml/trainer-01 (bob)".into(), Bytes::from_gib(1.0))],
+                listed: Some(Bytes::from_gib(1.0)),
+                processes: 1,
+                pods: Vec::new(),
+            },
+        );
+        add_pods(&mut other, std::slice::from_ref(&gpu));
+        assert_eq!(other[&gpu.id].pods, ["k8s ml/trainer-0"]);
     }
 }
