@@ -1,6 +1,8 @@
 //! Sending a confirmed signal: the only place gpuwatch touches other processes. The target
 //! is re-validated by (PID, start time, owner) right before `kill(2)`, so a PID reused by a
-//! new process is never hit. The demo fleet gets a stand-in that sends nothing.
+//! new process is never hit, and it goes to the PID the process has in our namespace (not
+//! NVML's host PID, when gpuwatch runs in a child one). The demo fleet gets a stand-in
+//! that sends nothing.
 
 use crate::procinfo::ProcInfo;
 use crate::state::signal::{Sig, SignalRequest};
@@ -38,22 +40,29 @@ fn libc_signal(sig: Sig) -> libc::c_int {
 impl Signaller for SystemSignaller {
     fn send(&mut self, r: &SignalRequest) -> String {
         let (name, pid) = (r.signal.name(), r.pid);
-        match self.procinfo.identity(pid) {
+        let here = match self.procinfo.identity(pid) {
             None => return format!("PID {pid} has exited: no {name} sent"),
-            Some((started, uid)) if started != r.started || uid != r.uid => {
+            Some(id) if id.started != r.started || id.uid != r.uid => {
                 return format!(
                     "PID {pid} is now a different process (PID reused): no {name} sent"
                 );
             }
-            Some(_) => {}
-        }
-        let Ok(raw_pid) = libc::pid_t::try_from(pid) else {
+            // NVML's PID names the process in the host's /proc; kill(2) takes its PID in
+            // our namespace, which differs when gpuwatch runs in a child one.
+            Some(id) => id.pid_here,
+        };
+        let Ok(raw_pid) = libc::pid_t::try_from(here) else {
             return format!("PID {pid} is out of range: no {name} sent");
         };
         // SAFETY: kill(2) has no memory-safety preconditions; the target was just re-checked.
         let rc = unsafe { libc::kill(raw_pid, libc_signal(r.signal)) };
         if rc == 0 {
-            return format!("sent {name} to PID {pid} ({})", r.command);
+            let local = if here == pid {
+                String::new()
+            } else {
+                format!(", PID {here} in this namespace")
+            };
+            return format!("sent {name} to PID {pid}{local} ({})", r.command);
         }
         match std::io::Error::last_os_error().raw_os_error() {
             Some(libc::EPERM) => format!("permission denied sending {name} to PID {pid}"),

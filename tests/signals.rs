@@ -9,9 +9,11 @@ use gpuwatch::signals::{DemoSignaller, Signaller, SystemSignaller};
 use gpuwatch::state::signal::{Sig, SignalRequest};
 
 fn request_for(pid: u32, sig: Sig) -> SignalRequest {
-    let (started, uid) = ProcInfo::system()
+    let id = ProcInfo::system()
         .identity(pid)
         .expect("the child is in /proc");
+    assert_eq!(id.pid_here, pid, "on the host a PID is its own");
+    let (started, uid) = (id.started, id.uid);
     SignalRequest {
         signal: sig,
         pid,

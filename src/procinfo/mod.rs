@@ -28,6 +28,16 @@ use crate::source::{HostProc, ProcDetails};
 use crate::units::Bytes;
 use files::{Stat, join_cmdline, parse_stat, parse_uid, read_boot_time, read_env};
 
+/// Who a PID is right now, for the last check before a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub started: SystemTime,
+    pub uid: u32,
+    /// The number to signal: NVML's PID on the host, the process's PID in our namespace
+    /// when gpuwatch runs in a child one reading the host's /proc.
+    pub pid_here: u32,
+}
+
 /// What stays true for one process (a PID plus its start time): read once, then reused.
 #[derive(Debug, Clone)]
 struct Known {
@@ -168,6 +178,8 @@ impl ProcInfo {
             // somebody else. Never read it, so it can never be shown or signalled.
             return HostProc::OtherNamespace;
         }
+        // From here on this /proc is the host's (or we are on the host): /proc/PID is
+        // the process NVML means.
         let dir = self.root.join(pid.to_string());
         let (text, stat_file) = match self.read_stat(pid, &dir) {
             Ok(read) => read,
@@ -183,6 +195,13 @@ impl ProcInfo {
         let mut known = match self.known.get(&pid) {
             Some(k) if k.start_ticks == stat.start_ticks => k.clone(),
             // First sighting, or the PID was reused by a new process: read the static parts.
+            _ if self.namespace.pid_here(&self.root, pid).is_none() => {
+                // A host process outside our PID namespace (seen through the host's /proc):
+                // it cannot be reached from here, so it is shown as not visible, as in a
+                // namespace with its own /proc, and never signalled.
+                self.known.remove(&pid);
+                return HostProc::OtherNamespace;
+            }
             _ => match self.read_static(&dir, &stat, now) {
                 Ok(k) => k,
                 Err(_) => return self.unreadable(pid, &dir),
@@ -250,16 +269,28 @@ impl ProcInfo {
         known.named = filled.complete;
     }
 
-    /// The process's identity right now — start time and owner — read fresh from /proc,
-    /// bypassing the caches: used to re-check a process just before signalling it.
-    pub fn identity(&mut self, pid: u32) -> Option<(SystemTime, u32)> {
+    /// The process's identity right now — start time, owner and the PID it has in our
+    /// namespace — read fresh from /proc, bypassing the caches: used to re-check a process
+    /// just before signalling it. `None` when it has exited or cannot be reached from this
+    /// PID namespace. The start time is read before and after the rest, so all of it is
+    /// known to describe one process even if the PID is reused meanwhile.
+    pub fn identity(&mut self, pid: u32) -> Option<Identity> {
         if self.namespace == PidNamespace::Child {
             return None;
         }
         let dir = self.root.join(pid.to_string());
-        let stat = parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
+        let start = || parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?);
+        let before = start()?;
         let uid = parse_uid(&std::fs::read_to_string(dir.join("status")).ok()?)?;
-        Some((self.started(stat.start_ticks), uid))
+        let pid_here = self.namespace.pid_here(&self.root, pid)?;
+        if start()?.start_ticks != before.start_ticks {
+            return None;
+        }
+        Some(Identity {
+            started: self.started(before.start_ticks),
+            uid,
+            pid_here,
+        })
     }
 
     /// Classifies a PID whose files cannot be read (in the host namespace: a child one

@@ -171,6 +171,62 @@ fn in_a_child_namespace_host_pids_are_never_read_locally() {
 }
 
 #[test]
+fn in_a_child_namespace_reading_the_hosts_proc_our_processes_are_mapped() {
+    // `unshare --pid --fork` without --mount-proc: /proc is the host's, so NVML's host
+    // PIDs are its directories; ours are reachable by their PID here (NSpid's last entry).
+    let fx = Fixture::new();
+    let ours = "pid:[4026532451]";
+    let link = |pid: &str, ns: &str| {
+        let dir = fx.dir.path().join(pid).join("ns");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(ns, dir.join("pid")).unwrap();
+    };
+    let nspid = |pid: u32, line: &str| {
+        let status = fx.dir.path().join(pid.to_string()).join("status");
+        let mut text = std::fs::read_to_string(&status).unwrap();
+        text.push_str(&format!("NSpid:\t{line}\n"));
+        std::fs::write(status, text).unwrap();
+    };
+    link("self", ours);
+    std::fs::write(fx.dir.path().join("self/status"), "NSpid:\t81000\t1\n").unwrap();
+    fx.process(1, "systemd", 0, b"/sbin/init\0", 1, 1);
+    link("1", "pid:[4026531836]");
+    nspid(1, "1");
+    // Host PID 81300 is our PID 7, a user's job; host PID 2 is the host's kthreadd, while
+    // our own PID 2 is something else entirely.
+    fx.process(81300, "python", 1000, b"python\0train.py\0", 5, 40);
+    link("81300", ours);
+    nspid(81300, "81300\t7");
+    fx.process(2, "kthreadd", 0, b"", 0, 1);
+    link("2", "pid:[4026531836]");
+    nspid(2, "2");
+    let mut info = fx.proc_info();
+    assert_eq!(
+        info.namespace(),
+        PidNamespace::ChildWithHostProc { own: 4026532451 }
+    );
+    let seen = info.sample([81300, 2, 99_999], Instant::now());
+    assert_eq!(visible(seen[&81300].clone()).command, "python train.py");
+    assert_eq!(
+        seen[&2],
+        HostProc::OtherNamespace,
+        "a host process is not ours"
+    );
+    assert_eq!(
+        seen[&99_999],
+        HostProc::Exited,
+        "the host's /proc lists every process"
+    );
+    let id = info.identity(81300).expect("our process");
+    assert_eq!((id.uid, id.pid_here), (1000, 7));
+    assert_eq!(
+        info.identity(2),
+        None,
+        "nothing to signal outside our namespace"
+    );
+}
+
+#[test]
 fn sample_looks_up_each_pid_once_and_forgets_the_rest() {
     let fx = Fixture::new();
     fx.process(20, "a", 0, b"a\0", 100, 5);
