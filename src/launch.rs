@@ -11,6 +11,7 @@ use crate::app::{self, Exit};
 use crate::cli::SourceKind;
 use crate::config::{PickRequest, Settings};
 use crate::headless;
+use crate::model::jobs::JobKey;
 use crate::model::warnings::{Subject, WarningKind};
 use crate::pick::{self, wait::Outcome};
 use crate::procinfo::pods::PodDirectory;
@@ -207,6 +208,7 @@ pub fn view_config(settings: &Settings, interval: Duration) -> ViewConfig {
         thresholds: settings.thresholds.clone(),
         current_user: uzers::get_current_username().map(|u| u.to_string_lossy().into_owned()),
         current_uid: Some(uzers::get_current_uid()),
+        current_job: own_job(),
         utc_offset: *chrono::Local::now().offset(),
         readonly: settings.readonly,
         columns: settings.columns.clone(),
@@ -214,6 +216,19 @@ pub fn view_config(settings: &Settings, interval: Duration) -> ViewConfig {
         sort_dir: settings.sort_dir,
         only: settings.only.clone(),
     }
+}
+
+/// The job gpuwatch runs in, from its own cgroup (read once at start), else the
+/// `SLURM_JOB_ID` Slurm sets where it does not confine jobs to cgroups.
+fn own_job() -> Option<JobKey> {
+    std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|text| crate::procinfo::cgroup::workload(&text))
+        .and_then(|w| JobKey::of(&w))
+        .or_else(|| {
+            let id = std::env::var("SLURM_JOB_ID").ok()?;
+            Some(JobKey::Slurm(id.trim().parse().ok()?))
+        })
 }
 
 /// Runs `pick`, `--once` or the TUI on the built source.

@@ -324,3 +324,68 @@ fn real_unpinned_processes_sharing_gpu_0_with_a_job_raise_the_pile_up() {
         "readable, and nothing pins it"
     );
 }
+
+#[test]
+fn pick_counts_the_callers_other_job_as_someone_else_and_its_own_job_as_its_own() {
+    let root = match writable_hierarchy() {
+        Ok(r) => r,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    // A sleep of ours (root) in step 0 of Slurm job 48121 holds 4 GiB on GPU 0.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(200);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let job = format!(
+        "gpuwatch-test-{}-{call}/slurm/uid_0/job_48121",
+        std::process::id()
+    );
+    let held = Placed::new(&root, &format!("{job}/step_0"));
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    s["gpus"][0]["processes"] =
+        json!([{"pid": held.pid(), "kind": "compute", "used_memory": 4_294_967_296u64}]);
+    // All of GPU 0's used memory is the job's, and it is idle: only the owner rule decides.
+    s["gpus"][0]["fields"]["memory_used"] = json!(4_294_967_296u64);
+    s["gpus"][0]["fields"]["util_gpu"] = json!(0);
+    s["gpus"][1]["processes"] = json!([]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.json");
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+    let pick = |cgroup: Option<&Path>| {
+        // pick moves itself into `cgroup` before it starts, so it reads its job from there.
+        let enter = cgroup.map_or(String::new(), |c| {
+            format!("echo $$ > {}/cgroup.procs && ", c.display())
+        });
+        let script = format!(
+            "{enter}exec {} --nvml-lib {} pick -n 2",
+            env!("CARGO_BIN_EXE_gpuwatch"),
+            common::fake_lib().display()
+        );
+        let out = StdCommand::new("sh")
+            .args(["-c", &script])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
+            .output()
+            .expect("run pick");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    // From outside the job (the test's own cgroup), the job is another job, though ours.
+    let (code, _, stderr) = pick(None);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("GPU 0 skipped: held by slurm 48121 (root)"),
+        "{stderr}"
+    );
+    // From another step of the same job, GPU 0's memory is the caller's own.
+    let step = root.join(&job).join("step_batch");
+    std::fs::create_dir(&step).unwrap();
+    let (code, stdout, stderr) = pick(Some(&step));
+    let _ = std::fs::remove_dir(&step);
+    assert_eq!((code, stdout.as_str()), (Some(0), "1,0"), "{stderr}");
+}

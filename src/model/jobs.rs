@@ -8,6 +8,29 @@ use crate::source::workload::{ContainerNames, Engine, Workload};
 /// Characters of a container id or pod UID shown when no name is known (as `docker ps`).
 const SHORT_ID: usize = 12;
 
+/// A batch job as the scheduler or engine knows it, to tell two jobs of one user apart:
+/// `pick` treats another job's memory as someone else's. Services and login sessions are
+/// the person, not a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobKey {
+    Slurm(u64),
+    /// A container's full id.
+    Container(String),
+    /// A pod's UID (all its containers are one job).
+    Pod(String),
+}
+
+impl JobKey {
+    pub fn of(w: &Workload) -> Option<JobKey> {
+        match w {
+            Workload::Slurm { job, .. } => Some(JobKey::Slurm(*job)),
+            Workload::Container { id, .. } => Some(JobKey::Container(id.clone())),
+            Workload::Pod { uid, .. } => Some(JobKey::Pod(uid.clone())),
+            Workload::Service { .. } | Workload::Session { .. } => None,
+        }
+    }
+}
+
 /// The label for the JOB column; `None` for a plain login-session process.
 pub fn label(w: &Workload) -> Option<String> {
     Some(match w {

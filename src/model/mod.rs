@@ -36,6 +36,9 @@ pub struct ViewConfig {
     pub current_user: Option<String>,
     /// The current user's UID: only their processes may be signalled (root: with care).
     pub current_uid: Option<u32>,
+    /// The Slurm job, container or pod gpuwatch itself runs in: `pick` counts memory of
+    /// the same user's *other* jobs as someone else's.
+    pub current_job: Option<jobs::JobKey>,
     /// Offset of local time from UTC, resolved once at start-up (tests pin it).
     pub utc_offset: chrono::FixedOffset,
     /// No signals can be sent (`--readonly`).
@@ -57,6 +60,7 @@ impl Default for ViewConfig {
             thresholds: Thresholds::default(),
             current_user: None,
             current_uid: None,
+            current_job: None,
             utc_offset: chrono::FixedOffset::east_opt(0).expect("zero offset is valid"),
             readonly: false,
             columns: procs::Column::ALL.to_vec(),

@@ -11,6 +11,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::model::Model;
+use crate::model::jobs::{JobKey, short_label};
 use crate::model::owners::{is_free, unattributed};
 use crate::source::{GpuId, GpuReading, GpuStatus};
 use crate::state::State;
@@ -58,6 +59,8 @@ pub enum Format {
 pub struct Caller<'a> {
     pub user: Option<&'a str>,
     pub uid: Option<u32>,
+    /// The job `pick` runs in, if any: the same user's processes in it are the caller's.
+    pub job: Option<&'a JobKey>,
 }
 
 impl<'a> Caller<'a> {
@@ -65,6 +68,7 @@ impl<'a> Caller<'a> {
         Caller {
             user: state.config.current_user.as_deref(),
             uid: state.config.current_uid,
+            job: state.config.current_job.as_ref(),
         }
     }
 }
@@ -162,24 +166,33 @@ fn names(who: &[Holder]) -> Vec<&str> {
 }
 
 /// Who besides the caller holds memory on this GPU: the owner of every process on it that
-/// is not the caller's, by Unix user, VRAM summed per user. A process whose user cannot be
-/// told (another PID namespace, hidden, exited) is someone else's: it holds the memory all
-/// the same. The one place this rule lives, so that a rule by job or container (another
-/// Slurm job of the same user) can be added here.
+/// is not the caller's, VRAM summed per owner. A process is the caller's when it is the
+/// same Unix user's and not in another job: the same user's other Slurm job, container or
+/// pod counts as someone else (`slurm 48200 (alice)`), since piling onto it slows that job
+/// just the same. A process whose user cannot be told (another PID namespace, hidden,
+/// exited) is someone else's: it holds the memory all the same. The one place this rule
+/// lives.
 pub fn others_holding(model: &Model, gpu: &GpuReading, me: Caller) -> Vec<Holder> {
     let mut out: Vec<Holder> = Vec::new();
     for row in model.procs().all.iter().filter(|r| r.key.gpu == gpu.id) {
-        let mine = match (&row.user, me.user, row.uid, me.uid) {
+        let same_user = match (&row.user, me.user, row.uid, me.uid) {
             (Some(user), Some(me), _, _) => user == me,
             (_, _, Some(uid), Some(me)) => uid == me,
             _ => false,
         };
-        if mine {
+        let workload = row.context.workload.as_deref();
+        let its_job = workload.and_then(JobKey::of);
+        let other_job = its_job.is_some() && its_job.as_ref() != me.job;
+        if same_user && !other_job {
             continue;
         }
-        let (name, known_user) = match &row.user {
-            Some(u) => (u.clone(), true),
-            None => (format!("pid {}", row.key.pid), false),
+        let (name, known_user) = match (&row.user, workload) {
+            (Some(u), Some(w)) if same_user => match short_label(w) {
+                Some(job) => (format!("{job} ({u})"), true),
+                None => (u.clone(), true),
+            },
+            (Some(u), _) => (u.clone(), true),
+            (None, _) => (format!("pid {}", row.key.pid), false),
         };
         match out.iter_mut().find(|h| h.name == name) {
             Some(h) => h.vram = h.vram.zip(row.vram).map(|(a, b)| a + b),

@@ -141,6 +141,7 @@ fn the_caller_is_told_by_name_or_else_by_uid() {
     let by_uid = Caller {
         user: None,
         uid: Some(1000),
+        job: None,
     };
     assert!(others_holding(&s.model, g, by_uid).is_empty());
     let nobody = Caller::default();
@@ -179,4 +180,56 @@ fn reasons_compare_without_their_numbers() {
         "busier and more VRAM: same reasons"
     );
     assert!(!reasons(&a).same(&reasons(&freed)), "GPU 0 now qualifies");
+}
+
+/// A process of `me`'s in Slurm job `job`.
+fn in_slurm_job(mut p: ProcReading, job: u64) -> ProcReading {
+    if let HostProc::Visible(d) = &mut p.host {
+        d.context.workload = Some(std::sync::Arc::new(
+            crate::source::workload::Workload::Slurm {
+                job,
+                step: Some("0".into()),
+                uid: None,
+                names: Default::default(),
+            },
+        ));
+    }
+    p
+}
+
+#[test]
+fn the_callers_other_jobs_are_someone_else_and_its_own_job_is_not() {
+    use crate::model::jobs::JobKey;
+    let s = state(
+        vec![
+            gpu(0, 80.0, 4.0, 0),
+            gpu(1, 80.0, 2.0, 0),
+            gpu(2, 80.0, 1.0, 0),
+        ],
+        vec![
+            in_slurm_job(proc(1, 0, ME, 4.0), 48200),
+            in_slurm_job(proc(2, 1, ME, 2.0), 48121),
+            proc(3, 2, ME, 1.0),
+        ],
+    );
+    let me_in = |job: Option<&'static JobKey>| Caller {
+        user: Some("me"),
+        uid: Some(1000),
+        job,
+    };
+    static OURS: JobKey = JobKey::Slurm(48121);
+    let held = |index: usize, caller| {
+        others_holding(&s.model, &s.model.gpus()[index], caller)
+            .into_iter()
+            .map(|h| h.name)
+            .collect::<Vec<_>>()
+    };
+    // pick inside job 48121: its own job's memory is its own; job 48200 is another job.
+    assert_eq!(held(0, me_in(Some(&OURS))), ["slurm 48200 (me)"]);
+    assert!(held(1, me_in(Some(&OURS))).is_empty());
+    // A plain login-shell process of the same user is the caller's wherever pick runs.
+    assert!(held(2, me_in(Some(&OURS))).is_empty());
+    assert!(held(2, me_in(None)).is_empty());
+    // pick from a login shell: every batch job, even the user's own, is another job.
+    assert_eq!(held(1, me_in(None)), ["slurm 48121 (me)"]);
 }

@@ -98,7 +98,10 @@ impl Lookups {
         let path =
             std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
         Lookups {
-            containers: Box::new(docker::EngineApi::system(runtime_dir.as_deref())),
+            containers: Box::new(docker::EngineApi::system(
+                std::env::var("DOCKER_HOST").ok().as_deref(),
+                runtime_dir.as_deref(),
+            )),
             slurm: Box::new(slurm::Scontrol::new(path)),
         }
     }
