@@ -25,11 +25,12 @@ pub const THEME_NAMES: [&str; 3] = ["dark", "light", "mono"];
 
 /// Names `--sort` accepts: `state::procs::SortKey::config_name` of every key (a unit test in
 /// `config` keeps the two lists equal; clap needs them as a constant for help and completions).
-pub const SORT_NAMES: [&str; 10] = [
+pub const SORT_NAMES: [&str; 11] = [
     "gpu",
     "pid",
     "user",
     "job",
+    "type",
     "vram",
     "gpu_util",
     "cpu",

@@ -2,6 +2,8 @@
 //! (so warnings and the process table are exactly what the TUI shows) and never touches
 //! the terminal code.
 
+use std::time::Duration;
+
 use color_eyre::eyre::{Result, eyre};
 
 use crate::model::owners::{free_gpus, owners, unattributed};
@@ -15,23 +17,49 @@ use crate::ui::format::{NA, bytes_short, gib, or_na};
 use crate::ui::table::{cell_text, right_aligned};
 use crate::ui::text::warning_line;
 
-/// Runs the sampler until the first sample and returns the state it produces.
-pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<State> {
-    let interval = config.interval;
+/// How long `--once` waits for a second sample when the first could not give CPU%: a
+/// process's CPU use is a delta between two readings of /proc, so one sample has none.
+pub const CPU_SAMPLE_GAP: Duration = Duration::from_millis(250);
+
+/// Runs the sampler until the first sample and returns the state it produces. With
+/// `cpu_gap`, when some local process has no CPU% yet (always, on a real host's first
+/// sample), it takes a second sample that much later, so `--once` shows CPU% too.
+pub async fn snapshot(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    cpu_gap: Option<Duration>,
+) -> Result<State> {
+    let interval = cpu_gap.unwrap_or(config.interval);
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, interval, tx));
-    let event = rx.recv().await;
-    drop(rx);
-    task.abort();
     let mut state = State::new(config);
-    match event {
+    let first = rx.recv().await;
+    let result = match first {
         Some(SamplerEvent::Sample(sample)) => {
             update(&mut state, Msg::Sample(sample));
+            if cpu_gap.is_some()
+                && lacks_cpu(&state)
+                && let Some(SamplerEvent::Sample(second)) = rx.recv().await
+            {
+                update(&mut state, Msg::Sample(second));
+            }
             Ok(state)
         }
         Some(SamplerEvent::Failed(why)) => Err(eyre!("reading GPUs failed: {why}")),
         None => Err(eyre!("the sampler stopped before taking a sample")),
-    }
+    };
+    drop(rx);
+    task.abort();
+    result
+}
+
+/// Whether a process this host can see has no CPU% yet (its first sighting).
+fn lacks_cpu(state: &State) -> bool {
+    state.model.procs().all.iter().any(|r| {
+        r.host.is_none()
+            && r.visibility == crate::model::procs::Visibility::Visible
+            && r.cpu.is_none()
+    })
 }
 
 /// The `--once --json` document (also `/api/v1/snapshot`), written through `source::wire`:
@@ -205,7 +233,10 @@ fn gpu_table(state: &State) -> String {
             or_na(g.memory_total, gib)
         );
         let watts = |w: crate::units::Watts| format!("{:.0}", w.0);
-        let power = format!("{}/{}", or_na(g.power, watts), or_na(g.power_limit, watts));
+        let power = match (g.power, g.power_limit) {
+            (None, Some(limit)) => format!("{NA} of {}", watts(limit)),
+            (p, l) => format!("{}/{}", or_na(p, watts), or_na(l, watts)),
+        };
         out += &format!(
             "{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
             g.index,
@@ -259,12 +290,13 @@ fn warning_lines(state: &State) -> String {
 /// command padded to the TUI's widths), in its order.
 fn process_table(state: &State) -> String {
     let columns = crate::ui::table::visible_columns(state);
+    let host = crate::ui::table::host_width(state);
     let line = |cell: &dyn Fn(Column) -> String| {
         let cells: Vec<String> = columns
             .iter()
             .map(|&c| {
                 let text = cell(c);
-                match crate::layout::column_width(c) {
+                match crate::layout::column_width(c, host) {
                     ratatui::layout::Constraint::Length(w) if right_aligned(c) => {
                         format!("{text:>w$}", w = w as usize)
                     }

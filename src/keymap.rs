@@ -144,7 +144,13 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[],
         label: "0-9",
         action: Action::FocusGpu(0),
-        help: "show only that GPU's processes (Esc: all)",
+        help: "show only that GPU's processes (1 2: GPU 12; Esc: all)",
+    },
+    Binding {
+        keys: &[ch('w')],
+        label: "w",
+        action: Action::ToggleWarnings,
+        help: "list every warning (the bar shows as many as fit)",
     },
     Binding {
         keys: &[KeyCode::Tab],

@@ -239,7 +239,9 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         return pick(source, config, request).await;
     }
     if settings.once {
-        return once(source, config, settings.json).await;
+        // A replay's next sample is the recording's next moment, not a CPU reading.
+        let cpu_gap = built.replay.is_none().then_some(headless::CPU_SAMPLE_GAP);
+        return once(source, config, settings.json, cpu_gap).await;
     }
     let options = app::Options {
         compact: settings.compact,
@@ -259,8 +261,13 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
 
 /// `--once`: the snapshot in full, then exit 1 naming each remote host that did not answer
 /// (a script must not mistake a partial fleet for the whole one).
-async fn once(source: Box<dyn GpuSource>, config: ViewConfig, json: bool) -> Result<ExitCode> {
-    let state = headless::snapshot(source, config).await?;
+async fn once(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    json: bool,
+    cpu_gap: Option<Duration>,
+) -> Result<ExitCode> {
+    let state = headless::snapshot(source, config, cpu_gap).await?;
     let text = if json {
         headless::render_json(&state)
     } else {

@@ -257,8 +257,8 @@ fn more_file_errors() {
             "2: thresholds.temp_critical: expected a whole number ≥ 0, not integer `-1`",
         ),
         (
-            "[sort]\ncolumn = \"type\"\n",
-            "2: sort.column: unknown column; use one of gpu, pid, user, job, vram, gpu_util, cpu, host_memory, time, command (got \"type\")",
+            "[sort]\ncolumn = \"colour\"\n",
+            "2: sort.column: unknown column; use one of gpu, pid, user, job, type, vram, gpu_util, cpu, host_memory, time, command (got \"colour\")",
         ),
     ] {
         let home = config_home(text);

@@ -248,6 +248,8 @@ fn critical_warnings_are_red_in_colour_and_reversed_in_mono() {
 #[test]
 fn own_processes_are_highlighted_and_selection_is_reversed() {
     let mut state = demo_state(8, LATE, 120, 40);
+    // The first row (alice's) is selected from the start: move the selection off it.
+    update(&mut state, Msg::Action(Action::SelectLast));
     let term = render(&state, 120, 40, true);
     let (x, y) = find(&term, "alice     slurm");
     assert_eq!(
@@ -258,7 +260,7 @@ fn own_processes_are_highlighted_and_selection_is_reversed() {
     let (x, y) = find(&term, "carol");
     assert_ne!(term.backend().buffer()[(x, y)].fg, Color::Cyan);
 
-    update(&mut state, Msg::Action(Action::SelectDown));
+    update(&mut state, Msg::Action(Action::SelectFirst));
     let term = render(&state, 120, 40, true);
     let row = state.model.procs().selected_row().unwrap();
     let (x, y) = find(&term, &row.command[..20]);

@@ -50,6 +50,11 @@ fn sort_keys_cycle_reverse_and_jump() {
     assert_eq!(state.model.procs().sort, SortKey::GpuUtil);
     act(&mut state, Action::SortPrev);
     act(&mut state, Action::SortPrev);
+    assert_eq!(
+        (state.model.procs().sort, state.model.procs().dir),
+        (SortKey::Type, SortDir::Ascending)
+    );
+    act(&mut state, Action::SortPrev);
     // The demo's processes run in jobs, so JOB is on screen and in the cycle.
     assert_eq!(
         (state.model.procs().sort, state.model.procs().dir),

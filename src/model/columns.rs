@@ -8,6 +8,7 @@ pub enum SortKey {
     Pid,
     User,
     Job,
+    Type,
     Vram,
     GpuUtil,
     Cpu,
@@ -17,11 +18,12 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 10] = [
+    pub const ALL: [SortKey; 11] = [
         SortKey::Gpu,
         SortKey::Pid,
         SortKey::User,
         SortKey::Job,
+        SortKey::Type,
         SortKey::Vram,
         SortKey::GpuUtil,
         SortKey::Cpu,
@@ -43,9 +45,12 @@ impl SortKey {
     /// Quantities sort largest first when chosen; names and ids smallest first.
     pub fn default_direction(self) -> SortDir {
         match self {
-            SortKey::Gpu | SortKey::Pid | SortKey::User | SortKey::Job | SortKey::Command => {
-                SortDir::Ascending
-            }
+            SortKey::Gpu
+            | SortKey::Pid
+            | SortKey::User
+            | SortKey::Job
+            | SortKey::Type
+            | SortKey::Command => SortDir::Ascending,
             _ => SortDir::Descending,
         }
     }
@@ -143,7 +148,7 @@ impl Column {
             Column::Pid => Some(SortKey::Pid),
             Column::User => Some(SortKey::User),
             Column::Job => Some(SortKey::Job),
-            Column::Type => None,
+            Column::Type => Some(SortKey::Type),
             Column::Vram => Some(SortKey::Vram),
             Column::GpuUtil => Some(SortKey::GpuUtil),
             Column::Cpu => Some(SortKey::Cpu),

@@ -91,6 +91,7 @@ pub fn compare(a: &ProcRow, b: &ProcRow, key: SortKey, dir: SortDir) -> Ordering
         SortKey::Pid => known(Some(a.key.pid), Some(b.key.pid), dir),
         SortKey::User => known(a.user.as_ref(), b.user.as_ref(), dir),
         SortKey::Job => known(a.job.as_ref(), b.job.as_ref(), dir),
+        SortKey::Type => known(Some(a.kind.label()), Some(b.kind.label()), dir),
         SortKey::Vram => known(a.vram, b.vram, dir),
         SortKey::GpuUtil => known(a.gpu_util, b.gpu_util, dir),
         SortKey::Cpu => known(a.cpu.map(OrdF32), b.cpu.map(OrdF32), dir),
@@ -174,7 +175,7 @@ pub struct ProcTable {
     pub view: RowView,
     pub sort: SortKey,
     pub dir: SortDir,
-    /// The selected process; `None` until the user moves the selection.
+    /// The selected process; `None` only while there are no rows.
     pub selected: Option<ProcKey>,
     /// Where the selection was, so it stays near there when its process exits.
     selected_index: usize,
@@ -248,9 +249,14 @@ impl ProcTable {
     }
 
     /// Finds the selected process again after the rows changed; if it is gone, selects
-    /// whatever now sits where it was.
+    /// whatever now sits where it was. With nothing selected yet, the first row is: the
+    /// selection shows (and follows its process) from the first frame, so the footer says
+    /// which process `T` or Enter would act on before any key is pressed.
     fn reselect(&mut self) {
-        let Some(key) = &self.selected else { return };
+        let Some(key) = &self.selected else {
+            self.select_index(0);
+            return;
+        };
         let found = self.rows().position(|r| &r.key == key);
         if let Some(i) = found {
             self.selected_index = i;

@@ -40,6 +40,13 @@ fn rows_for(key: SortKey) -> Vec<ProcRow> {
                 SortKey::Pid => r.key.pid = v.map(|v| v as u32).unwrap_or(1),
                 SortKey::User => r.user = v.map(|v| format!("user{v}")),
                 SortKey::Job => r.job = v.map(|v| format!("slurm {v}")),
+                SortKey::Type => {
+                    r.kind = match v {
+                        Some(10) => crate::source::ProcKind::Both,
+                        Some(20) => crate::source::ProcKind::Compute,
+                        _ => crate::source::ProcKind::Graphics,
+                    }
+                }
                 SortKey::Vram => r.vram = v.map(Bytes),
                 SortKey::GpuUtil => r.gpu_util = v.map(|v| v as u32),
                 SortKey::Cpu => r.cpu = v.map(|v| v as f32),
@@ -106,6 +113,19 @@ fn gpu_and_command_sort_both_ways() {
 }
 
 #[test]
+fn type_sorts_both_ways_by_its_label() {
+    // Labels: 100 "C", 99 "C+G", 98 "G", 97 "C", 96 "G"; ties by PID.
+    assert_eq!(
+        sorted_pids(SortKey::Type, SortDir::Ascending),
+        vec![97, 100, 99, 96, 98]
+    );
+    assert_eq!(
+        sorted_pids(SortKey::Type, SortDir::Descending),
+        vec![96, 98, 99, 97, 100]
+    );
+}
+
+#[test]
 fn pid_sorts_both_ways() {
     assert_eq!(
         sorted_pids(SortKey::Pid, SortDir::Ascending),
@@ -133,7 +153,11 @@ fn selection_follows_the_process_across_resorts() {
     let mut t = ProcTable::default();
     let mut rows = rows_for(SortKey::Vram);
     t.set_rows(rows.clone());
-    t.move_selection(1); // select first row
+    assert_eq!(
+        t.selected_index(),
+        Some(0),
+        "the first row is selected from the start"
+    );
     t.move_selection(1); // second row: pid 97 (VRAM 20, tie broken by pid)
     assert_eq!(t.selected_row().unwrap().key.pid, 97);
     t.set_sort(SortKey::Pid, SortDir::Ascending);

@@ -8,6 +8,12 @@ use crate::model::procs::SortKey;
 
 /// Routes an action to the helper for its group; what each group does is below.
 pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
+    if !matches!(action, Action::FocusGpu(_)) {
+        state.view.typed_gpu = None;
+    }
+    if overlay_page(state, action) {
+        return Vec::new();
+    }
     match action {
         Action::Quit => return vec![Effect::Quit],
         Action::Signal(_) | Action::Confirm | Action::Cancel => {
@@ -96,13 +102,50 @@ fn narrow(state: &mut State, action: Action) {
             }
         }
         Action::Choose => choose_user(state),
-        Action::FocusGpu(index) => focus_gpu(state, index),
+        Action::FocusGpu(digit) => type_gpu_digit(state, digit),
         Action::ToggleFocusAt(position) => toggle_focus_at(state, position),
         Action::SelectRow(position) => select_row(state, position),
         Action::FocusNext => step_focus(state, 1),
         Action::FocusPrev => step_focus(state, -1),
         other => navigate(state, other),
     }
+}
+
+/// While help or the warnings list is open, paging keys turn its pages instead of moving
+/// the selection behind it. Says whether the action was used up.
+fn overlay_page(state: &mut State, action: Action) -> bool {
+    if !(state.view.show_help || state.view.show_warnings) {
+        return false;
+    }
+    let page = &mut state.view.overlay_page;
+    match action {
+        Action::PageDown | Action::SelectDown => *page = page.saturating_add(1).min(MAX_PAGES),
+        Action::PageUp | Action::SelectUp => *page = page.saturating_sub(1),
+        _ => return false,
+    }
+    true
+}
+
+/// More pages than any overlay has (the drawing clamps to the real count).
+const MAX_PAGES: usize = 64;
+
+/// A digit typed: it extends the GPU number being typed when that names a GPU (`1`, `2`
+/// on a 16-GPU box is GPU 12), else starts a new one; the GPU it names is focused at
+/// once, so a lone `1` still focuses GPU 1.
+fn type_gpu_digit(state: &mut State, digit: u32) {
+    let exists = |n: u32| state.model.gpus().iter().any(|g| g.index == n);
+    let index = match state.view.typed_gpu {
+        Some((n, _)) if n != 0 && exists(n * 10 + digit) => n * 10 + digit,
+        _ => digit,
+    };
+    // Keep typing only while a longer number could still name a GPU.
+    let longer = state
+        .model
+        .gpus()
+        .iter()
+        .any(|g| g.index >= index * 10 && index != 0);
+    state.view.typed_gpu = longer.then_some((index, 0));
+    focus_gpu(state, index);
 }
 
 fn focus_gpu(state: &mut State, index: u32) {
@@ -209,7 +252,16 @@ fn sort(state: &mut State, action: Action) {
 /// Switches of the view: help, environment, pause, layout, and the GPU panel's scroll.
 fn toggle_view(state: &mut State, action: Action) {
     match action {
-        Action::ToggleHelp => state.view.show_help = !state.view.show_help,
+        Action::ToggleHelp => {
+            state.view.show_help = !state.view.show_help;
+            state.view.show_warnings = false;
+            state.view.overlay_page = 0;
+        }
+        Action::ToggleWarnings => {
+            state.view.show_warnings = !state.view.show_warnings;
+            state.view.show_help = false;
+            state.view.overlay_page = 0;
+        }
         Action::ToggleEnv => state.view.show_env = !state.view.show_env,
         Action::TogglePause => state.view.paused = !state.view.paused,
         Action::ToggleCompact => {
@@ -346,6 +398,8 @@ fn choose_user(state: &mut State) {
 fn back(state: &mut State) {
     if state.view.show_help {
         state.view.show_help = false;
+    } else if state.view.show_warnings {
+        state.view.show_warnings = false;
     } else if state.view.show_env {
         state.view.show_env = false;
     } else if state.view.panel == Panel::Users {

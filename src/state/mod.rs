@@ -18,6 +18,8 @@ use crate::model::procs::SortKey;
 pub enum Action {
     Quit,
     ToggleHelp,
+    /// Show or hide the list of every warning (`w`): the bar shows only as many as fit.
+    ToggleWarnings,
     /// Show or hide the selected process's GPU-related environment (`e`).
     ToggleEnv,
     SelectUp,
@@ -145,6 +147,14 @@ pub enum Effect {
 pub struct View {
     pub paused: bool,
     pub show_help: bool,
+    /// The list of every warning, over the screen.
+    pub show_warnings: bool,
+    /// Which page of the help or warnings overlay shows (the drawing clamps it).
+    pub overlay_page: usize,
+    /// Digits typed towards a GPU index (`1` then `2` is GPU 12), with how many samples
+    /// arrived since the last one: the number is done after two (one to two intervals,
+    /// as no clock is read here), or at any other key.
+    pub typed_gpu: Option<(u32, u8)>,
     /// The environment popup for the selected process.
     pub show_env: bool,
     pub layout: LayoutPref,
@@ -172,6 +182,9 @@ impl Default for View {
         View {
             paused: false,
             show_help: false,
+            show_warnings: false,
+            overlay_page: 0,
+            typed_gpu: None,
             show_env: false,
             layout: LayoutPref::Auto,
             viewport: (0, 0),
@@ -251,6 +264,10 @@ impl State {
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Sample(sample) => {
+            state.view.typed_gpu = state
+                .view
+                .typed_gpu
+                .and_then(|(n, samples)| (samples < 1).then_some((n, samples + 1)));
             if !state.view.paused {
                 state.model.apply_sample(*sample, &state.config);
                 let last = state.model.gpus().len().saturating_sub(1);

@@ -102,6 +102,36 @@ pub fn throttle_label(reason: &ThrottleReason) -> (&str, ThrottleKind) {
 }
 
 /// Shortens `s` to at most `width` characters, marking the cut with `…`.
+/// Greedy word wrap into lines of at most `width` characters; a word longer than a line is
+/// split. Hand-written: ten lines, where the textwrap crate would be a dependency for
+/// the help and warning popups alone.
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(word.drain(..width).collect());
+        }
+        let (used, extra) = (line.chars().count(), word.len());
+        if used > 0 && used + 1 + extra > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.extend(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 pub fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();
@@ -117,6 +147,16 @@ pub fn truncate(s: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_wrap_at_the_width_and_long_words_split() {
+        assert_eq!(
+            wrap_words("show only that GPU's processes", 12),
+            ["show only", "that GPU's", "processes"]
+        );
+        assert_eq!(wrap_words("abcdefghij xy", 4), ["abcd", "efgh", "ij", "xy"]);
+        assert_eq!(wrap_words("", 5), [""]);
+    }
 
     #[test]
     fn bytes() {

@@ -193,7 +193,8 @@ fn readings_line<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Line<'a> {
     let power = match (g.power, g.power_limit) {
         (Some(p), Some(l)) => format!("{:.0}/{:.0} W", p.0, l.0),
         (Some(p), None) => format!("{:.0} W", p.0),
-        (None, Some(l)) => format!("{NA}/{:.0} W", l.0),
+        // `N/A/300 W` read as a garbled fraction: an unknown draw beside a known limit.
+        (None, Some(l)) => format!("{NA} (limit {:.0} W)", l.0),
         (None, None) => format!("{NA} W"),
     };
     let rest = format!(

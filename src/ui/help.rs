@@ -1,45 +1,83 @@
 //! The help overlay, generated from the keymap table so it can never drift from the keys.
-//! Two columns when one does not fit the height.
+//! One column; descriptions wrap rather than being cut, and a list taller than the
+//! terminal pages (`overlay`).
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::layout::Rect;
 
 use super::Theme;
-use super::format::truncate;
-use crate::keymap::{Binding, all_bindings};
+use super::overlay::{self, Entry};
+use crate::keymap::all_bindings;
 
-const LABEL_WIDTH: usize = 11;
+/// Wide enough for the longest key label and description on one line each.
+const WIDTH: u16 = 80;
 
-pub fn draw(frame: &mut Frame, area: Rect, theme: &Theme) {
-    let bindings: Vec<&Binding> = all_bindings().collect();
-    let n = bindings.len();
-    let room = area.height.saturating_sub(2).max(1) as usize;
-    let columns = if n <= room { 1 } else { 2 };
-    let per_column = n.div_ceil(columns);
-    let width = (if columns == 1 { 66 } else { 120 }).min(area.width);
-    let height = (per_column as u16 + 2).min(area.height);
-    let popup = super::layout::centered(area, width, height);
-    frame.render_widget(Clear, popup);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" Help — keys (? or Esc to close) ");
-    let inner = block.inner(popup);
-    frame.render_widget(block, popup);
-    let cells =
-        Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns]).split(inner);
-    for (cell, chunk) in cells.iter().zip(bindings.chunks(per_column)) {
-        let help_width = (cell.width as usize).saturating_sub(LABEL_WIDTH + 2);
-        let lines: Vec<Line> = chunk
-            .iter()
-            .map(|b| {
-                Line::from(vec![
-                    Span::styled(format!(" {:<w$}", b.label, w = LABEL_WIDTH), theme.title),
-                    Span::raw(truncate(b.help, help_width)),
-                ])
-            })
-            .collect();
-        frame.render_widget(Paragraph::new(lines), *cell);
+pub fn draw(frame: &mut Frame, area: Rect, page: usize, theme: &Theme) {
+    let entries: Vec<Entry> = all_bindings()
+        .map(|b| Entry {
+            label: b.label.to_string(),
+            label_style: theme.title,
+            text: b.help.to_string(),
+            text_style: theme.text,
+        })
+        .collect();
+    overlay::draw(
+        frame,
+        area,
+        " Help — keys (? or Esc to close) ",
+        &entries,
+        page,
+        WIDTH,
+        theme,
+    );
+}
+
+/// Every warning, critical first as the bar orders them, each wrapped in full.
+pub fn draw_warnings(frame: &mut Frame, area: Rect, state: &crate::state::State, theme: &Theme) {
+    use crate::model::warnings::Severity;
+    let entries: Vec<Entry> = state
+        .model
+        .warnings()
+        .iter()
+        .map(|w| {
+            let (label, label_style, text_style) = match w.severity {
+                Severity::Critical => ("CRIT", theme.critical_badge, theme.critical),
+                Severity::Warning => ("WARN", theme.warning_badge, theme.warning),
+            };
+            Entry {
+                label: label.to_string(),
+                label_style,
+                text: super::text::warning_line(w),
+                text_style,
+            }
+        })
+        .collect();
+    if entries.is_empty() {
+        let none = [Entry {
+            label: String::new(),
+            label_style: theme.dim,
+            text: "no warnings".into(),
+            text_style: theme.dim,
+        }];
+        overlay::draw(
+            frame,
+            area,
+            " Warnings (w or Esc to close) ",
+            &none,
+            0,
+            40,
+            theme,
+        );
+        return;
     }
+    let title = format!(" Warnings: {} (w or Esc to close) ", entries.len());
+    overlay::draw(
+        frame,
+        area,
+        &title,
+        &entries,
+        state.view.overlay_page,
+        120,
+        theme,
+    );
 }

@@ -28,7 +28,11 @@ const WHEEL_STEP: usize = 3;
 
 /// What a mouse event at this spot means, in order; nothing when it hits nothing.
 pub fn actions(state: &State, m: MouseInput) -> Vec<Action> {
-    if state.view.dialog.is_some() || state.view.show_help || state.view.show_env {
+    if state.view.dialog.is_some()
+        || state.view.show_help
+        || state.view.show_warnings
+        || state.view.show_env
+    {
         return Vec::new();
     }
     let (w, h) = state.view.viewport;
@@ -88,7 +92,7 @@ fn table_area(state: &State, areas: &Areas, at: Position, kind: MouseKind) -> Ve
 
 fn header_click(state: &State, table: Rect, x: u16) -> Option<Action> {
     let columns = crate::ui::table::visible_columns(state);
-    layout::column_spans(&columns, table)
+    layout::column_spans(&columns, crate::ui::table::host_width(state), table)
         .iter()
         .find(|(_, r)| x >= r.x && x < r.right())
         .and_then(|(c, _)| c.sort_key())

@@ -9,6 +9,7 @@ pub mod gpus;
 mod header;
 mod help;
 pub mod hit;
+mod overlay;
 pub mod table;
 pub mod text;
 pub mod theme;
@@ -45,8 +46,11 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
     if state.view.show_env {
         detail::draw_env(frame, area, state, theme);
     }
+    if state.view.show_warnings {
+        help::draw_warnings(frame, area, state, theme);
+    }
     if state.view.show_help {
-        help::draw(frame, area, theme);
+        help::draw(frame, area, state.view.overlay_page, theme);
     }
 }
 

@@ -1,6 +1,6 @@
 //! The process table: one row per process per GPU, the visible columns from the settings,
-//! the sort column marked in the header, the current user's rows highlighted, the
-//! selection in reverse video. Column widths live in `layout` (mouse clicks use them too).
+//! the sort column marked in the header, the current user's rows highlighted and other
+//! users' dimmed, the selection in reverse video. Column widths live in `layout` (mouse clicks use them too).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -32,7 +32,10 @@ pub fn right_aligned(c: Column) -> bool {
 /// A cell's words, shared with the `--once` text table.
 pub fn cell_text(c: Column, r: &ProcRow) -> String {
     match c {
-        Column::Host => r.host.clone().unwrap_or_else(|| "(here)".into()),
+        Column::Host => r.host.as_deref().map_or_else(
+            || "(here)".into(),
+            |h| truncate(h, crate::layout::MAX_HOST_WIDTH as usize),
+        ),
         Column::Gpu => r.gpu_index.to_string(),
         Column::Pid => r.key.pid.to_string(),
         Column::User => r.user.clone().unwrap_or_else(|| "?".into()),
@@ -48,6 +51,21 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
         Column::Time => or_na(r.elapsed, elapsed),
         Column::Command => r.command.clone(),
     }
+}
+
+/// The HOST column's width: its longest host name (titles included), which the table,
+/// mouse clicks and the `--once` text all size it by.
+pub fn host_width(state: &State) -> u16 {
+    state
+        .model
+        .procs()
+        .all
+        .iter()
+        .filter_map(|r| r.host.as_deref())
+        .map(|h| h.chars().count())
+        .chain([Column::Host.title().len() + 1])
+        .max()
+        .map_or(0, |w| u16::try_from(w).unwrap_or(u16::MAX))
 }
 
 /// The configured columns, with HOST first when the GPUs come from several hosts, and
@@ -92,7 +110,8 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .skip(first)
         .take(on_screen)
         .map(|r| row(state, columns, r, &piled, theme));
-    let widget = Table::new(rows, columns.iter().map(|c| column_width(*c)))
+    let host = host_width(state);
+    let widget = Table::new(rows, columns.iter().map(|c| column_width(*c, host)))
         .header(header)
         .block(block)
         .column_spacing(COLUMN_SPACING)
@@ -182,9 +201,13 @@ fn row<'a>(
         Column::Command if loose => format!("⚠ {}", cell_text(c, r)),
         _ => cell_text(c, r),
     };
+    // Other users' rows are dimmed (as nvitop does) so your own stand out; with no user
+    // to compare against (unknown), nothing is.
+    let others = !own && state.config.current_user.is_some();
     let style = match r.visibility {
         _ if loose => theme.warning,
         _ if own => theme.own_process,
+        Visibility::Visible if others => theme.dim,
         Visibility::Visible => theme.text,
         Visibility::OtherNamespace | Visibility::Hidden | Visibility::Exited => theme.dim,
     };

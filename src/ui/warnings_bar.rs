@@ -38,7 +38,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         lines.pop();
         lines.push(Line::styled(
             format!(
-                "  … and {more} more warning{}",
+                "  … and {more} more warning{} (w: list them all)",
                 if more == 1 { "" } else { "s" }
             ),
             theme.warning,
