@@ -139,9 +139,14 @@ fn detail_spans(g: &GpuReading, theme: &Theme) -> (Vec<Span<'static>>, Vec<Span<
     if let Some(mig) = g.mig_enabled {
         parts.push(format!("MIG {}", if mig { "on" } else { "off" }));
     }
+    // XIDs seen, rows or pages waiting: only what is out of the ordinary (the warning bar
+    // says what it means).
+    let health = super::health_text::notable(&g.health);
+    let unhealthy = !health.is_empty();
+    parts.extend(health);
     let mut details = Vec::new();
     if !parts.is_empty() {
-        let style = if g.ecc_errors_uncorrected.is_some_and(|e| e > 0) {
+        let style = if unhealthy || g.ecc_errors_uncorrected.is_some_and(|e| e > 0) {
             theme.warning
         } else {
             theme.dim

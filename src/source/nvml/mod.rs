@@ -4,6 +4,8 @@
 //! whole sample; a GPU that stops answering is marked lost and keeps its slot. The
 //! per-device queries are in `read`.
 
+mod events;
+mod health;
 mod read;
 
 use std::collections::HashSet;
@@ -69,6 +71,8 @@ enum Query {
     Throttle,
     Ecc,
     Mig,
+    /// The health counters (`nvmlDeviceGetFieldValues`); each field is also remembered alone.
+    FieldValues,
     ComputeProcs,
     GraphicsProcs,
     ProcessUtil,
@@ -87,6 +91,8 @@ struct Slot {
     /// Queries this device answered NotSupported / NoPermission / missing symbol: they will
     /// not start working while the driver stays loaded, so they are not asked again.
     never: HashSet<Query>,
+    /// NVML field ids this device answered NotSupported (or the like) for.
+    never_fields: HashSet<u32>,
     /// Driver timestamp (µs) of the newest per-process utilization sample seen.
     last_util_sample: u64,
 }
@@ -141,7 +147,8 @@ struct GpuProc {
 }
 
 pub struct NvmlSource {
-    nvml: Nvml,
+    /// The library, with the XID event set registered on it.
+    lib: events::Library,
     host: HostInfo,
     slots: Vec<Slot>,
     procinfo: ProcInfo,
@@ -170,7 +177,7 @@ impl NvmlSource {
             }),
         };
         Ok(NvmlSource {
-            nvml,
+            lib: events::Library::open(nvml),
             host,
             slots: Vec::new(),
             procinfo: ProcInfo::system(),
@@ -201,9 +208,12 @@ fn open_error(e: NvmlError) -> NvmlOpenError {
 impl GpuSource for NvmlSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         let count = self
-            .nvml
+            .lib
+            .nvml()
             .device_count()
             .map_err(|e| SourceError::Unavailable(format!("NVML device count: {e}")))?;
+        // Events before the readings, so an XID that arrived before this sample is in it.
+        self.lib.drain(SystemTime::now());
         // NVML's count is fixed once initialised; a slot seen before but no longer counted
         // is still reported (as lost) so it does not silently vanish.
         let slots = (count as usize).max(self.slots.len());
@@ -213,7 +223,8 @@ impl GpuSource for NvmlSource {
         for (i, slot) in self.slots.iter_mut().enumerate() {
             let index = i as u32;
             let read = if index < count {
-                self.nvml
+                self.lib
+                    .nvml()
                     .device_by_index(index)
                     .map_err(|_| Lost)
                     .and_then(|device| read_gpu(&device, index, slot))
@@ -228,6 +239,9 @@ impl GpuSource for NvmlSource {
                 }
                 Err(Lost) => gpus.push(slot.lost_reading(index)),
             }
+        }
+        for g in &mut gpus {
+            g.health.xid = self.lib.xid(&g.id.0);
         }
         let hosts = self
             .procinfo
