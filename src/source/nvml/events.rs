@@ -27,6 +27,8 @@ const UNKNOWN_XID: u64 = 999;
 
 /// The event set and the GPUs (by UUID) registered on it, with what each delivered.
 pub(super) struct Events<'nvml> {
+    /// Whether the GPUs were registered yet (on the first sample, which knows their count).
+    registered: bool,
     set: Option<EventSet<'nvml>>,
     tallies: HashMap<String, XidTally>,
 }
@@ -41,10 +43,13 @@ self_cell::self_cell!(
 );
 
 impl Library {
-    /// Takes the library and registers every GPU that says it delivers critical XID events.
-    /// A device that cannot is simply not registered (its XID tally is `None`: unknown).
+    /// Takes the library; the GPUs are registered on the first `drain`.
     pub(super) fn open(nvml: Nvml) -> Library {
-        Library::new(nvml, register)
+        Library::new(nvml, |_| Events {
+            registered: false,
+            set: None,
+            tallies: HashMap::new(),
+        })
     }
 
     pub(super) fn nvml(&self) -> &Nvml {
@@ -52,9 +57,14 @@ impl Library {
     }
 
     /// Takes the events waiting in the set (without waiting for more) into the tallies,
-    /// stamped `now`.
-    pub(super) fn drain(&mut self, now: SystemTime) {
-        self.with_dependent_mut(|_, events| {
+    /// stamped `now`. The first call registers every one of the `count` GPUs that says it
+    /// delivers critical XID events; one that cannot is not registered (its tally is `None`:
+    /// unknown). Registering here rather than at open uses the sample's own device count.
+    pub(super) fn drain(&mut self, count: u32, now: SystemTime) {
+        self.with_dependent_mut(|nvml, events| {
+            if !events.registered {
+                *events = register(nvml, count);
+            }
             let Some(set) = &events.set else { return };
             for _ in 0..MAX_EVENTS_PER_SAMPLE {
                 let data = match set.wait(0) {
@@ -88,13 +98,11 @@ impl Library {
 
 /// Registers each XID-capable GPU on one set. nvml-wrapper frees the set when a
 /// registration fails, so after a failure the set is rebuilt with the GPUs registered so far.
-fn register(nvml: &Nvml) -> Events<'_> {
+fn register(nvml: &Nvml, count: u32) -> Events<'_> {
     let mut events = Events {
+        registered: true,
         set: None,
         tallies: HashMap::new(),
-    };
-    let Ok(count) = nvml.device_count() else {
-        return events;
     };
     let mut registered: Vec<u32> = Vec::new();
     for index in (0..count).filter(|&i| xid_capable(nvml, i)) {

@@ -213,7 +213,7 @@ impl GpuSource for NvmlSource {
             .device_count()
             .map_err(|e| SourceError::Unavailable(format!("NVML device count: {e}")))?;
         // Events before the readings, so an XID that arrived before this sample is in it.
-        self.lib.drain(SystemTime::now());
+        self.lib.drain(count, SystemTime::now());
         // NVML's count is fixed once initialised; a slot seen before but no longer counted
         // is still reported (as lost) so it does not silently vanish.
         let slots = (count as usize).max(self.slots.len());
