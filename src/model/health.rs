@@ -1,7 +1,7 @@
 //! Health warnings from a GPU's health readings (`source::health`): XID errors, remapped
 //! rows and retired pages, growth of the PCIe replay and corrected-ECC counters, and clocks
 //! held down by the hardware (HW slowdown, power brake). Pure, like the rest of `warnings`:
-//! the previous `HealthAlarm` goes in, the next comes out; no clock but `now`.
+//! the previous `HealthMemory` goes in, the next comes out; no clock but `now`.
 //!
 //! An XID is an event, not a level: its warning stays up for `XID_HOLD` after the latest
 //! one so nobody misses it between two glances. Counter growth likewise holds for
@@ -65,7 +65,7 @@ impl Growth {
 
 /// Per-GPU memory the health warnings need between samples.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct HealthAlarm {
+pub struct HealthMemory {
     replays: Growth,
     ecc_corrected: Growth,
     /// Since when each of `HW_REASONS` has held the clocks down.
@@ -74,10 +74,10 @@ pub struct HealthAlarm {
 
 /// The health warnings of one GPU now, with their severities.
 pub fn evaluate(
-    prev: &HealthAlarm,
+    prev: &HealthMemory,
     gpu: &GpuReading,
     now: SystemTime,
-    alarm: &mut HealthAlarm,
+    alarm: &mut HealthMemory,
 ) -> Vec<(Severity, WarningKind)> {
     let h = &gpu.health;
     let mut out = Vec::new();
@@ -129,10 +129,10 @@ pub fn evaluate(
 
 /// HW slowdown / power brake held for `SLOWDOWN_HOLD` or longer, one warning per reason.
 fn slowdowns(
-    prev: &HealthAlarm,
+    prev: &HealthMemory,
     gpu: &GpuReading,
     now: SystemTime,
-    alarm: &mut HealthAlarm,
+    alarm: &mut HealthMemory,
 ) -> Vec<(Severity, WarningKind)> {
     let mut out = Vec::new();
     for (i, reason) in HW_REASONS.iter().enumerate() {

@@ -15,11 +15,11 @@ fn gpu() -> GpuReading {
 
 /// Runs readings (seconds, reading) in order; the warnings after each.
 fn run(readings: Vec<(u64, GpuReading)>) -> Vec<Vec<(Severity, WarningKind)>> {
-    let mut alarm = HealthAlarm::default();
+    let mut alarm = HealthMemory::default();
     readings
         .into_iter()
         .map(|(s, g)| {
-            let mut next = HealthAlarm::default();
+            let mut next = HealthMemory::default();
             let w = evaluate(&alarm, &g, t(s), &mut next);
             alarm = next;
             w

@@ -215,7 +215,7 @@ pub struct Alarm {
     pub(super) idle_since: Option<SystemTime>,
     pub(super) stale_since: Option<SystemTime>,
     /// XIDs, remapped rows, counter growth, hardware slowdowns (`model::health`).
-    health: super::health::HealthAlarm,
+    health: super::health::HealthMemory,
 }
 
 /// Evaluates one GPU: returns its new alarm state and the warnings it raises now.
@@ -241,7 +241,7 @@ pub fn evaluate(
     if gpu.status == GpuStatus::Lost {
         out.push(warn(Severity::Critical, WarningKind::Lost));
         // The XID that often comes with a GPU falling off the bus (79) stays shown.
-        let mut health = super::health::HealthAlarm::default();
+        let mut health = super::health::HealthMemory::default();
         for (severity, kind) in super::health::evaluate(&prev.health, gpu, now, &mut health) {
             out.push(warn(severity, kind));
         }
