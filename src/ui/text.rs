@@ -3,7 +3,8 @@
 //! (kind, subject, numbers) is `model::warnings`'s and carries no text.
 
 use crate::model::warnings::{Subject, Warning, WarningKind};
-use crate::source::health::{RemappedRows, xid_meaning};
+use crate::source::health::{RemappedRows, RetiredPages, xid_meaning};
+use crate::source::throttle::ThrottleReason;
 use crate::ui::format::{duration_short, gib, truncate};
 use crate::units::{Bytes, Celsius};
 use std::time::Duration;
@@ -53,23 +54,35 @@ pub fn warning_line(w: &Warning) -> String {
         } => pile_up(&index, unpinned.len(), *owners, free),
         WarningKind::Xid { code, count, ago } => xid(&index, *code, *count, *ago),
         WarningKind::RemappedRows(r) => remapped_rows(&index, r),
-        WarningKind::RetiredPages(p) => format!(
-            "GPU {index} page retirement pending ({} double-bit, {} single-bit pages) — \
-             reload the driver or reboot to apply",
-            p.double_bit, p.single_bit
-        ),
-        WarningKind::PcieReplays { total, growth } => {
-            format!("GPU {index} PCIe replays +{growth} (total {total}) — check the link and riser")
-        }
-        WarningKind::EccCorrected { total, growth } => format!(
-            "GPU {index} corrected ECC errors +{growth} (total {total}) — memory may be degrading"
-        ),
-        WarningKind::HwSlowdown { reason, held_for } => format!(
-            "GPU {index} clocks held down by {} for {} — check power and cooling",
-            reason.label(),
-            duration_short(*held_for)
-        ),
+        WarningKind::RetiredPages(p) => retired_pages(&index, p),
+        WarningKind::PcieReplays { total, growth } => replays(&index, *total, *growth),
+        WarningKind::EccCorrected { total, growth } => ecc(&index, *total, *growth),
+        WarningKind::HwSlowdown { reason, held_for } => slowdown(&index, reason, *held_for),
     }
+}
+
+fn retired_pages(index: &str, p: &RetiredPages) -> String {
+    format!(
+        "GPU {index} page retirement pending ({} double-bit, {} single-bit pages) — \
+         reload the driver or reboot to apply",
+        p.double_bit, p.single_bit
+    )
+}
+
+fn replays(index: &str, total: u64, growth: u64) -> String {
+    format!("GPU {index} PCIe replays +{growth} (total {total}) — check the link and riser")
+}
+
+fn ecc(index: &str, total: u64, growth: u64) -> String {
+    format!("GPU {index} corrected ECC errors +{growth} (total {total}) — memory may be degrading")
+}
+
+fn slowdown(index: &str, reason: &ThrottleReason, held_for: Duration) -> String {
+    format!(
+        "GPU {index} clocks held down by {} for {} — check power and cooling",
+        reason.label(),
+        duration_short(held_for)
+    )
 }
 
 /// An XID by number and, for the common ones, what it means.
@@ -292,9 +305,7 @@ mod tests {
     }
 
     #[test]
-    fn health_kinds_have_their_sentences() {
-        use crate::source::health::RetiredPages;
-        use crate::source::throttle::ThrottleReason;
+    fn xid_and_remapped_rows_have_their_sentences() {
         let rows = |pending, failed| {
             WarningKind::RemappedRows(RemappedRows {
                 correctable: 1,
@@ -328,6 +339,15 @@ mod tests {
                 rows(true, false),
                 "GPU 3 row remapping pending (2 uncorrectable, 1 correctable rows remapped) — reset the GPU to apply",
             ),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(warning_line(&on_gpu(None, kind)), want);
+        }
+    }
+
+    #[test]
+    fn other_health_kinds_have_their_sentences() {
+        let cases = [
             (
                 WarningKind::RetiredPages(RetiredPages {
                     single_bit: 4,

@@ -185,6 +185,13 @@ impl NvmlSource {
         })
     }
 
+    fn device_count(&self) -> Result<u32, SourceError> {
+        self.lib
+            .nvml()
+            .device_count()
+            .map_err(|e| SourceError::Unavailable(format!("NVML device count: {e}")))
+    }
+
     /// Asks `pods` which pod each GPU belongs to (`launch` passes the kubelet's).
     pub fn with_pods(mut self, pods: PodDirectory) -> Self {
         self.pods = pods;
@@ -207,11 +214,7 @@ fn open_error(e: NvmlError) -> NvmlOpenError {
 
 impl GpuSource for NvmlSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
-        let count = self
-            .lib
-            .nvml()
-            .device_count()
-            .map_err(|e| SourceError::Unavailable(format!("NVML device count: {e}")))?;
+        let count = self.device_count()?;
         // Events before the readings, so an XID that arrived before this sample is in it.
         self.lib.drain(count, SystemTime::now());
         // NVML's count is fixed once initialised; a slot seen before but no longer counted
@@ -231,17 +234,16 @@ impl GpuSource for NvmlSource {
             } else {
                 Err(Lost)
             };
-            match read {
+            let mut reading = match read {
                 Ok((mut reading, procs)) => {
                     reading.allocations = self.pods.allocations(&reading.id.0, index);
                     listed.extend(procs.into_iter().map(|p| (reading.id.clone(), p)));
-                    gpus.push(reading);
+                    reading
                 }
-                Err(Lost) => gpus.push(slot.lost_reading(index)),
-            }
-        }
-        for g in &mut gpus {
-            g.health.xid = self.lib.xid(&g.id.0);
+                Err(Lost) => slot.lost_reading(index),
+            };
+            reading.health.xid = self.lib.xid(&reading.id.0);
+            gpus.push(reading);
         }
         let hosts = self
             .procinfo

@@ -239,6 +239,7 @@ impl Gpu {
     }
 
     pub fn into_reading(self) -> GpuReading {
+        let health = self.health();
         let mut g = GpuReading::absent(GpuId(self.uuid), self.index, self.name);
         g.host = self.host;
         g.status = match self.status {
@@ -282,7 +283,13 @@ impl Gpu {
                 container: p.container,
             })
             .collect();
-        g.health = Health {
+        g.health = health;
+        g
+    }
+
+    /// The health readings (2.2); all `null` in an older document.
+    fn health(&self) -> Health {
+        Health {
             memory_temperature: self.temperature_memory.map(Celsius),
             pcie_replays: self.pcie_replay_counter,
             ecc_corrected: self.ecc_errors_corrected_volatile,
@@ -298,7 +305,6 @@ impl Gpu {
                 failed: r.failure,
             }),
             xid: self.xid_errors.map(XidDoc::into_tally),
-        };
-        g
+        }
     }
 }

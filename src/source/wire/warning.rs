@@ -174,6 +174,16 @@ mod tests {
                 memory_used: 1,
                 held_for: 1.0,
             },
+        ];
+        for k in kinds {
+            let v = serde_json::to_value(&k).unwrap();
+            assert_eq!(v["kind"], k.name(), "{v}");
+        }
+    }
+
+    #[test]
+    fn the_health_kind_names_are_the_serialized_tags() {
+        let kinds = [
             WarningKind::Xid {
                 xid: 79,
                 count: 1,
