@@ -164,6 +164,25 @@ fn health_counters_are_read_where_the_device_has_them() {
 }
 
 #[test]
+fn growing_pcie_replays_become_a_warning_through_the_pipeline() {
+    use gpuwatch::model::warnings::WarningKind;
+    use gpuwatch::state::{Msg, State, update};
+    let setup = Setup::new(&scenario());
+    let mut src = setup.open();
+    let mut state = State::new(common::config());
+    let replays: Vec<Option<(u64, u64)>> = (0..3)
+        .map(|_| {
+            update(&mut state, Msg::Sample(Box::new(sample(&mut src))));
+            state.model.warnings().iter().find_map(|w| match w.kind {
+                WarningKind::PcieReplays { total, growth } => Some((total, growth)),
+                _ => None,
+            })
+        })
+        .collect();
+    assert_eq!(replays, [None, None, Some((5, 5))], "0, 0, then 5");
+}
+
+#[test]
 fn once_text_shows_the_xid_and_remapped_rows_warnings() {
     let setup = Setup::new(&scenario());
     let out = setup.command().arg("--once").assert().success();
