@@ -11,7 +11,7 @@ use crate::model::procs::{Column, ProcRow};
 use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::sampler::{self, SamplerEvent};
 use crate::source::wire;
-use crate::source::{GpuSource, Visibility};
+use crate::source::{GpuSource, GpuStatus, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::ui::format::{NA, bytes_short, gib, or_na};
 use crate::ui::table::{cell_text, right_aligned};
@@ -196,6 +196,43 @@ fn warning_kind_doc(kind: &WarningKind) -> wire::WarningKind {
             owners: *owners,
             free_gpus: free.clone(),
         },
+        other => health_kind_doc(other),
+    }
+}
+
+/// The health kinds (`model::health`) as the document carries them.
+fn health_kind_doc(kind: &WarningKind) -> wire::WarningKind {
+    match kind {
+        WarningKind::Xid { code, count, ago } => wire::WarningKind::Xid {
+            xid: *code,
+            count: *count,
+            ago: ago.as_secs_f64(),
+        },
+        WarningKind::RemappedRows(r) => wire::WarningKind::RemappedRows {
+            correctable: r.correctable,
+            uncorrectable: r.uncorrectable,
+            pending: r.pending,
+            failed: r.failed,
+        },
+        WarningKind::RetiredPages(p) => wire::WarningKind::RetiredPages {
+            single_bit: p.single_bit,
+            double_bit: p.double_bit,
+            pending: p.pending,
+        },
+        WarningKind::PcieReplays { total, growth } => wire::WarningKind::PcieReplays {
+            total: *total,
+            growth: *growth,
+        },
+        WarningKind::EccCorrected { total, growth } => wire::WarningKind::EccCorrected {
+            total: *total,
+            growth: *growth,
+        },
+        WarningKind::HwSlowdown { reason, held_for } => wire::WarningKind::HwSlowdown {
+            reason: reason.name().to_string(),
+            held_for: held_for.as_secs_f64(),
+        },
+        // The other kinds are `warning_kind_doc`'s; it never passes them here.
+        _ => unreachable!("not a health kind: {kind:?}"),
     }
 }
 
@@ -211,6 +248,7 @@ pub fn render_text(state: &State) -> String {
         list_or_none(&free_gpus(&state.model)),
     );
     out += &gpu_table(state);
+    out += &health_lines(state);
     out += &warning_lines(state);
     out += &process_table(state);
     out
@@ -269,6 +307,25 @@ fn owners_text(state: &State, g: &crate::source::GpuReading) -> String {
     } else {
         who.join(", ")
     }
+}
+
+/// One line per answering GPU with its health readings (`N/A` where it cannot tell); left
+/// out when no GPU reports any.
+fn health_lines(state: &State) -> String {
+    use crate::ui::health_text;
+    let gpus = state.model.gpus();
+    if !gpus.iter().any(|g| health_text::any_known(&g.health)) {
+        return String::new();
+    }
+    let mut out = String::from("\nHEALTH\n");
+    for g in gpus.iter().filter(|g| g.status == GpuStatus::Ok) {
+        out += &format!(
+            "{:>3}  {}\n",
+            g.index,
+            health_text::all(&g.health).join("  ")
+        );
+    }
+    out
 }
 
 fn warning_lines(state: &State) -> String {

@@ -19,6 +19,8 @@
 #![allow(clippy::missing_safety_doc)] // every export has the contract of its nvml.h namesake.
 
 mod device;
+mod events;
+mod health;
 mod processes;
 mod scenario;
 
@@ -53,6 +55,8 @@ pub(crate) struct State {
     /// query (first call) from the fill call, for `Process::between_calls`.
     pub list_calls: BTreeMap<(usize, bool), u32>,
     calls: BTreeMap<&'static str, u64>,
+    /// Event sets by handle - 1; `None` once freed.
+    pub event_sets: Vec<Option<events::SetState>>,
 }
 
 /// `None` until `nvmlInit*` succeeds and after `nvmlShutdown`, like the real library.
@@ -152,6 +156,7 @@ fn init() -> u32 {
         count_calls: 0,
         list_calls: BTreeMap::new(),
         calls,
+        event_sets: Vec::new(),
     });
     SUCCESS
 }

@@ -81,33 +81,44 @@ impl Reading {
 /// Field names a GPU's `fields` map may hold, with the unit NVML reports them in.
 /// Unknown names are rejected so a typo in a test fails loudly instead of reading N/A.
 pub const FIELDS: &[&str] = &[
-    "util_gpu",                 // %
-    "util_memory",              // %
-    "memory_total",             // bytes
-    "memory_reserved",          // bytes
-    "memory_used",              // bytes (free = total - reserved - used)
-    "temperature",              // °C
-    "temperature_slowdown",     // °C
-    "temperature_shutdown",     // °C
-    "power_usage_mw",           // mW
-    "power_limit_mw",           // mW (enforced)
-    "energy_mj",                // mJ since the driver loaded
-    "fan_speed",                // % (fan 0)
-    "clock_sm",                 // MHz
-    "clock_memory",             // MHz
-    "max_clock_sm",             // MHz
-    "max_clock_memory",         // MHz
-    "pstate",                   // 0..15 (32 = unknown)
-    "encoder_util",             // %
-    "decoder_util",             // %
-    "pcie_link_gen",            // generation
-    "pcie_link_width",          // lanes
-    "pcie_tx_kbps",             // KB/s
-    "pcie_rx_kbps",             // KB/s
-    "throttle_reasons",         // nvmlClocksThrottleReason* bit mask
-    "ecc_uncorrected_volatile", // count
-    "mig_mode_current",         // 0/1
-    "mig_mode_pending",         // 0/1
+    "util_gpu",                    // %
+    "util_memory",                 // %
+    "memory_total",                // bytes
+    "memory_reserved",             // bytes
+    "memory_used",                 // bytes (free = total - reserved - used)
+    "temperature",                 // °C
+    "temperature_slowdown",        // °C
+    "temperature_shutdown",        // °C
+    "power_usage_mw",              // mW
+    "power_limit_mw",              // mW (enforced)
+    "energy_mj",                   // mJ since the driver loaded
+    "fan_speed",                   // % (fan 0)
+    "clock_sm",                    // MHz
+    "clock_memory",                // MHz
+    "max_clock_sm",                // MHz
+    "max_clock_memory",            // MHz
+    "pstate",                      // 0..15 (32 = unknown)
+    "encoder_util",                // %
+    "decoder_util",                // %
+    "pcie_link_gen",               // generation
+    "pcie_link_width",             // lanes
+    "pcie_tx_kbps",                // KB/s
+    "pcie_rx_kbps",                // KB/s
+    "throttle_reasons",            // nvmlClocksThrottleReason* bit mask
+    "ecc_uncorrected_volatile",    // count
+    "mig_mode_current",            // 0/1
+    "mig_mode_pending",            // 0/1
+    "memory_temperature",          // °C (field value MEMORY_TEMP)
+    "pcie_replay_counter",         // count (field value PCIE_REPLAY_COUNTER)
+    "ecc_corrected_volatile",      // count (field value ECC_SBE_VOL_TOTAL)
+    "retired_pages_sbe",           // count
+    "retired_pages_dbe",           // count
+    "retired_pages_pending",       // 0/1
+    "remapped_rows_correctable",   // count
+    "remapped_rows_uncorrectable", // count
+    "remapped_rows_pending",       // 0/1
+    "remapped_rows_failed",        // 0/1
+    "supported_event_types",       // nvmlEventType* bit mask (8 = critical XID)
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -187,6 +198,18 @@ pub struct Gpu {
     /// answers NOT_SUPPORTED: the most a board can refuse while still being enumerated.
     #[serde(default)]
     pub all_not_supported: bool,
+    /// Critical XID errors, each due from its tick on; an event set registered on this GPU
+    /// (which needs `supported_event_types` to include 8) hands each out once, in order.
+    #[serde(default)]
+    pub xid_events: Vec<XidEvent>,
+}
+
+/// One XID error the fake delivers through event sets.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XidEvent {
+    pub tick: u64,
+    pub xid: u64,
 }
 
 fn default_bus_id() -> String {

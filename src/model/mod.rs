@@ -8,6 +8,7 @@ pub mod activity;
 pub mod columns;
 pub mod etiquette;
 pub mod filter;
+pub mod health;
 pub mod holders;
 pub mod jobs;
 pub mod owners;

@@ -1,10 +1,12 @@
-//! Warnings: OOM risk, overheating and lost GPUs, evaluated from one GPU's reading and
+//! Warnings: OOM risk, overheating, lost GPUs and health events (`health`), evaluated from one GPU's reading and
 //! history. Pure functions with hysteresis: each evaluation takes the previous alarm state
 //! so a reading hovering at a threshold does not make the warning flicker.
 
 use std::time::{Duration, SystemTime};
 
 use crate::history::GpuHistory;
+use crate::source::health::{RemappedRows, RetiredPages};
+use crate::source::throttle::ThrottleReason;
 use crate::source::{GpuId, GpuReading, GpuStatus, ProcReading};
 use crate::units::{Bytes, Celsius};
 
@@ -108,6 +110,33 @@ pub enum WarningKind {
         /// Indices of the free GPUs on the same host.
         free: Vec<u32>,
     },
+    /// A critical XID error arrived (`model::health`): the latest one's number, how many
+    /// the GPU reported since gpuwatch started, and how long ago the latest came.
+    Xid {
+        code: u64,
+        count: u64,
+        ago: Duration,
+    },
+    /// A row remapping waits for a GPU reset (warning) or failed (critical).
+    RemappedRows(RemappedRows),
+    /// A page retirement waits for the driver to reload.
+    RetiredPages(RetiredPages),
+    /// The PCIe replay counter grew by `growth` lately (a flaky link or riser).
+    PcieReplays {
+        total: u64,
+        growth: u64,
+    },
+    /// Corrected ECC errors grew by `growth` lately (memory wearing out, often before
+    /// uncorrectable ones).
+    EccCorrected {
+        total: u64,
+        growth: u64,
+    },
+    /// The hardware has held the clocks down (HW slowdown or power brake) for `held_for`.
+    HwSlowdown {
+        reason: ThrottleReason,
+        held_for: Duration,
+    },
 }
 
 /// Who a warning is about. A host-wide warning names the host, not a made-up GPU.
@@ -185,6 +214,8 @@ pub struct Alarm {
     /// Since when the GPU has been idle / had VRAM used with no process (see `etiquette`).
     pub(super) idle_since: Option<SystemTime>,
     pub(super) stale_since: Option<SystemTime>,
+    /// XIDs, remapped rows, counter growth, hardware slowdowns (`model::health`).
+    health: super::health::HealthMemory,
 }
 
 /// Evaluates one GPU: returns its new alarm state and the warnings it raises now.
@@ -209,6 +240,11 @@ pub fn evaluate(
     };
     if gpu.status == GpuStatus::Lost {
         out.push(warn(Severity::Critical, WarningKind::Lost));
+        // The XID that often comes with a GPU falling off the bus (79) stays shown.
+        let mut health = super::health::HealthMemory::default();
+        for (severity, kind) in super::health::evaluate(&prev.health, gpu, now, &mut health) {
+            out.push(warn(severity, kind));
+        }
         return (alarm, out);
     }
     if let Some((severity, kind)) = oom(prev, gpu, history, th, now, &mut alarm) {
@@ -219,6 +255,9 @@ pub fn evaluate(
     }
     for kind in super::etiquette::evaluate(prev, gpu, procs, th, now, &mut alarm) {
         out.push(warn(Severity::Warning, kind));
+    }
+    for (severity, kind) in super::health::evaluate(&prev.health, gpu, now, &mut alarm.health) {
+        out.push(warn(severity, kind));
     }
     (alarm, out)
 }

@@ -100,6 +100,47 @@ const FIELDS: &[GpuSeries] = &[
         "Framebuffer memory used (in MiB).",
         |g| mib(g.memory_used),
     ),
+    field(
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        Kind::Gauge,
+        "Memory temperature (in C).",
+        |g| g.health.memory_temperature.map(|t| f64::from(t.0)),
+    ),
+    field(
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        Kind::Counter,
+        "Total number of PCIe retries.",
+        |g| g.health.pcie_replays.map(|n| n as f64),
+    ),
+    // DCGM's XID field is the latest XID's number, 0 while none arrived.
+    field(
+        "DCGM_FI_DEV_XID_ERRORS",
+        Kind::Gauge,
+        "Value of the last XID error encountered.",
+        |g| g.health.xid.map(|x| x.last.map_or(0.0, |x| x.code as f64)),
+    ),
+    field(
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        Kind::Counter,
+        "Number of remapped rows for uncorrectable errors",
+        |g| g.health.remapped_rows.map(|r| r.uncorrectable as f64),
+    ),
+    field(
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        Kind::Counter,
+        "Number of remapped rows for correctable errors",
+        |g| g.health.remapped_rows.map(|r| r.correctable as f64),
+    ),
+    field(
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        Kind::Gauge,
+        "Whether remapping of rows has failed",
+        |g| {
+            g.health
+                .remapped_rows
+                .map(|r| f64::from(u8::from(r.failed)))
+        },
+    ),
 ];
 
 pub(super) fn render(e: &mut Exposition, state: &State, pods: &HashMap<GpuId, Labels>) {
@@ -109,9 +150,12 @@ pub(super) fn render(e: &mut Exposition, state: &State, pods: &HashMap<GpuId, La
             .clone()
             .unwrap_or_else(|| state.model.host().hostname.clone())
     };
+    let driver = state.model.host().driver_version.clone();
     // dcgm-exporter adds the pod a GPU is allocated to; so do we, when one pod holds it.
     write_gpu_series(e, FIELDS, state.model.gpus(), |g| {
         let mut l = labels(g, &host(g));
+        // dcgm-exporter's `DCGM_FI_DRIVER_VERSION` label (its name for the driver version).
+        l.extend(driver.clone().map(|v| ("DCGM_FI_DRIVER_VERSION", v)));
         l.extend(pods.get(&g.id).cloned().unwrap_or_default());
         l
     });

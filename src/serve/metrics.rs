@@ -57,6 +57,11 @@ const WARNINGS: Family = Family {
     kind: Kind::Gauge,
     help: "Warnings gpuwatch raises on the GPU now (the same as the TUI's), by kind and severity.",
 };
+const OWNERS: Family = Family {
+    name: "gpuwatch_gpu_owners_info",
+    kind: Kind::Gauge,
+    help: "Always 1 per GPU; the owners label lists who holds it (users, jobs, pods; comma-separated, empty when nobody), for joining into alerts.",
+};
 const PROCESSES: Family = Family {
     name: "gpuwatch_gpu_processes",
     kind: Kind::Gauge,
@@ -96,6 +101,7 @@ pub fn render(state: &State, options: MetricOptions) -> String {
     e.family(THROTTLE, state.model.gpus().iter().flat_map(throttle));
     e.family(WARNINGS, warning_counts(state));
     e.family(PROCESSES, process_counts(state));
+    e.family(OWNERS, owner_lists(state));
     if options.process_metrics {
         process::render(&mut e, state);
     }
@@ -194,6 +200,26 @@ fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
             labels.push(("kind", kind));
             labels.push(("severity", severity.to_string()));
             (labels, f64::from(n))
+        })
+        .collect()
+}
+
+/// One series per answering GPU naming its owners, so alert rules can say whose job it is
+/// (`* on(uuid) group_left(owners) gpuwatch_gpu_owners_info`); present for every GPU, lost
+/// or nobody's, so the join never drops an alert.
+fn owner_lists(state: &State) -> Vec<(Labels, f64)> {
+    state
+        .model
+        .gpus()
+        .iter()
+        .map(|g| {
+            let names: Vec<&str> = crate::model::owners::owners(&state.model, g)
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect();
+            let mut labels = gpu_labels(g);
+            labels.push(("owners", names.join(",")));
+            (labels, 1.0)
         })
         .collect()
 }

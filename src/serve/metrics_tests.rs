@@ -49,6 +49,25 @@ fn full() -> GpuReading {
     g.ecc_errors_uncorrected = Some(0);
     g.mig_enabled = Some(false);
     g.pci_bus_id = Some("00000000:17:00.0".into());
+    let mut xid = crate::source::health::XidTally::NONE;
+    xid.record(79, at());
+    g.health = crate::source::health::Health {
+        memory_temperature: Some(Celsius(71)),
+        pcie_replays: Some(4),
+        ecc_corrected: Some(3),
+        retired_pages: Some(crate::source::health::RetiredPages {
+            single_bit: 0,
+            double_bit: 1,
+            pending: true,
+        }),
+        remapped_rows: Some(crate::source::health::RemappedRows {
+            correctable: 1,
+            uncorrectable: 2,
+            pending: false,
+            failed: true,
+        }),
+        xid: Some(xid),
+    };
     g
 }
 
@@ -152,6 +171,19 @@ fn every_reading_is_exported_in_base_units() {
         ("gpuwatch_gpu_mig_enabled", "0"),
         ("gpuwatch_gpu_lost", "0"),
         ("gpuwatch_gpu_processes", "0"),
+        ("gpuwatch_gpu_memory_temperature_celsius", "71"),
+        ("gpuwatch_gpu_pcie_replays_total", "4"),
+        ("gpuwatch_gpu_ecc_corrected_errors_total", "3"),
+        ("gpuwatch_gpu_retired_pages_single_bit", "0"),
+        ("gpuwatch_gpu_retired_pages_double_bit", "1"),
+        ("gpuwatch_gpu_retired_pages_pending", "1"),
+        ("gpuwatch_gpu_remapped_rows_correctable", "1"),
+        ("gpuwatch_gpu_remapped_rows_uncorrectable", "2"),
+        ("gpuwatch_gpu_remapped_rows_pending", "0"),
+        ("gpuwatch_gpu_remapped_rows_failed", "1"),
+        ("gpuwatch_gpu_xid_errors_total", "1"),
+        ("gpuwatch_gpu_last_xid", "79"),
+        ("gpuwatch_gpu_last_xid_timestamp_seconds", "1767603600"),
     ] {
         assert_eq!(
             samples(&text, name),
@@ -225,6 +257,7 @@ fn unknown_readings_are_left_out_not_zero() {
             "gpuwatch_gpu_info",
             "gpuwatch_gpu_lost",
             "gpuwatch_gpu_processes",
+            "gpuwatch_gpu_owners_info",
         ],
         "{text}"
     );
@@ -301,7 +334,8 @@ fn dcgm_names_use_dcgm_units_and_labels() {
     let text = render_all(&state_with(vec![full()], vec![]));
     let l = concat!(
         r#"{gpu="0",UUID="GPU-full",pci_bus_id="00000000:17:00.0",device="nvidia0","#,
-        r#"modelName="NVIDIA H100 80GB HBM3",Hostname="node1"}"#
+        r#"modelName="NVIDIA H100 80GB HBM3",Hostname="node1","#,
+        r#"DCGM_FI_DRIVER_VERSION="550.54.15"}"#
     );
     for (name, value) in [
         ("DCGM_FI_DEV_SM_CLOCK", "1755"),
@@ -315,6 +349,12 @@ fn dcgm_names_use_dcgm_units_and_labels() {
         ("DCGM_FI_DEV_DEC_UTIL", "5"),
         ("DCGM_FI_DEV_FB_USED", "10240"),
         ("DCGM_FI_DEV_FB_FREE", "71168"),
+        ("DCGM_FI_DEV_MEMORY_TEMP", "71"),
+        ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "4"),
+        ("DCGM_FI_DEV_XID_ERRORS", "79"),
+        ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "2"),
+        ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "1"),
+        ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "1"),
     ] {
         assert_eq!(
             samples(&text, name),

@@ -181,7 +181,85 @@ pub(super) const GPU_SERIES: &[GpuSeries] = &[
         "1 when MIG (multi-instance GPU) mode is on, else 0.",
         |g| g.mig_enabled.map(|on| f64::from(u8::from(on))),
     ),
+    gauge(
+        "gpuwatch_gpu_memory_temperature_celsius",
+        "Memory (HBM) temperature, where the board has the sensor.",
+        |g| celsius(g.health.memory_temperature),
+    ),
+    counter(
+        "gpuwatch_gpu_pcie_replays_total",
+        "PCIe link replays (retransmitted packets) since the driver was loaded.",
+        |g| count(g.health.pcie_replays),
+    ),
+    counter(
+        "gpuwatch_gpu_ecc_corrected_errors_total",
+        "Corrected (single-bit) ECC errors since the driver was loaded.",
+        |g| count(g.health.ecc_corrected),
+    ),
+    gauge(
+        "gpuwatch_gpu_retired_pages_single_bit",
+        "Memory pages retired for repeated single-bit ECC errors.",
+        |g| g.health.retired_pages.map(|p| p.single_bit as f64),
+    ),
+    gauge(
+        "gpuwatch_gpu_retired_pages_double_bit",
+        "Memory pages retired for double-bit ECC errors.",
+        |g| g.health.retired_pages.map(|p| p.double_bit as f64),
+    ),
+    gauge(
+        "gpuwatch_gpu_retired_pages_pending",
+        "1 when a page retirement waits for the driver to reload, else 0.",
+        |g| g.health.retired_pages.map(|p| flag(p.pending)),
+    ),
+    gauge(
+        "gpuwatch_gpu_remapped_rows_correctable",
+        "Memory rows remapped for correctable errors.",
+        |g| g.health.remapped_rows.map(|r| r.correctable as f64),
+    ),
+    gauge(
+        "gpuwatch_gpu_remapped_rows_uncorrectable",
+        "Memory rows remapped for uncorrectable errors.",
+        |g| g.health.remapped_rows.map(|r| r.uncorrectable as f64),
+    ),
+    gauge(
+        "gpuwatch_gpu_remapped_rows_pending",
+        "1 when a row remapping waits for a GPU reset, else 0.",
+        |g| g.health.remapped_rows.map(|r| flag(r.pending)),
+    ),
+    gauge(
+        "gpuwatch_gpu_remapped_rows_failed",
+        "1 when a row remapping failed (no spare row left), else 0.",
+        |g| g.health.remapped_rows.map(|r| flag(r.failed)),
+    ),
+    counter(
+        "gpuwatch_gpu_xid_errors_total",
+        "Critical XID errors the GPU reported since gpuwatch started watching it.",
+        |g| g.health.xid.map(|x| x.count as f64),
+    ),
+    gauge(
+        "gpuwatch_gpu_last_xid",
+        "The number of the latest critical XID error (absent until one arrives).",
+        |g| g.health.xid.and_then(|x| x.last).map(|x| x.code as f64),
+    ),
+    gauge(
+        "gpuwatch_gpu_last_xid_timestamp_seconds",
+        "When the latest critical XID error arrived, in seconds since the Unix epoch.",
+        |g| {
+            g.health
+                .xid
+                .and_then(|x| x.last)
+                .and_then(|x| x.at.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs_f64())
+        },
+    ),
 ];
+
+fn count(n: Option<u64>) -> Option<f64> {
+    n.map(|n| n as f64)
+}
+fn flag(on: bool) -> f64 {
+    f64::from(u8::from(on))
+}
 
 /// Writes each series of `table` for every GPU that has the reading.
 pub(super) fn write_gpu_series(

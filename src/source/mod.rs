@@ -2,6 +2,7 @@
 //! source (NVML, the simulated fleet, later remote hosts) implements.
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
+pub mod health;
 pub mod multi;
 pub mod nvml;
 pub mod remote;
@@ -109,6 +110,8 @@ pub struct GpuReading {
     pub ecc_errors_uncorrected: Option<u64>,
     /// Whether MIG (multi-instance GPU) mode is on.
     pub mig_enabled: Option<bool>,
+    /// Memory temperature, PCIe replays, corrected ECC, retired pages, remapped rows, XIDs.
+    pub health: health::Health,
     /// The Kubernetes pods this GPU is allocated to, as the kubelet says (empty off
     /// Kubernetes, and from sources that cannot tell).
     pub allocations: Vec<workload::PodAllocation>,
@@ -151,6 +154,7 @@ impl GpuReading {
             throttle_reasons: None,
             ecc_errors_uncorrected: None,
             mig_enabled: None,
+            health: health::Health::default(),
             allocations: Vec::new(),
         }
     }

@@ -118,7 +118,10 @@ fn panel_block(area: Rect, state: &State, g: &GpuReading, theme: &Theme) -> Bloc
 /// (details, clock-throttle reasons) for the panel's bottom border; empty when unknown.
 fn detail_spans(g: &GpuReading, theme: &Theme) -> (Vec<Span<'static>>, Vec<Span<'static>>) {
     use super::format::{ThrottleKind, rate, throttle_label};
-    let mut parts: Vec<String> = Vec::new();
+    // XIDs seen, rows or pages waiting come first (a narrow border cuts the end): only what
+    // is out of the ordinary; the warnings bar says what it means.
+    let mut parts: Vec<String> = super::health_text::notable(&g.health);
+    let unhealthy = !parts.is_empty();
     if let (Some(gen_), Some(width)) = (g.pcie_link_gen, g.pcie_link_width) {
         let mut pcie = format!("PCIe {gen_}×{width}");
         if let (Some(tx), Some(rx)) = (g.pcie_tx_per_second, g.pcie_rx_per_second) {
@@ -141,7 +144,7 @@ fn detail_spans(g: &GpuReading, theme: &Theme) -> (Vec<Span<'static>>, Vec<Span<
     }
     let mut details = Vec::new();
     if !parts.is_empty() {
-        let style = if g.ecc_errors_uncorrected.is_some_and(|e| e > 0) {
+        let style = if unhealthy || g.ecc_errors_uncorrected.is_some_and(|e| e > 0) {
             theme.warning
         } else {
             theme.dim

@@ -7,6 +7,7 @@ mod footer;
 pub mod format;
 pub mod gpus;
 mod header;
+pub mod health_text;
 mod help;
 pub mod hit;
 mod overlay;

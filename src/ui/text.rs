@@ -3,6 +3,8 @@
 //! (kind, subject, numbers) is `model::warnings`'s and carries no text.
 
 use crate::model::warnings::{Subject, Warning, WarningKind};
+use crate::source::health::{RemappedRows, RetiredPages, xid_meaning};
+use crate::source::throttle::ThrottleReason;
 use crate::ui::format::{duration_short, gib, truncate};
 use crate::units::{Bytes, Celsius};
 use std::time::Duration;
@@ -50,6 +52,58 @@ pub fn warning_line(w: &Warning) -> String {
             owners,
             free,
         } => pile_up(&index, unpinned.len(), *owners, free),
+        WarningKind::Xid { code, count, ago } => xid(&index, *code, *count, *ago),
+        WarningKind::RemappedRows(r) => remapped_rows(&index, r),
+        WarningKind::RetiredPages(p) => retired_pages(&index, p),
+        WarningKind::PcieReplays { total, growth } => replays(&index, *total, *growth),
+        WarningKind::EccCorrected { total, growth } => ecc(&index, *total, *growth),
+        WarningKind::HwSlowdown { reason, held_for } => slowdown(&index, reason, *held_for),
+    }
+}
+
+fn retired_pages(index: &str, p: &RetiredPages) -> String {
+    format!(
+        "GPU {index} page retirement pending ({} double-bit, {} single-bit pages) — \
+         reload the driver or reboot to apply",
+        p.double_bit, p.single_bit
+    )
+}
+
+fn replays(index: &str, total: u64, growth: u64) -> String {
+    format!("GPU {index} PCIe replays +{growth} (total {total}) — check the link and riser")
+}
+
+fn ecc(index: &str, total: u64, growth: u64) -> String {
+    format!("GPU {index} corrected ECC errors +{growth} (total {total}) — memory may be degrading")
+}
+
+fn slowdown(index: &str, reason: &ThrottleReason, held_for: Duration) -> String {
+    format!(
+        "GPU {index} clocks held down by {} for {} — check power and cooling",
+        reason.label(),
+        duration_short(held_for)
+    )
+}
+
+/// An XID by number and, for the common ones, what it means.
+fn xid(index: &str, code: u64, count: u64, ago: Duration) -> String {
+    let meaning = xid_meaning(code).map_or_else(String::new, |m| format!(" ({m})"));
+    format!(
+        "GPU {index} XID {code}{meaning} {} ago — {count} XID error{} since gpuwatch started",
+        duration_short(ago),
+        if count == 1 { "" } else { "s" }
+    )
+}
+
+fn remapped_rows(index: &str, r: &RemappedRows) -> String {
+    let rows = format!(
+        "{} uncorrectable, {} correctable rows remapped",
+        r.uncorrectable, r.correctable
+    );
+    if r.failed {
+        format!("GPU {index} row remapping failed ({rows}) — the GPU needs service")
+    } else {
+        format!("GPU {index} row remapping pending ({rows}) — reset the GPU to apply")
     }
 }
 
@@ -243,6 +297,85 @@ mod tests {
                     held_for: Duration::from_secs(60),
                 },
                 "GPU 3 12.4 GiB held by no process for 1m — stale allocation?",
+            ),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(warning_line(&on_gpu(None, kind)), want);
+        }
+    }
+
+    #[test]
+    fn xid_and_remapped_rows_have_their_sentences() {
+        let rows = |pending, failed| {
+            WarningKind::RemappedRows(RemappedRows {
+                correctable: 1,
+                uncorrectable: 2,
+                pending,
+                failed,
+            })
+        };
+        let cases = [
+            (
+                WarningKind::Xid {
+                    code: 79,
+                    count: 2,
+                    ago: Duration::from_secs(65),
+                },
+                "GPU 3 XID 79 (GPU has fallen off the bus) 1m5s ago — 2 XID errors since gpuwatch started",
+            ),
+            (
+                WarningKind::Xid {
+                    code: 62,
+                    count: 1,
+                    ago: Duration::from_secs(3),
+                },
+                "GPU 3 XID 62 3s ago — 1 XID error since gpuwatch started",
+            ),
+            (
+                rows(false, true),
+                "GPU 3 row remapping failed (2 uncorrectable, 1 correctable rows remapped) — the GPU needs service",
+            ),
+            (
+                rows(true, false),
+                "GPU 3 row remapping pending (2 uncorrectable, 1 correctable rows remapped) — reset the GPU to apply",
+            ),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(warning_line(&on_gpu(None, kind)), want);
+        }
+    }
+
+    #[test]
+    fn other_health_kinds_have_their_sentences() {
+        let cases = [
+            (
+                WarningKind::RetiredPages(RetiredPages {
+                    single_bit: 4,
+                    double_bit: 1,
+                    pending: true,
+                }),
+                "GPU 3 page retirement pending (1 double-bit, 4 single-bit pages) — reload the driver or reboot to apply",
+            ),
+            (
+                WarningKind::PcieReplays {
+                    total: 40,
+                    growth: 7,
+                },
+                "GPU 3 PCIe replays +7 (total 40) — check the link and riser",
+            ),
+            (
+                WarningKind::EccCorrected {
+                    total: 12,
+                    growth: 3,
+                },
+                "GPU 3 corrected ECC errors +3 (total 12) — memory may be degrading",
+            ),
+            (
+                WarningKind::HwSlowdown {
+                    reason: ThrottleReason::HwPowerBrakeSlowdown,
+                    held_for: Duration::from_secs(45),
+                },
+                "GPU 3 clocks held down by power brake for 45s — check power and cooling",
             ),
         ];
         for (kind, want) in cases {

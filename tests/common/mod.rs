@@ -126,5 +126,11 @@ pub fn kind_name(kind: &gpuwatch::model::warnings::WarningKind) -> &'static str 
         WarningKind::StaleVram { .. } => "stale",
         WarningKind::HostDown { .. } => "host",
         WarningKind::PileUp { .. } => "pileup",
+        WarningKind::Xid { .. } => "xid",
+        WarningKind::RemappedRows(_) => "remapped",
+        WarningKind::RetiredPages(_) => "retired",
+        WarningKind::PcieReplays { .. } => "replays",
+        WarningKind::EccCorrected { .. } => "ecc",
+        WarningKind::HwSlowdown { .. } => "slowdown",
     }
 }

@@ -4,6 +4,8 @@
 //! whole sample; a GPU that stops answering is marked lost and keeps its slot. The
 //! per-device queries are in `read`.
 
+mod events;
+mod health;
 mod read;
 
 use std::collections::HashSet;
@@ -69,6 +71,8 @@ enum Query {
     Throttle,
     Ecc,
     Mig,
+    /// The health counters (`nvmlDeviceGetFieldValues`); each field is also remembered alone.
+    FieldValues,
     ComputeProcs,
     GraphicsProcs,
     ProcessUtil,
@@ -87,6 +91,8 @@ struct Slot {
     /// Queries this device answered NotSupported / NoPermission / missing symbol: they will
     /// not start working while the driver stays loaded, so they are not asked again.
     never: HashSet<Query>,
+    /// NVML field ids this device answered NotSupported (or the like) for.
+    never_fields: HashSet<u32>,
     /// Driver timestamp (µs) of the newest per-process utilization sample seen.
     last_util_sample: u64,
 }
@@ -141,7 +147,8 @@ struct GpuProc {
 }
 
 pub struct NvmlSource {
-    nvml: Nvml,
+    /// The library, with the XID event set registered on it.
+    lib: events::Library,
     host: HostInfo,
     slots: Vec<Slot>,
     procinfo: ProcInfo,
@@ -170,12 +177,19 @@ impl NvmlSource {
             }),
         };
         Ok(NvmlSource {
-            nvml,
+            lib: events::Library::open(nvml),
             host,
             slots: Vec::new(),
             procinfo: ProcInfo::system(),
             pods: PodDirectory::disabled(),
         })
+    }
+
+    fn device_count(&self) -> Result<u32, SourceError> {
+        self.lib
+            .nvml()
+            .device_count()
+            .map_err(|e| SourceError::Unavailable(format!("NVML device count: {e}")))
     }
 
     /// Asks `pods` which pod each GPU belongs to (`launch` passes the kubelet's).
@@ -200,10 +214,9 @@ fn open_error(e: NvmlError) -> NvmlOpenError {
 
 impl GpuSource for NvmlSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
-        let count = self
-            .nvml
-            .device_count()
-            .map_err(|e| SourceError::Unavailable(format!("NVML device count: {e}")))?;
+        let count = self.device_count()?;
+        // Events before the readings, so an XID that arrived before this sample is in it.
+        self.lib.drain(count, SystemTime::now());
         // NVML's count is fixed once initialised; a slot seen before but no longer counted
         // is still reported (as lost) so it does not silently vanish.
         let slots = (count as usize).max(self.slots.len());
@@ -213,21 +226,24 @@ impl GpuSource for NvmlSource {
         for (i, slot) in self.slots.iter_mut().enumerate() {
             let index = i as u32;
             let read = if index < count {
-                self.nvml
+                self.lib
+                    .nvml()
                     .device_by_index(index)
                     .map_err(|_| Lost)
                     .and_then(|device| read_gpu(&device, index, slot))
             } else {
                 Err(Lost)
             };
-            match read {
+            let mut reading = match read {
                 Ok((mut reading, procs)) => {
                     reading.allocations = self.pods.allocations(&reading.id.0, index);
                     listed.extend(procs.into_iter().map(|p| (reading.id.clone(), p)));
-                    gpus.push(reading);
+                    reading
                 }
-                Err(Lost) => gpus.push(slot.lost_reading(index)),
-            }
+                Err(Lost) => slot.lost_reading(index),
+            };
+            reading.health.xid = self.lib.xid(&reading.id.0);
+            gpus.push(reading);
         }
         let hosts = self
             .procinfo

@@ -66,6 +66,7 @@ pub(super) fn read_gpu(
     })?;
     // NVML_DEVICE_MIG_ENABLE is 1.
     g.mig_enabled = s.ask(Query::Mig, || d.mig_mode())?.map(|m| m.current == 1);
+    super::health::read_health(d, s, &mut g)?;
     let procs = read_processes(d, s)?;
     Ok((g, procs))
 }

@@ -8,6 +8,7 @@
 //! The roles are a table (`scenario::ROLES`); this file turns a role into readings.
 
 mod context;
+mod health;
 mod scenario;
 
 use std::time::{Duration, SystemTime};
@@ -99,6 +100,7 @@ impl SimSource {
         let mut g = fixed_reading(gpu_uuid(self.seed, i), i);
         let util = self.load(i, spec, &mut g);
         fill_details(&mut g, i, spec.role, util, self.energy_joules[i]);
+        g.health = health::health(i, g.temperature, self.origin, self.elapsed_secs());
         let mut held = Bytes::from_gib(DRIVER_RESERVED_GIB) + Bytes::from_gib(spec.orphan_gib);
         for job in spec.jobs {
             if let Some(p) = self.job(job, i, &g.id, util) {

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::source::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
 use crate::source::throttle::ThrottleReason;
 use crate::source::workload::PodAllocation;
 use crate::source::{GpuId, GpuReading, GpuStatus};
@@ -73,6 +74,88 @@ pub struct Gpu {
     /// The Kubernetes pods the kubelet allocated this GPU to (2.1); `[]` off Kubernetes.
     #[serde(default)]
     pub pods: Vec<PodDoc>,
+    /// °C of the memory (HBM) where the board has the sensor (2.2, `temperature.memory`).
+    #[serde(default)]
+    pub temperature_memory: Option<u32>,
+    /// PCIe replays since the driver loaded (2.2, `pcie.link.replay` in `nvidia-smi -q`).
+    #[serde(default)]
+    pub pcie_replay_counter: Option<u64>,
+    /// Corrected ECC errors since the driver loaded (2.2, `ecc.errors.corrected.volatile.total`).
+    #[serde(default)]
+    pub ecc_errors_corrected_volatile: Option<u64>,
+    /// Page retirement (2.2, `retired_pages.*`); `null` where the board has none.
+    #[serde(default)]
+    pub retired_pages: Option<RetiredPagesDoc>,
+    /// Row remapping (2.2, `remapped_rows.*`); `null` before Ampere or when unknown.
+    #[serde(default)]
+    pub remapped_rows: Option<RemappedRowsDoc>,
+    /// Critical XID errors since gpuwatch started watching (2.2); `null` where the GPU does
+    /// not deliver XID events.
+    #[serde(default)]
+    pub xid_errors: Option<XidDoc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RetiredPagesDoc {
+    pub single_bit_ecc: u64,
+    pub double_bit_ecc: u64,
+    pub pending: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RemappedRowsDoc {
+    pub correctable: u64,
+    pub uncorrectable: u64,
+    pub pending: bool,
+    pub failure: bool,
+}
+
+/// How many XIDs arrived, and the latest one (`null` when none).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct XidDoc {
+    pub count: u64,
+    pub last: Option<u64>,
+    /// Seconds since the epoch when gpuwatch received the latest one.
+    pub last_time: Option<f64>,
+}
+
+impl XidDoc {
+    fn of(t: &XidTally) -> XidDoc {
+        XidDoc {
+            count: t.count,
+            last: t.last.map(|x| x.code),
+            last_time: t.last.and_then(|x| super::epoch_secs(x.at)),
+        }
+    }
+
+    /// A latest XID without a readable time cannot be shown as "ago", so it is dropped;
+    /// the count stays.
+    fn into_tally(self) -> XidTally {
+        let last = match (self.last, self.last_time.map(super::epoch)) {
+            (Some(code), Some(Ok(at))) => Some(Xid { code, at }),
+            _ => None,
+        };
+        XidTally {
+            count: self.count,
+            last,
+        }
+    }
+}
+
+fn health_doc(h: &Health) -> (Option<RetiredPagesDoc>, Option<RemappedRowsDoc>) {
+    (
+        h.retired_pages.map(|p| RetiredPagesDoc {
+            single_bit_ecc: p.single_bit,
+            double_bit_ecc: p.double_bit,
+            pending: p.pending,
+        }),
+        h.remapped_rows.map(|r| RemappedRowsDoc {
+            correctable: r.correctable,
+            uncorrectable: r.uncorrectable,
+            pending: r.pending,
+            failure: r.failed,
+        }),
+    )
 }
 
 /// One allocation of a GPU to a pod's container, as the kubelet reports it.
@@ -99,6 +182,7 @@ pub fn throttle_reasons_from_names(names: Option<Vec<String>>) -> Option<Vec<Thr
 
 impl Gpu {
     pub fn from_reading(g: &GpuReading) -> Gpu {
+        let (retired_pages, remapped_rows) = health_doc(&g.health);
         Gpu {
             index: g.index,
             uuid: g.id.0.clone(),
@@ -145,10 +229,17 @@ impl Gpu {
                     container: a.container.clone(),
                 })
                 .collect(),
+            temperature_memory: g.health.memory_temperature.map(|c| c.0),
+            pcie_replay_counter: g.health.pcie_replays,
+            ecc_errors_corrected_volatile: g.health.ecc_corrected,
+            retired_pages,
+            remapped_rows,
+            xid_errors: g.health.xid.as_ref().map(XidDoc::of),
         }
     }
 
     pub fn into_reading(self) -> GpuReading {
+        let health = self.health();
         let mut g = GpuReading::absent(GpuId(self.uuid), self.index, self.name);
         g.host = self.host;
         g.status = match self.status {
@@ -192,6 +283,28 @@ impl Gpu {
                 container: p.container,
             })
             .collect();
+        g.health = health;
         g
+    }
+
+    /// The health readings (2.2); all `null` in an older document.
+    fn health(&self) -> Health {
+        Health {
+            memory_temperature: self.temperature_memory.map(Celsius),
+            pcie_replays: self.pcie_replay_counter,
+            ecc_corrected: self.ecc_errors_corrected_volatile,
+            retired_pages: self.retired_pages.map(|p| RetiredPages {
+                single_bit: p.single_bit_ecc,
+                double_bit: p.double_bit_ecc,
+                pending: p.pending,
+            }),
+            remapped_rows: self.remapped_rows.map(|r| RemappedRows {
+                correctable: r.correctable,
+                uncorrectable: r.uncorrectable,
+                pending: r.pending,
+                failed: r.failure,
+            }),
+            xid: self.xid_errors.map(XidDoc::into_tally),
+        }
     }
 }

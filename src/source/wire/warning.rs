@@ -68,6 +68,42 @@ pub enum WarningKind {
         /// Indices of the free GPUs on the same host.
         free_gpus: Vec<u32>,
     },
+    /// A critical XID error (2.2): the latest one's number, how many the GPU reported since
+    /// gpuwatch started, and seconds since the latest.
+    Xid {
+        xid: u64,
+        count: u64,
+        ago: f64,
+    },
+    /// A row remapping pending a GPU reset (warning) or failed (critical) (2.2).
+    RemappedRows {
+        correctable: u64,
+        uncorrectable: u64,
+        pending: bool,
+        failed: bool,
+    },
+    /// A page retirement pending a driver reload (2.2).
+    RetiredPages {
+        single_bit: u64,
+        double_bit: u64,
+        pending: bool,
+    },
+    /// The PCIe replay counter grew by `growth` lately; `total` since the driver loaded (2.2).
+    PcieReplays {
+        total: u64,
+        growth: u64,
+    },
+    /// Corrected ECC errors grew by `growth` lately; `total` since the driver loaded (2.2).
+    EccCorrected {
+        total: u64,
+        growth: u64,
+    },
+    /// The hardware held the clocks down (`reason`: `hw_slowdown` or
+    /// `hw_power_brake_slowdown`) for `held_for` seconds (2.2).
+    HwSlowdown {
+        reason: String,
+        held_for: f64,
+    },
 }
 
 impl WarningKind {
@@ -82,6 +118,12 @@ impl WarningKind {
             WarningKind::HostDown { .. } => "host_down",
             WarningKind::StaleVram { .. } => "stale_vram",
             WarningKind::PileUp { .. } => "pile_up",
+            WarningKind::Xid { .. } => "xid",
+            WarningKind::RemappedRows { .. } => "remapped_rows",
+            WarningKind::RetiredPages { .. } => "retired_pages",
+            WarningKind::PcieReplays { .. } => "pcie_replays",
+            WarningKind::EccCorrected { .. } => "ecc_corrected",
+            WarningKind::HwSlowdown { .. } => "hw_slowdown",
         }
     }
 }
@@ -131,6 +173,44 @@ mod tests {
             WarningKind::StaleVram {
                 memory_used: 1,
                 held_for: 1.0,
+            },
+        ];
+        for k in kinds {
+            let v = serde_json::to_value(&k).unwrap();
+            assert_eq!(v["kind"], k.name(), "{v}");
+        }
+    }
+
+    #[test]
+    fn the_health_kind_names_are_the_serialized_tags() {
+        let kinds = [
+            WarningKind::Xid {
+                xid: 79,
+                count: 1,
+                ago: 0.0,
+            },
+            WarningKind::RemappedRows {
+                correctable: 0,
+                uncorrectable: 1,
+                pending: true,
+                failed: false,
+            },
+            WarningKind::RetiredPages {
+                single_bit: 0,
+                double_bit: 1,
+                pending: true,
+            },
+            WarningKind::PcieReplays {
+                total: 2,
+                growth: 1,
+            },
+            WarningKind::EccCorrected {
+                total: 2,
+                growth: 1,
+            },
+            WarningKind::HwSlowdown {
+                reason: "hw_slowdown".into(),
+                held_for: 30.0,
             },
         ];
         for k in kinds {
