@@ -36,7 +36,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Esc],
         label: "Esc",
         action: Action::Back,
-        help: "close help / back / clear focus and filters",
+        help: "close help / leave a detail view / back / clear focus and filters",
     },
     Binding {
         keys: &[KeyCode::Up, ch('k')],
@@ -174,7 +174,13 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Enter],
         label: "Enter",
         action: Action::Choose,
-        help: "choose the selected user or job",
+        help: "open the selected process's detail view; per-user view: choose that user or job",
+    },
+    Binding {
+        keys: &[ch('d')],
+        label: "d",
+        action: Action::GpuDetail,
+        help: "open the focused GPU's detail view (Tab: next GPU, Esc: back)",
     },
     Binding {
         keys: &[ch('e')],

@@ -1,13 +1,16 @@
 //! What each user action does to the state: selection, sorting, focus, the filter line,
 //! the per-user table, and the signal confirmation flow. Part of `update`; pure.
 
-use super::signal;
+use super::{detail, signal};
 use super::{Action, Effect, LayoutPref, Panel, ReplayCommand, State};
 use crate::model::filter::Filter;
 use crate::model::procs::SortKey;
 
 /// Routes an action to the helper for its group; what each group does is below.
 pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
+    if state.view.detail.is_some() && !state.view.show_help && !detail::allowed(action) {
+        return Vec::new();
+    }
     match action {
         Action::Quit => return vec![Effect::Quit],
         Action::Signal(_) | Action::Confirm | Action::Cancel => {
@@ -95,12 +98,24 @@ fn narrow(state: &mut State, action: Action) {
                 Panel::Users => Panel::Processes,
             }
         }
-        Action::Choose => choose_user(state),
-        Action::FocusGpu(index) => focus_gpu(state, index),
+        // The per-user table picks a user; the process table opens the row's detail view.
+        Action::Choose if state.view.panel == Panel::Users => choose_user(state),
+        Action::Choose => detail::open_from_table(state),
+        Action::GpuDetail => detail::open_gpu(state),
+        Action::FocusGpu(index) => {
+            focus_gpu(state, index);
+            detail::follow_focus(state);
+        }
         Action::ToggleFocusAt(position) => toggle_focus_at(state, position),
         Action::SelectRow(position) => select_row(state, position),
-        Action::FocusNext => step_focus(state, 1),
-        Action::FocusPrev => step_focus(state, -1),
+        Action::FocusNext => {
+            step_focus(state, 1);
+            detail::follow_focus(state);
+        }
+        Action::FocusPrev => {
+            step_focus(state, -1);
+            detail::follow_focus(state);
+        }
         other => navigate(state, other),
     }
 }
@@ -342,12 +357,14 @@ fn choose_user(state: &mut State) {
     state.view.panel = Panel::Processes;
 }
 
-/// Esc steps back one layer: help, then the per-user table, then every narrowing at once.
+/// Esc steps back one layer: help, the environment, a detail view, then the per-user table, then every narrowing at once.
 fn back(state: &mut State) {
     if state.view.show_help {
         state.view.show_help = false;
     } else if state.view.show_env {
         state.view.show_env = false;
+    } else if state.view.detail.is_some() {
+        state.view.detail = None;
     } else if state.view.panel == Panel::Users {
         state.view.panel = Panel::Processes;
     } else {

@@ -320,6 +320,7 @@ mod tests {
                 context: ProcContext {
                     workload: Some(std::sync::Arc::new(pod)),
                     env: None,
+                    parents: None,
                 },
             }),
         };

@@ -111,6 +111,10 @@ pub struct ContextDoc {
     /// gpuwatch runs as root) or the process is not visible.
     #[serde(default)]
     pub environment: Option<std::collections::BTreeMap<String, String>>,
+    /// Its ancestors' names, outermost first, ending with its parent (schema 2.2); `null`
+    /// when not read.
+    #[serde(default)]
+    pub parents: Option<Vec<String>>,
 }
 
 impl ContextDoc {
@@ -126,6 +130,7 @@ impl ContextDoc {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
             }),
+            parents: context.and_then(|c| c.parents.as_deref()).cloned(),
         }
     }
 
@@ -139,6 +144,7 @@ impl ContextDoc {
             env: self
                 .environment
                 .map(|vars| Arc::new(ProcEnv::from_vars(vars))),
+            parents: self.parents.map(Arc::new),
         }
     }
 }
