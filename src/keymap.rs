@@ -36,7 +36,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Esc],
         label: "Esc",
         action: Action::Back,
-        help: "close help / leave a detail view / back / clear focus and filters",
+        help: "close help / detail view / back / clear focus and filters",
     },
     Binding {
         keys: &[KeyCode::Up, ch('k')],
@@ -174,13 +174,13 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Enter],
         label: "Enter",
         action: Action::Choose,
-        help: "open the selected process's detail view; per-user view: choose that user or job",
+        help: "the selected process's detail view (per-user view: choose)",
     },
     Binding {
         keys: &[ch('d')],
         label: "d",
         action: Action::GpuDetail,
-        help: "open the focused GPU's detail view (Tab: next GPU, Esc: back)",
+        help: "the focused GPU's detail view (Tab: next GPU)",
     },
     Binding {
         keys: &[ch('e')],

@@ -92,7 +92,10 @@ mod tests {
         assert_eq!(pa.memory_util, None, "absent stays absent");
         assert_eq!(pa.sm_clock, Some(1410.0));
         p.record(t, &[a.clone()], 3);
-        assert!(p.get(&GpuId("b".into())).is_none(), "a GPU that left is forgotten");
+        assert!(
+            p.get(&GpuId("b".into())).is_none(),
+            "a GPU that left is forgotten"
+        );
         for _ in 0..5 {
             p.record(t, &[a.clone()], 3);
         }

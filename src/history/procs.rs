@@ -101,7 +101,10 @@ impl ProcHistory {
     fn push(&mut self, now: SystemTime, readings: &[&ProcReading]) {
         let known: Vec<Bytes> = readings.iter().filter_map(|p| p.gpu_memory).collect();
         let vram = (!known.is_empty()).then(|| known.iter().copied().sum());
-        let sms: Vec<u32> = readings.iter().filter_map(|p| p.sm_util.map(|u| u.0)).collect();
+        let sms: Vec<u32> = readings
+            .iter()
+            .filter_map(|p| p.sm_util.map(|u| u.0))
+            .collect();
         let details = readings.iter().find_map(|p| p.details());
         for p in readings {
             let Some(used) = p.gpu_memory else { continue };
@@ -206,9 +209,18 @@ mod tests {
     #[test]
     fn a_process_on_two_gpus_is_one_history_with_a_peak_per_gpu() {
         let mut h = ProcHistories::default();
-        h.record(at(0), &[proc(7, "a", Some(100)), proc(7, "b", Some(50))], 10);
+        h.record(
+            at(0),
+            &[proc(7, "a", Some(100)), proc(7, "b", Some(50))],
+            10,
+        );
         h.record(at(1), &[proc(7, "a", Some(80)), proc(7, "b", Some(90))], 10);
-        let p = h.get(&ProcId { pid: 7, started: None }).unwrap();
+        let p = h
+            .get(&ProcId {
+                pid: 7,
+                started: None,
+            })
+            .unwrap();
         assert_eq!(p.points.len(), 2);
         assert_eq!(p.points.latest().unwrap().vram, Some(Bytes::from_mib(170)));
         assert_eq!(p.peak(), Some(Bytes::from_mib(170)));
@@ -220,7 +232,12 @@ mod tests {
     fn unknown_vram_is_a_gap_not_zero() {
         let mut h = ProcHistories::default();
         h.record(at(0), &[proc(7, "a", None)], 10);
-        let p = h.get(&ProcId { pid: 7, started: None }).unwrap();
+        let p = h
+            .get(&ProcId {
+                pid: 7,
+                started: None,
+            })
+            .unwrap();
         assert_eq!(p.points.latest().unwrap().vram, None);
         assert_eq!(p.peak(), None);
     }
@@ -231,7 +248,12 @@ mod tests {
         for s in 0..5 {
             h.record(at(s), &[proc(7, "a", Some(100 + 10 * s))], 10);
         }
-        let p = h.get(&ProcId { pid: 7, started: None }).unwrap();
+        let p = h
+            .get(&ProcId {
+                pid: 7,
+                started: None,
+            })
+            .unwrap();
         let slope = p.vram_growth_per_sec().unwrap();
         assert!((slope - 10.0 * Bytes::MIB as f64).abs() < 1.0, "{slope}");
     }
@@ -244,7 +266,13 @@ mod tests {
         assert_eq!(h.len(), 2, "still kept for a while after it left");
         h.record(at(LINGER.as_secs() + 1), &[proc(8, "a", Some(1))], 10);
         assert_eq!(h.len(), 1);
-        assert!(h.get(&ProcId { pid: 7, started: None }).is_none());
+        assert!(
+            h.get(&ProcId {
+                pid: 7,
+                started: None
+            })
+            .is_none()
+        );
     }
 
     #[test]
@@ -259,13 +287,32 @@ mod tests {
             assert!(h.len() <= MAX_PROCESSES, "{} after batch {batch}", h.len());
         }
         assert_eq!(h.len(), MAX_PROCESSES);
-        assert!(h.get(&ProcId { pid: 0, started: None }).is_none(), "oldest went");
-        assert!(h.get(&ProcId { pid: 5999, started: None }).is_some(), "newest kept");
+        assert!(
+            h.get(&ProcId {
+                pid: 0,
+                started: None
+            })
+            .is_none(),
+            "oldest went"
+        );
+        assert!(
+            h.get(&ProcId {
+                pid: 5999,
+                started: None
+            })
+            .is_some(),
+            "newest kept"
+        );
         // Each ring is fixed-capacity too.
         for s in 0..400 {
             h.record(at(10 + s), &[proc(1, "a", Some(1))], 300);
         }
-        let p = h.get(&ProcId { pid: 1, started: None }).unwrap();
+        let p = h
+            .get(&ProcId {
+                pid: 1,
+                started: None,
+            })
+            .unwrap();
         assert_eq!(p.points.len(), 300);
     }
 }

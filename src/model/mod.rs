@@ -140,7 +140,10 @@ impl Model {
     }
 
     /// The GPU detail view's points for one GPU.
-    pub fn gpu_points(&self, id: &GpuId) -> Option<&crate::history::Ring<crate::history::gpu_points::GpuPoint>> {
+    pub fn gpu_points(
+        &self,
+        id: &GpuId,
+    ) -> Option<&crate::history::Ring<crate::history::gpu_points::GpuPoint>> {
         self.gpu_points.get(id)
     }
 
@@ -217,7 +220,8 @@ impl Model {
         }
         let now = sample.time;
         self.now = Some(now);
-        self.gpu_points.record(now, &sample.gpus, config.history_len);
+        self.gpu_points
+            .record(now, &sample.gpus, config.history_len);
         self.proc_histories
             .record(now, &sample.processes, config.history_len);
         self.source_error = None;

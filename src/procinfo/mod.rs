@@ -331,7 +331,9 @@ impl ProcInfo {
         let mut chain = Vec::new();
         while ppid > 1 && chain.len() < MAX_DEPTH {
             let path = self.root.join(ppid.to_string()).join("stat");
-            let Some(stat) = std::fs::read_to_string(path).ok().and_then(|t| parse_stat(&t))
+            let Some(stat) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| parse_stat(&t))
             else {
                 break;
             };

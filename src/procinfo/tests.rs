@@ -346,7 +346,11 @@ fn the_parent_chain_is_read_up_to_init_outermost_first() {
     f.process(40, "python", 1000, b"python\0train.py\0", 0, 500);
     // The GPU process's parent is tmux (field 4 of its stat line).
     let stat = std::fs::read_to_string(f.dir.path().join("40/stat")).unwrap();
-    std::fs::write(f.dir.path().join("40/stat"), stat.replacen(" S 1 ", " S 30 ", 1)).unwrap();
+    std::fs::write(
+        f.dir.path().join("40/stat"),
+        stat.replacen(" S 1 ", " S 30 ", 1),
+    )
+    .unwrap();
     let mut p = f.proc_info();
     let d = visible(p.lookup(40, Instant::now()));
     let chain = d.context.parents.expect("read");
@@ -356,7 +360,11 @@ fn the_parent_chain_is_read_up_to_init_outermost_first() {
     ancestor(&f, 51, "b", 50);
     f.process(60, "python", 1000, b"python\0", 0, 600);
     let stat = std::fs::read_to_string(f.dir.path().join("60/stat")).unwrap();
-    std::fs::write(f.dir.path().join("60/stat"), stat.replacen(" S 1 ", " S 50 ", 1)).unwrap();
+    std::fs::write(
+        f.dir.path().join("60/stat"),
+        stat.replacen(" S 1 ", " S 50 ", 1),
+    )
+    .unwrap();
     let d = visible(p.lookup(60, Instant::now()));
     assert_eq!(d.context.parents.expect("read").len(), 16);
 }

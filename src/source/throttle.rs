@@ -80,40 +80,78 @@ const fn row(
 /// The one table, in NVML bit order (which is also the order reasons are listed and the
 /// order of the exporter's series).
 pub static TABLE: [Row; 9] = [
-    row(R::GpuIdle, 0x1, "gpu_idle", "idle", Benign, "nothing is running, so clocks are low"),
+    row(
+        R::GpuIdle,
+        0x1,
+        "gpu_idle",
+        "idle",
+        Benign,
+        "nothing is running, so clocks are low",
+    ),
     row(
         R::ApplicationsClocksSetting,
         0x2,
         "applications_clocks_setting",
         "app clocks",
-        Benign, "held at the application clocks an administrator set"),
-    row(R::SwPowerCap, 0x4, "sw_power_cap", "power cap", PowerCap, "the board is at its power limit; normal under full load"),
-    row(R::HwSlowdown, 0x8, "hw_slowdown", "HW slowdown", Slowdown, "hardware slowdown: overheating or a power brake; the job is slowed"),
-    row(R::SyncBoost, 0x10, "sync_boost", "sync boost", Benign, "held in step with other GPUs of a sync-boost group"),
+        Benign,
+        "held at the application clocks an administrator set",
+    ),
+    row(
+        R::SwPowerCap,
+        0x4,
+        "sw_power_cap",
+        "power cap",
+        PowerCap,
+        "the board is at its power limit; normal under full load",
+    ),
+    row(
+        R::HwSlowdown,
+        0x8,
+        "hw_slowdown",
+        "HW slowdown",
+        Slowdown,
+        "hardware slowdown: overheating or a power brake; the job is slowed",
+    ),
+    row(
+        R::SyncBoost,
+        0x10,
+        "sync_boost",
+        "sync boost",
+        Benign,
+        "held in step with other GPUs of a sync-boost group",
+    ),
     row(
         R::SwThermalSlowdown,
         0x20,
         "sw_thermal_slowdown",
         "thermal",
-        Slowdown, "the driver slows the GPU to cool it down"),
+        Slowdown,
+        "the driver slows the GPU to cool it down",
+    ),
     row(
         R::HwThermalSlowdown,
         0x40,
         "hw_thermal_slowdown",
         "HW thermal",
-        Slowdown, "the hardware slows the GPU because it is too hot"),
+        Slowdown,
+        "the hardware slows the GPU because it is too hot",
+    ),
     row(
         R::HwPowerBrakeSlowdown,
         0x80,
         "hw_power_brake_slowdown",
         "power brake",
-        Slowdown, "an external power brake (the power supply) slows the GPU"),
+        Slowdown,
+        "an external power brake (the power supply) slows the GPU",
+    ),
     row(
         R::DisplayClockSetting,
         0x100,
         "display_clock_setting",
         "display clock",
-        Benign, "held by the display clock setting"),
+        Benign,
+        "held by the display clock setting",
+    ),
 ];
 
 impl ThrottleReason {
@@ -154,7 +192,8 @@ impl ThrottleReason {
 
     /// What the reason means, in words; an unknown one says so.
     pub fn words(&self) -> &str {
-        self.row().map_or("a reason this gpuwatch does not know", |r| r.words)
+        self.row()
+            .map_or("a reason this gpuwatch does not know", |r| r.words)
     }
 
     /// The short on-screen label; an unknown reason shows its name.

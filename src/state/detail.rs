@@ -29,7 +29,13 @@ pub(super) fn open_gpu(state: &mut State) {
     let id = state
         .focus()
         .cloned()
-        .or_else(|| state.model.procs().selected_row().map(|r| r.key.gpu.clone()))
+        .or_else(|| {
+            state
+                .model
+                .procs()
+                .selected_row()
+                .map(|r| r.key.gpu.clone())
+        })
         .or_else(|| state.model.gpus().first().map(|g| g.id.clone()));
     match id {
         Some(id) => state.view.detail = Some(Detail::Gpu(id)),

@@ -1,8 +1,8 @@
 //! What each user action does to the state: selection, sorting, focus, the filter line,
 //! the per-user table, and the signal confirmation flow. Part of `update`; pure.
 
-use super::{detail, signal};
 use super::{Action, Effect, LayoutPref, Panel, ReplayCommand, State};
+use super::{detail, signal};
 use crate::model::filter::Filter;
 use crate::model::procs::SortKey;
 

@@ -36,7 +36,9 @@ pub struct ChartSpec {
 
 /// Seconds before `now` at which each time was taken (negative: the past is left).
 pub fn x_of(now: SystemTime, at: SystemTime) -> f64 {
-    -now.duration_since(at).unwrap_or(Duration::ZERO).as_secs_f64()
+    -now.duration_since(at)
+        .unwrap_or(Duration::ZERO)
+        .as_secs_f64()
 }
 
 /// Splits a series into runs of known points: a line is never drawn across a gap.
@@ -84,7 +86,17 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
         .fold(0.0, f64::max);
     let top = if data > base { data * 1.05 } else { base };
     let top = if top > 0.0 { top } else { 1.0 };
+    // Reference lines first: a series drawn later stays visible where it meets one.
     let mut datasets = Vec::new();
+    for (line, (_, _, style)) in refs.iter().zip(&spec.references) {
+        datasets.push(
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(*style)
+                .data(line),
+        );
+    }
     for (style, run) in &runs {
         for seg in run {
             // A lone point has no neighbour to draw a line to: a dot.
@@ -101,15 +113,6 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
                     .data(seg),
             );
         }
-    }
-    for (line, (_, _, style)) in refs.iter().zip(&spec.references) {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(*style)
-                .data(line),
-        );
     }
     let inner_height = area.height.saturating_sub(1);
     let mut x_axis = Axis::default().bounds([-window, 0.0]).style(dim);
@@ -132,7 +135,7 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
             Block::default()
                 .borders(Borders::TOP)
                 .border_style(dim)
-                .title(title_line(spec, dim)),
+                .title(title_line(spec, dim, area.width as usize)),
         )
         .x_axis(x_axis)
         .y_axis(y_axis)
@@ -140,14 +143,23 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
     frame.render_widget(chart, area);
 }
 
-/// `VRAM ━ 41.2 GiB ━ limit 80 GiB`: each series and reference in its own colour.
-fn title_line(spec: &ChartSpec, dim: Style) -> Line<'static> {
+/// `VRAM ━ 41.2 GiB ┄ total 80 GiB`: each series and reference in its own colour. When
+/// that does not fit the chart's width the references' words go first (their lines stay
+/// drawn), so the title is shortened whole, never cut mid-word.
+fn title_line(spec: &ChartSpec, dim: Style, width: usize) -> Line<'static> {
     let mut spans = vec![Span::styled(format!(" {} ", spec.title), dim)];
     for s in &spec.series {
         spans.push(Span::styled(format!("━ {} ", s.label), s.style));
     }
-    for (_, label, style) in &spec.references {
-        spans.push(Span::styled(format!("┄ {label} "), *style));
+    let refs: Vec<Span> = spec
+        .references
+        .iter()
+        .map(|(_, label, style)| Span::styled(format!("┄ {label} "), *style))
+        .collect();
+    let used: usize = spans.iter().map(Span::width).sum();
+    let extra: usize = refs.iter().map(Span::width).sum();
+    if used + extra + 2 <= width {
+        spans.extend(refs);
     }
     Line::from(spans)
 }
@@ -163,14 +175,14 @@ pub fn grid(area: Rect, n: usize, columns: usize) -> Vec<Rect> {
     for i in 0..n {
         let (r, c) = (i / columns, i % columns);
         // The last row's charts share the width among themselves.
-        let in_row = if r == rows - 1 { n - r * columns } else { columns };
+        let in_row = if r == rows - 1 {
+            n - r * columns
+        } else {
+            columns
+        };
         let w = area.width / in_row as u16;
         let x = area.x + w * c as u16;
-        let width = if c == in_row - 1 {
-            area.right() - x
-        } else {
-            w
-        };
+        let width = if c == in_row - 1 { area.right() - x } else { w };
         let y = area.y + h * r as u16;
         let height = if r == rows - 1 { area.bottom() - y } else { h };
         out.push(Rect::new(x, y, width, height));

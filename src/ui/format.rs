@@ -237,11 +237,19 @@ mod tests {
 
     #[test]
     fn wrapping_keeps_every_character() {
-        assert_eq!(wrap("python train.py --lr 3e-4", 10), ["python", "train.py", "--lr 3e-4"]);
+        assert_eq!(
+            wrap("python train.py --lr 3e-4", 10),
+            ["python", "train.py", "--lr 3e-4"]
+        );
         assert_eq!(wrap("/a/very/long/path", 6), ["/a/ver", "y/long", "/path"]);
         assert_eq!(wrap("", 5), [""]);
-        let items: Vec<String> = ["P0", "fan 40 %", "a much longer item"].map(String::from).into();
-        assert_eq!(pack(&items, " · ", 14), ["P0 · fan 40 %", "a much longer", "item"]);
+        let items: Vec<String> = ["P0", "fan 40 %", "a much longer item"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            pack(&items, " · ", 14),
+            ["P0 · fan 40 %", "a much longer", "item"]
+        );
     }
 
     #[test]

@@ -36,10 +36,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Gp
     let facts_width = width - if wide { procs_width } else { 0 };
     let facts = pack(&facts(gpu, state), " · ", facts_width.saturating_sub(2));
     let columns = if area.width >= 160 { 3 } else { 2 };
-    // Charts keep at least 3 rows each (a title and 8 rows of braille dots); the text
-    // takes what it needs of the rest.
+    // Charts keep at least 3 rows each (a title and 8 rows of braille dots) and half the
+    // screen; the text takes what it needs of the rest.
     let min_charts = (CHARTS.div_ceil(columns) * 3) as u16;
-    let room = area.height.saturating_sub(1 + min_charts) as usize;
+    let charts_floor = min_charts.max(area.height.saturating_sub(1) / 2);
+    let room = area.height.saturating_sub(1 + charts_floor) as usize;
     let procs_room = room.saturating_sub(if wide { 0 } else { facts.len() });
     let procs = process_lines(gpu, state, procs_width, procs_room);
     let info_height = if wide {
@@ -58,7 +59,10 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Gp
     );
     let info = Rect::new(area.x, charts_area.bottom(), area.width, info_height);
     draw_charts(frame, charts_area, state, theme, gpu, columns);
-    let fact_lines: Vec<Line> = facts.into_iter().map(|l| Line::raw(format!(" {l}"))).collect();
+    let fact_lines: Vec<Line> = facts
+        .into_iter()
+        .map(|l| Line::raw(format!(" {l}")))
+        .collect();
     if wide {
         let left = Rect::new(info.x, info.y, facts_width as u16, info.height);
         let right = Rect::new(left.right(), info.y, procs_width as u16, info.height);
@@ -105,7 +109,11 @@ fn facts(g: &GpuReading, state: &State) -> Vec<String> {
         format!("P-state {}", or_na(g.pstate, |p| format!("P{p}"))),
         format!("fan {}", pct(g.fan)),
         format!("SM clock {} (max {})", mhz(g.sm_clock), mhz(g.sm_clock_max)),
-        format!("memory clock {} (max {})", mhz(g.memory_clock), mhz(g.memory_clock_max)),
+        format!(
+            "memory clock {} (max {})",
+            mhz(g.memory_clock),
+            mhz(g.memory_clock_max)
+        ),
         format!(
             "PCIe gen {} x{} · TX {} · RX {}",
             or_na(g.pcie_link_gen, |v| v.to_string()),
@@ -113,27 +121,28 @@ fn facts(g: &GpuReading, state: &State) -> Vec<String> {
             or_na(g.pcie_tx_per_second, rate),
             or_na(g.pcie_rx_per_second, rate)
         ),
-        format!("encoder {} · decoder {}", pct(g.encoder_util), pct(g.decoder_util)),
+        format!(
+            "encoder {} · decoder {}",
+            pct(g.encoder_util),
+            pct(g.decoder_util)
+        ),
         format!(
             "ECC uncorrected errors {}",
             or_na(g.ecc_errors_uncorrected, |n| n.to_string())
         ),
         format!(
             "MIG {}",
-            or_na(g.mig_enabled, |on| if on { "on" } else { "off" }.to_string())
+            or_na(g.mig_enabled, |on| if on { "on" } else { "off" }
+                .to_string())
         ),
         throttle(g),
     ]);
-    items.extend(
-        g.allocations
-            .iter()
-            .map(|a| format!("allocated to pod {}/{} ({})", a.namespace, a.pod, a.container)),
-    );
-    let t = &state.config.thresholds;
-    items.push(format!(
-        "warns at VRAM {:.0} %/{:.0} %, {}/{} °C",
-        t.oom_warn_percent, t.oom_critical_percent, t.temp_warn, t.temp_critical
-    ));
+    items.extend(g.allocations.iter().map(|a| {
+        format!(
+            "allocated to pod {}/{} ({})",
+            a.namespace, a.pod, a.container
+        )
+    }));
     items.extend(
         state
             .model
@@ -171,11 +180,21 @@ fn throttle(g: &GpuReading) -> String {
 /// The GPU's processes, largest first, with their share of its VRAM; at most `room`
 /// lines, the last saying how many more there are.
 fn process_lines(g: &GpuReading, state: &State, width: usize, room: usize) -> Vec<Line<'static>> {
-    let mut rows: Vec<_> = state.model.procs().all.iter().filter(|r| r.key.gpu == g.id).collect();
+    let mut rows: Vec<_> = state
+        .model
+        .procs()
+        .all
+        .iter()
+        .filter(|r| r.key.gpu == g.id)
+        .collect();
     rows.sort_by(|a, b| b.vram.cmp(&a.vram).then(a.key.pid.cmp(&b.key.pid)));
     let mut lines = vec![Line::raw(format!(" processes ({})", rows.len()))];
     let total = g.memory_total.map(|b| b.0).filter(|&t| t > 0);
-    let show = if rows.len() + 1 > room { room.saturating_sub(2) } else { rows.len() };
+    let show = if rows.len() + 1 > room {
+        room.saturating_sub(2)
+    } else {
+        rows.len()
+    };
     for r in rows.iter().take(show) {
         let share = match (r.vram, total) {
             (Some(v), Some(t)) => format!("{:>3.0} %", v.0 as f64 * 100.0 / t as f64),
@@ -250,9 +269,11 @@ fn pct(v: Option<crate::units::Percent>) -> String {
 /// Utilisation (SM and memory) and VRAM (with the total).
 fn load_specs(g: &GpuReading, theme: &Theme, pts: &Points) -> Vec<ChartSpec> {
     let util = pts.series(format!("SM {}", pct(g.util)), theme.spark_util, |p| p.util);
-    let mem = pts.series(format!("memory {}", pct(g.memory_util)), theme.spark_power, |p| {
-        p.memory_util
-    });
+    let mem = pts.series(
+        format!("memory {}", pct(g.memory_util)),
+        theme.spark_power,
+        |p| p.memory_util,
+    );
     let vram = pts.series(
         format!("{} GiB", or_na(g.memory_used, gib)),
         theme.spark_util,

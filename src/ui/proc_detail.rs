@@ -33,7 +33,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Pr
     let facts = facts(state, &rows, history, width.saturating_sub(2));
     // Two by two; in a row of four only on a wide, low screen. Charts keep at least 4 rows
     // each; the text takes what it needs.
-    let columns = if area.width >= 160 && area.height < 40 { 4 } else { 2 };
+    let columns = if area.width >= 160 && area.height < 40 {
+        4
+    } else {
+        2
+    };
     let min_charts = (4usize.div_ceil(columns) * 4) as u16;
     let room = area.height.saturating_sub(1 + min_charts) as usize;
     let info_height = facts.len().min(room) as u16;
@@ -45,15 +49,29 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Pr
     );
     draw_charts(frame, charts_area, state, theme, history, columns);
     let info = Rect::new(area.x, charts_area.bottom(), area.width, info_height);
-    frame.render_widget(Paragraph::new(lines.remove(0)), Rect::new(area.x, area.y, area.width, 1));
-    let facts: Vec<Line> = facts.into_iter().map(|l| Line::raw(format!(" {l}"))).collect();
+    frame.render_widget(
+        Paragraph::new(lines.remove(0)),
+        Rect::new(area.x, area.y, area.width, 1),
+    );
+    let facts: Vec<Line> = facts
+        .into_iter()
+        .map(|l| Line::raw(format!(" {l}")))
+        .collect();
     frame.render_widget(Paragraph::new(facts), info);
 }
 
 fn title(id: &ProcId, row: Option<&ProcRow>) -> String {
     let who = row.and_then(|r| r.user.as_deref()).unwrap_or("?");
     let name = row
-        .map(|r| r.command.split(' ').next().unwrap_or("").rsplit('/').next().unwrap_or(""))
+        .map(|r| {
+            r.command
+                .split(' ')
+                .next()
+                .unwrap_or("")
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+        })
         .unwrap_or("");
     format!(" PID {} · {who} · {name} · Esc: back", id.pid)
 }
@@ -82,10 +100,17 @@ fn facts(state: &State, rows: &[&ProcRow], h: Option<&ProcHistory>, width: usize
         first.user.as_deref().unwrap_or(NA),
         or_na(first.uid, |u| u.to_string())
     ));
-    items.push(format!("job {}", first.job.as_deref().unwrap_or("none (a login shell)")));
+    items.push(format!(
+        "job {}",
+        first.job.as_deref().unwrap_or("none (a login shell)")
+    ));
     items.push(match first.context.parents.as_deref().map(Vec::as_slice) {
         Some([]) => "parents: started by init".to_string(),
-        Some(chain) => format!("parents: {} → {}", chain.join(" → "), short_name(&first.command)),
+        Some(chain) => format!(
+            "parents: {} → {}",
+            chain.join(" → "),
+            short_name(&first.command)
+        ),
         None => format!("parents: {NA}"),
     });
     if let Some(h) = h {
@@ -133,7 +158,11 @@ fn vram_items(h: &ProcHistory) -> Vec<String> {
 /// `GPU 0: 12.3 GiB (peak 14.0) SM 40 %`.
 fn gpu_item(r: &ProcRow, h: Option<&ProcHistory>) -> String {
     let peak = h.and_then(|h| h.peak_on(&r.key.gpu));
-    let host = r.host.as_deref().map(|h| format!("{h}:")).unwrap_or_default();
+    let host = r
+        .host
+        .as_deref()
+        .map(|h| format!("{h}:"))
+        .unwrap_or_default();
     format!(
         "GPU {host}{}: {} GiB (peak {}) SM {} {}",
         r.gpu_index,
@@ -158,7 +187,10 @@ fn draw_charts(
     let series = |label: String, style: Style, f: &dyn Fn(&ProcPoint) -> Option<f64>| Series {
         label,
         style,
-        points: points.iter().map(|p| (chart::x_of(now, p.at), f(p))).collect(),
+        points: points
+            .iter()
+            .map(|p| (chart::x_of(now, p.at), f(p)))
+            .collect(),
     };
     let latest = points.last();
     let vram = latest.and_then(|p| p.vram);
@@ -166,9 +198,11 @@ fn draw_charts(
     let specs = [
         ChartSpec {
             title: "VRAM".into(),
-            series: vec![series(format!("{} GiB", or_na(vram, gib)), theme.spark_util, &|p| {
-                p.vram.map(|b| b.0 as f64)
-            })],
+            series: vec![series(
+                format!("{} GiB", or_na(vram, gib)),
+                theme.spark_util,
+                &|p| p.vram.map(|b| b.0 as f64),
+            )],
             references: peak
                 .map(|b| (b.0 as f64, format!("peak {} GiB", gib(b)), theme.warning))
                 .into_iter()

@@ -81,6 +81,10 @@ pub struct Proc {
     pub kind: ProcType,
     /// Bytes of VRAM (nvidia-smi `used_gpu_memory`).
     pub used_gpu_memory: Option<u64>,
+    /// The most VRAM the process has held on this GPU since gpuwatch first saw it, in
+    /// bytes (schema 2.2); `null` when unknown (an older document, or no reading yet).
+    #[serde(default)]
+    pub peak_gpu_memory: Option<u64>,
     /// % of the GPU's SM time over the last interval.
     pub utilization_sm: Option<u32>,
     /// % of one core over the last interval (can exceed 100).
@@ -163,6 +167,8 @@ impl Proc {
             uid: d.map(|d| d.uid),
             kind: p.kind.into(),
             used_gpu_memory: p.gpu_memory.map(|b| b.0),
+            // Only the caller knows the process's past (see `recorded_sample_line`).
+            peak_gpu_memory: None,
             utilization_sm: p.sm_util.map(|u| u.0),
             cpu_percent: d.and_then(|d| d.cpu_percent),
             host_memory: d.and_then(|d| d.host_memory).map(|b| b.0),
