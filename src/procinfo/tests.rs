@@ -237,9 +237,14 @@ fn the_workload_and_gpu_environment_are_read_once_per_process() {
         ["CUDA_VISIBLE_DEVICES", "NCCL_DEBUG"],
         "only GPU- and job-related variables are kept"
     );
-    // No cgroup file, no environ (not readable): no workload, env unknown — not empty.
+    // No cgroup file, no environ (not readable): no workload, env unknown — not empty;
+    // its parent is init, so its chain is known and empty.
     let shell = visible(info.lookup(31, t0));
-    assert_eq!(shell.context, ProcContext::default());
+    let by_init = ProcContext {
+        parents: Some(Arc::new(Vec::new())),
+        ..ProcContext::default()
+    };
+    assert_eq!(shell.context, by_init);
     // Cached with the process: a changed file is not re-read for the same identity.
     std::fs::write(d.join("cgroup"), "0::/\n").unwrap();
     let again = visible(info.lookup(30, t0 + Duration::from_secs(1)));

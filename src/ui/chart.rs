@@ -34,6 +34,9 @@ pub struct ChartSpec {
     pub y_label: fn(f64) -> String,
 }
 
+/// A series' style and its runs of known points (a run ends at a gap).
+type Runs = (Style, Vec<Vec<(f64, f64)>>);
+
 /// Seconds before `now` at which each time was taken (negative: the past is left).
 pub fn x_of(now: SystemTime, at: SystemTime) -> f64 {
     -now.duration_since(at)
@@ -63,7 +66,7 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
     if area.height < 2 || area.width < 10 {
         return;
     }
-    let runs: Vec<(Style, Vec<Vec<(f64, f64)>>)> = spec
+    let runs: Vec<Runs> = spec
         .series
         .iter()
         .map(|s| (s.style, segments(&s.points)))
@@ -73,8 +76,27 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
         .iter()
         .map(|(v, _, _)| [(-window, *v), (0.0, *v)])
         .collect();
-    // The axis ends at the floor or the highest reference line; data above them gets 5 %
-    // headroom so its peak is not drawn on the title.
+    let top = y_top(spec, &runs);
+    let y_axis = Axis::default()
+        .bounds([0.0, top])
+        .style(dim)
+        .labels([(spec.y_label)(0.0), (spec.y_label)(top)]);
+    let chart = Chart::new(datasets(spec, &refs, &runs))
+        .block(
+            Block::default()
+                .borders(Borders::TOP)
+                .border_style(dim)
+                .title(title_line(spec, dim, area.width as usize)),
+        )
+        .x_axis(time_axis(window, area.height.saturating_sub(1), dim))
+        .y_axis(y_axis)
+        .legend_position(None);
+    frame.render_widget(chart, area);
+}
+
+/// The axis ends at the floor or the highest reference line; data above them gets 5 %
+/// headroom so its peak is not drawn on the title.
+fn y_top(spec: &ChartSpec, runs: &[Runs]) -> f64 {
     let base = spec
         .references
         .iter()
@@ -85,19 +107,28 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
         .flat_map(|(_, r)| r.iter().flatten().map(|p| p.1))
         .fold(0.0, f64::max);
     let top = if data > base { data * 1.05 } else { base };
-    let top = if top > 0.0 { top } else { 1.0 };
-    // Reference lines first: a series drawn later stays visible where it meets one.
-    let mut datasets = Vec::new();
-    for (line, (_, _, style)) in refs.iter().zip(&spec.references) {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(*style)
-                .data(line),
-        );
-    }
-    for (style, run) in &runs {
+    if top > 0.0 { top } else { 1.0 }
+}
+
+/// Reference lines first: a series drawn later stays visible where it meets one.
+fn datasets<'a>(
+    spec: &ChartSpec,
+    refs: &'a [[(f64, f64); 2]],
+    runs: &'a [Runs],
+) -> Vec<Dataset<'a>> {
+    let dataset = |style: Style, kind: GraphType, data: &'a [(f64, f64)]| {
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(kind)
+            .style(style)
+            .data(data)
+    };
+    let mut out: Vec<Dataset> = refs
+        .iter()
+        .zip(&spec.references)
+        .map(|(line, (_, _, style))| dataset(*style, GraphType::Line, line))
+        .collect();
+    for (style, run) in runs {
         for seg in run {
             // A lone point has no neighbour to draw a line to: a dot.
             let kind = if seg.len() == 1 {
@@ -105,42 +136,26 @@ pub fn draw(frame: &mut Frame, area: Rect, spec: &ChartSpec, window: f64, dim: S
             } else {
                 GraphType::Line
             };
-            datasets.push(
-                Dataset::default()
-                    .marker(Marker::Braille)
-                    .graph_type(kind)
-                    .style(*style)
-                    .data(seg),
-            );
+            out.push(dataset(*style, kind, seg));
         }
     }
-    let inner_height = area.height.saturating_sub(1);
-    let mut x_axis = Axis::default().bounds([-window, 0.0]).style(dim);
-    // Time labels need two rows (axis and labels); small charts give them to the data.
-    if inner_height >= 6 {
-        let half = Duration::from_secs_f64(window / 2.0);
-        let full = Duration::from_secs_f64(window);
-        x_axis = x_axis.labels([
-            format!("-{}", duration_short(full)),
-            format!("-{}", duration_short(half)),
-            "now".to_string(),
-        ]);
+    out
+}
+
+/// The time axis, `-5m … now`; its labels need two rows (axis and labels), so small charts
+/// give them to the data.
+fn time_axis(window: f64, inner_height: u16, dim: Style) -> Axis<'static> {
+    let axis = Axis::default().bounds([-window, 0.0]).style(dim);
+    if inner_height < 6 {
+        return axis;
     }
-    let y_axis = Axis::default()
-        .bounds([0.0, top])
-        .style(dim)
-        .labels([(spec.y_label)(0.0), (spec.y_label)(top)]);
-    let chart = Chart::new(datasets)
-        .block(
-            Block::default()
-                .borders(Borders::TOP)
-                .border_style(dim)
-                .title(title_line(spec, dim, area.width as usize)),
-        )
-        .x_axis(x_axis)
-        .y_axis(y_axis)
-        .legend_position(None);
-    frame.render_widget(chart, area);
+    let half = Duration::from_secs_f64(window / 2.0);
+    let full = Duration::from_secs_f64(window);
+    axis.labels([
+        format!("-{}", duration_short(full)),
+        format!("-{}", duration_short(half)),
+        "now".to_string(),
+    ])
 }
 
 /// `VRAM ━ 41.2 GiB ┄ total 80 GiB`: each series and reference in its own colour. When

@@ -79,14 +79,34 @@ const CHARTS: usize = 6;
 
 /// Every detail the source gives, one item each; `N/A` where it could not tell.
 fn facts(g: &GpuReading, state: &State) -> Vec<String> {
-    let mhz = |v: Option<crate::units::MegaHertz>| or_na(v, |m| format!("{} MHz", m.0));
-    let c = |v: Option<crate::units::Celsius>| or_na(v, |t| format!("{} °C", t.0));
     // Current utilisation, temperature and power head their charts; the rest is here.
     let mut items = Vec::new();
     if g.status == GpuStatus::Lost {
         items.push("LOST: the GPU stopped answering".to_string());
     }
-    items.extend([
+    items.extend(memory_and_heat(g));
+    items.extend(clocks_and_links(g));
+    items.extend(g.allocations.iter().map(|a| {
+        format!(
+            "allocated to pod {}/{} ({})",
+            a.namespace, a.pod, a.container
+        )
+    }));
+    items.extend(
+        state
+            .model
+            .warnings()
+            .iter()
+            .filter(|w| w.gpu() == Some(&g.id))
+            .map(super::text::warning_line),
+    );
+    items
+}
+
+/// VRAM, temperatures, power, energy, P-state and fan.
+fn memory_and_heat(g: &GpuReading) -> [String; 6] {
+    let c = |v: Option<crate::units::Celsius>| or_na(v, |t| format!("{} °C", t.0));
+    [
         format!(
             "VRAM {} of {} GiB (reserved {}, free {})",
             or_na(g.memory_used, gib),
@@ -108,6 +128,14 @@ fn facts(g: &GpuReading, state: &State) -> Vec<String> {
         format!("energy {}", or_na(g.energy_joules, energy)),
         format!("P-state {}", or_na(g.pstate, |p| format!("P{p}"))),
         format!("fan {}", pct(g.fan)),
+    ]
+}
+
+/// Clocks, PCIe, the media engines, ECC, MIG and why clocks are held.
+fn clocks_and_links(g: &GpuReading) -> [String; 7] {
+    let mhz = |v: Option<crate::units::MegaHertz>| or_na(v, |m| format!("{} MHz", m.0));
+    let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+    [
         format!("SM clock {} (max {})", mhz(g.sm_clock), mhz(g.sm_clock_max)),
         format!(
             "memory clock {} (max {})",
@@ -130,28 +158,9 @@ fn facts(g: &GpuReading, state: &State) -> Vec<String> {
             "ECC uncorrected errors {}",
             or_na(g.ecc_errors_uncorrected, |n| n.to_string())
         ),
-        format!(
-            "MIG {}",
-            or_na(g.mig_enabled, |on| if on { "on" } else { "off" }
-                .to_string())
-        ),
+        format!("MIG {}", or_na(g.mig_enabled, on_off)),
         throttle(g),
-    ]);
-    items.extend(g.allocations.iter().map(|a| {
-        format!(
-            "allocated to pod {}/{} ({})",
-            a.namespace, a.pod, a.container
-        )
-    }));
-    items.extend(
-        state
-            .model
-            .warnings()
-            .iter()
-            .filter(|w| w.gpu() == Some(&g.id))
-            .map(super::text::warning_line),
-    );
-    items
+    ]
 }
 
 fn energy(joules: f64) -> String {

@@ -29,7 +29,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Pr
         .collect();
     let history = state.model.proc_history(id);
     let width = area.width as usize;
-    let mut lines = vec![Line::styled(title(id, rows.first().copied()), theme.title)];
+    let title = Line::styled(title(id, rows.first().copied()), theme.title);
     let facts = facts(state, &rows, history, width.saturating_sub(2));
     // Two by two; in a row of four only on a wide, low screen. Charts keep at least 4 rows
     // each; the text takes what it needs.
@@ -50,7 +50,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Pr
     draw_charts(frame, charts_area, state, theme, history, columns);
     let info = Rect::new(area.x, charts_area.bottom(), area.width, info_height);
     frame.render_widget(
-        Paragraph::new(lines.remove(0)),
+        Paragraph::new(title),
         Rect::new(area.x, area.y, area.width, 1),
     );
     let facts: Vec<Line> = facts
@@ -181,28 +181,52 @@ fn draw_charts(
     h: Option<&ProcHistory>,
     columns: usize,
 ) {
-    let now = state.model.now().unwrap_or(std::time::UNIX_EPOCH);
-    let window = (state.config.history_len as f64 * state.config.interval.as_secs_f64()).max(1.0);
-    let points: Vec<&ProcPoint> = h.map_or_else(Vec::new, |h| h.points.iter().collect());
-    let series = |label: String, style: Style, f: &dyn Fn(&ProcPoint) -> Option<f64>| Series {
-        label,
-        style,
-        points: points
-            .iter()
-            .map(|p| (chart::x_of(now, p.at), f(p)))
-            .collect(),
+    let pts = Points {
+        now: state.model.now().unwrap_or(std::time::UNIX_EPOCH),
+        points: h.map_or_else(Vec::new, |h| h.points.iter().collect()),
     };
-    let latest = points.last();
-    let vram = latest.and_then(|p| p.vram);
-    let peak = h.and_then(|h| h.peak());
-    let specs = [
+    let window = (state.config.history_len as f64 * state.config.interval.as_secs_f64()).max(1.0);
+    let mut specs = gpu_specs(theme, &pts, h.and_then(|h| h.peak()));
+    specs.extend(host_specs(theme, &pts));
+    for (spec, cell) in specs.iter().zip(chart::grid(area, specs.len(), columns)) {
+        chart::draw(frame, cell, spec, window, theme.dim);
+    }
+}
+
+/// A process's points with the time they are drawn against.
+struct Points<'a> {
+    now: std::time::SystemTime,
+    points: Vec<&'a ProcPoint>,
+}
+
+impl Points<'_> {
+    fn series(&self, label: String, style: Style, f: fn(&ProcPoint) -> Option<f64>) -> Series {
+        Series {
+            label,
+            style,
+            points: self
+                .points
+                .iter()
+                .map(|p| (chart::x_of(self.now, p.at), f(p)))
+                .collect(),
+        }
+    }
+
+    fn latest(&self) -> Option<&ProcPoint> {
+        self.points.last().copied()
+    }
+}
+
+/// VRAM (with the peak) and SM share.
+fn gpu_specs(theme: &Theme, pts: &Points, peak: Option<Bytes>) -> Vec<ChartSpec> {
+    let vram = or_na(pts.latest().and_then(|p| p.vram), gib);
+    let sm = or_na(pts.latest().and_then(|p| p.sm), |u| format!("{u} %"));
+    vec![
         ChartSpec {
             title: "VRAM".into(),
-            series: vec![series(
-                format!("{} GiB", or_na(vram, gib)),
-                theme.spark_util,
-                &|p| p.vram.map(|b| b.0 as f64),
-            )],
+            series: vec![pts.series(format!("{vram} GiB"), theme.spark_util, |p| {
+                p.vram.map(|b| b.0 as f64)
+            })],
             references: peak
                 .map(|b| (b.0 as f64, format!("peak {} GiB", gib(b)), theme.warning))
                 .into_iter()
@@ -212,39 +236,32 @@ fn draw_charts(
         },
         ChartSpec {
             title: "SM".into(),
-            series: vec![series(
-                or_na(latest.and_then(|p| p.sm), |u| format!("{u} %")),
-                theme.spark_power,
-                &|p| p.sm.map(f64::from),
-            )],
+            series: vec![pts.series(sm, theme.spark_power, |p| p.sm.map(f64::from))],
             references: vec![],
             y_floor: 100.0,
             y_label: |v| format!("{v:.0}%"),
         },
+    ]
+}
+
+/// CPU share and resident host memory.
+fn host_specs(theme: &Theme, pts: &Points) -> Vec<ChartSpec> {
+    let cpu = or_na(pts.latest().and_then(|p| p.cpu), |c| format!("{c:.0} %"));
+    let mem = or_na(pts.latest().and_then(|p| p.host_memory), bytes_short);
+    vec![
         ChartSpec {
             title: "CPU".into(),
-            series: vec![series(
-                or_na(latest.and_then(|p| p.cpu), |c| format!("{c:.0} %")),
-                theme.spark_temp,
-                &|p| p.cpu.map(f64::from),
-            )],
+            series: vec![pts.series(cpu, theme.spark_temp, |p| p.cpu.map(f64::from))],
             references: vec![],
             y_floor: 100.0,
             y_label: |v| format!("{v:.0}%"),
         },
         ChartSpec {
             title: "host memory".into(),
-            series: vec![series(
-                or_na(latest.and_then(|p| p.host_memory), bytes_short),
-                theme.spark_util,
-                &|p| p.host_memory.map(|b| b.0 as f64),
-            )],
+            series: vec![pts.series(mem, theme.spark_util, |p| p.host_memory.map(|b| b.0 as f64))],
             references: vec![],
             y_floor: Bytes::GIB as f64,
             y_label: |v| bytes_short(Bytes(v as u64)),
         },
-    ];
-    for (spec, cell) in specs.iter().zip(chart::grid(area, specs.len(), columns)) {
-        chart::draw(frame, cell, spec, window, theme.dim);
-    }
+    ]
 }
