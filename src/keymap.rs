@@ -36,7 +36,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Esc],
         label: "Esc",
         action: Action::Back,
-        help: "close help / detail view / back / clear focus and filters",
+        help: "close help or view / back / clear focus, filters",
     },
     Binding {
         keys: &[KeyCode::Up, ch('k')],
@@ -174,7 +174,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Enter],
         label: "Enter",
         action: Action::Choose,
-        help: "the selected process's detail view (per-user view: choose)",
+        help: "process detail view (per-user view: choose a user)",
     },
     Binding {
         keys: &[ch('d')],

@@ -231,7 +231,8 @@ fn gpu_specs(theme: &Theme, pts: &Points, peak: Option<Bytes>) -> Vec<ChartSpec>
                 .map(|b| (b.0 as f64, format!("peak {} GiB", gib(b)), theme.warning))
                 .into_iter()
                 .collect(),
-            y_floor: Bytes::GIB as f64,
+            // Room above the peak, so a flat process's line does not lie on the title.
+            y_floor: peak.map_or(Bytes::GIB as f64, |b| b.0 as f64 * 1.1),
             y_label: |v| format!("{:.0}G", v / Bytes::GIB as f64),
         },
         ChartSpec {
