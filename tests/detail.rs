@@ -257,3 +257,33 @@ fn once_json_peak_is_the_first_reading() {
         assert!(p["parents"].is_array(), "{p}");
     }
 }
+
+/// A sample of `n` processes numbered from `first`, each holding 1 GiB of one GPU.
+fn many(secs: u64, first: u32, n: u32) -> Sample {
+    let mut s = sample_with(secs, 1.0);
+    let one = s.processes[0].clone();
+    s.processes = (first..first + n)
+        .map(|pid| ProcReading { pid, ..one.clone() })
+        .collect();
+    s
+}
+
+#[test]
+fn per_process_history_is_bounded_and_dropped_after_processes_leave() {
+    use gpuwatch::history::procs::{LINGER, MAX_PROCESSES};
+    let mut state = State::new(config());
+    update(&mut state, Msg::Sample(Box::new(many(0, 0, 4_000))));
+    update(&mut state, Msg::Sample(Box::new(many(1, 10_000, 4_000))));
+    assert_eq!(state.model.proc_history_count(), MAX_PROCESSES);
+    // The newest are kept: the view of a running process never loses its history to
+    // processes that already left.
+    let newest = ProcId {
+        pid: 13_999,
+        started: None,
+    };
+    assert!(state.model.proc_history(&newest).is_some());
+    // Once everything has been gone for longer than the linger, only the current remain.
+    let later = LINGER.as_secs() + 2;
+    update(&mut state, Msg::Sample(Box::new(many(later, 20_000, 3))));
+    assert_eq!(state.model.proc_history_count(), 3);
+}
