@@ -71,7 +71,8 @@ fn the_gpu_view_shows_every_detail_uncut() {
             "PCIe",
             "energy",
             "P-state",
-            "ECC uncorrected",
+            "ECC errors since driver load: uncorrected",
+            ", corrected ",
             "MIG",
             "processes (",
         ] {

@@ -142,7 +142,8 @@ fn once_json_reports_the_scenario_in_base_units() {
         "pcie_tx_throughput": 1000 * 1024, "pcie_rx_throughput": 2000 * 1024,
         // 68 = 4 (SW power cap) | 64 (HW thermal slowdown).
         "clocks_throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
-        "ecc_errors_uncorrected_volatile": 0, "mig_enabled": false,
+        "ecc_errors_uncorrected_volatile": 0, "ecc_errors_corrected_volatile": 12,
+        "mig_enabled": false,
         "pci_bus_id": "00000000:17:00.0",
     });
     for (key, want) in expect.as_object().unwrap() {
@@ -197,6 +198,7 @@ fn unsupported_fields_are_null_in_json_and_na_in_text() {
     for key in [
         "fan_speed",                       // "not_supported"
         "ecc_errors_uncorrected_volatile", // "no_permission"
+        "ecc_errors_corrected_volatile",   // left out of the scenario
         "temperature_slowdown",            // left out of the scenario
         "total_energy_consumption",
         "clocks_throttle_reasons",
@@ -320,8 +322,9 @@ fn unsupported_queries_are_asked_once_and_failing_ones_every_sample() {
     let counts: Value = serde_json::from_str(&std::fs::read_to_string(&calls).unwrap()).unwrap();
     // Fan: the H100 answers each sample (3), the T4 said NOT_SUPPORTED once (1).
     assert_eq!(counts["nvmlDeviceGetFanSpeed_v2"], 4, "{counts:#}");
-    // ECC: H100 3, T4 NO_PERMISSION once.
-    assert_eq!(counts["nvmlDeviceGetTotalEccErrors"], 4, "{counts:#}");
+    // ECC, uncorrected and corrected: H100 3 + 3, T4 NO_PERMISSION once and
+    // NOT_SUPPORTED once.
+    assert_eq!(counts["nvmlDeviceGetTotalEccErrors"], 8, "{counts:#}");
     // Slowdown threshold: the T4 lacks it; shutdown threshold likewise: 3 + 1 each.
     assert_eq!(counts["nvmlDeviceGetTemperatureThreshold"], 8, "{counts:#}");
     // Power usage fails transiently on the H100 and works on the T4: 3 + 3.

@@ -366,8 +366,9 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
 ) -> u32 {
     const SYMBOL: &str = "nvmlDeviceGetTotalEccErrors";
     match (error_type, counter_type) {
-        // Uncorrected, volatile: the only combination gpuwatch shows.
+        // Uncorrected and corrected, volatile: the combinations gpuwatch shows.
         (1, 0) => field(SYMBOL, d, "ecc_uncorrected_volatile", count),
+        (0, 0) => field(SYMBOL, d, "ecc_corrected_volatile", count),
         _ => with_gpu(SYMBOL, d, |_, _| ERROR_NOT_SUPPORTED),
     }
 }

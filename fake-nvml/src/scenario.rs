@@ -106,6 +106,7 @@ pub const FIELDS: &[&str] = &[
     "pcie_rx_kbps",             // KB/s
     "throttle_reasons",         // nvmlClocksThrottleReason* bit mask
     "ecc_uncorrected_volatile", // count
+    "ecc_corrected_volatile",   // count
     "mig_mode_current",         // 0/1
     "mig_mode_pending",         // 0/1
 ];

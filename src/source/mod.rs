@@ -107,6 +107,8 @@ pub struct GpuReading {
     pub throttle_reasons: Option<Vec<throttle::ThrottleReason>>,
     /// Uncorrected ECC errors since the driver loaded (volatile counter).
     pub ecc_errors_uncorrected: Option<u64>,
+    /// Corrected (single-bit) ECC errors since the driver loaded (volatile counter).
+    pub ecc_errors_corrected: Option<u64>,
     /// Whether MIG (multi-instance GPU) mode is on.
     pub mig_enabled: Option<bool>,
     /// The Kubernetes pods this GPU is allocated to, as the kubelet says (empty off
@@ -150,6 +152,7 @@ impl GpuReading {
             pcie_rx_per_second: None,
             throttle_reasons: None,
             ecc_errors_uncorrected: None,
+            ecc_errors_corrected: None,
             mig_enabled: None,
             allocations: Vec::new(),
         }

@@ -155,8 +155,9 @@ fn clocks_and_links(g: &GpuReading) -> [String; 7] {
             pct(g.decoder_util)
         ),
         format!(
-            "ECC uncorrected errors {}",
-            or_na(g.ecc_errors_uncorrected, |n| n.to_string())
+            "ECC errors since driver load: uncorrected {}, corrected {}",
+            or_na(g.ecc_errors_uncorrected, |n| n.to_string()),
+            or_na(g.ecc_errors_corrected, |n| n.to_string())
         ),
         format!("MIG {}", or_na(g.mig_enabled, on_off)),
         throttle(g),

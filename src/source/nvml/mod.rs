@@ -68,6 +68,7 @@ enum Query {
     PcieRx,
     Throttle,
     Ecc,
+    EccCorrected,
     Mig,
     ComputeProcs,
     GraphicsProcs,

@@ -64,6 +64,9 @@ pub(super) fn read_gpu(
     g.ecc_errors_uncorrected = s.ask(Query::Ecc, || {
         d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
     })?;
+    g.ecc_errors_corrected = s.ask(Query::EccCorrected, || {
+        d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+    })?;
     // NVML_DEVICE_MIG_ENABLE is 1.
     g.mig_enabled = s.ask(Query::Mig, || d.mig_mode())?.map(|m| m.current == 1);
     let procs = read_processes(d, s)?;

@@ -69,6 +69,10 @@ pub struct Gpu {
     pub clocks_throttle_reasons: Option<Vec<String>>,
     /// Uncorrected ECC errors since the driver loaded (`ecc.errors.uncorrected.volatile.total`).
     pub ecc_errors_uncorrected_volatile: Option<u64>,
+    /// Corrected ECC errors since the driver loaded (`ecc.errors.corrected.volatile.total`,
+    /// 2.2); absent from older documents, which read as unknown.
+    #[serde(default)]
+    pub ecc_errors_corrected_volatile: Option<u64>,
     pub mig_enabled: Option<bool>,
     /// The Kubernetes pods the kubelet allocated this GPU to (2.1); `[]` off Kubernetes.
     #[serde(default)]
@@ -135,6 +139,7 @@ impl Gpu {
             pcie_rx_throughput: g.pcie_rx_per_second.map(|b| b.0),
             clocks_throttle_reasons: throttle_reason_names(g),
             ecc_errors_uncorrected_volatile: g.ecc_errors_uncorrected,
+            ecc_errors_corrected_volatile: g.ecc_errors_corrected,
             mig_enabled: g.mig_enabled,
             pods: g
                 .allocations
@@ -182,6 +187,7 @@ impl Gpu {
         g.pcie_rx_per_second = self.pcie_rx_throughput.map(Bytes);
         g.throttle_reasons = throttle_reasons_from_names(self.clocks_throttle_reasons);
         g.ecc_errors_uncorrected = self.ecc_errors_uncorrected_volatile;
+        g.ecc_errors_corrected = self.ecc_errors_corrected_volatile;
         g.mig_enabled = self.mig_enabled;
         g.allocations = self
             .pods
