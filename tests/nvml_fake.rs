@@ -139,6 +139,7 @@ fn once_json_reports_the_scenario_in_base_units() {
         "clocks_max_sm": 1980, "clocks_max_mem": 2619, "pstate": 0,
         "utilization_encoder": 0, "utilization_decoder": 5,
         "pcie_link_gen_current": 5, "pcie_link_width_current": 16,
+        "pcie_link_gen_max": 5, "pcie_link_width_max": 16,
         "pcie_tx_throughput": 1000 * 1024, "pcie_rx_throughput": 2000 * 1024,
         // 68 = 4 (SW power cap) | 64 (HW thermal slowdown).
         "clocks_throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
@@ -199,7 +200,8 @@ fn unsupported_fields_are_null_in_json_and_na_in_text() {
         "fan_speed",                       // "not_supported"
         "ecc_errors_uncorrected_volatile", // "no_permission"
         "ecc_errors_corrected_volatile",   // left out of the scenario
-        "temperature_slowdown",            // left out of the scenario
+        "pcie_link_gen_max",
+        "temperature_slowdown", // left out of the scenario
         "total_energy_consumption",
         "clocks_throttle_reasons",
         "mig_enabled",
@@ -325,6 +327,11 @@ fn unsupported_queries_are_asked_once_and_failing_ones_every_sample() {
     // ECC, uncorrected and corrected: H100 3 + 3, T4 NO_PERMISSION once and
     // NOT_SUPPORTED once.
     assert_eq!(counts["nvmlDeviceGetTotalEccErrors"], 8, "{counts:#}");
+    // The link's maximum is the board's and the slot's: read once per GPU, not each sample.
+    assert_eq!(
+        counts["nvmlDeviceGetMaxPcieLinkGeneration"], 2,
+        "{counts:#}"
+    );
     // Slowdown threshold: the T4 lacks it; shutdown threshold likewise: 3 + 1 each.
     assert_eq!(counts["nvmlDeviceGetTemperatureThreshold"], 8, "{counts:#}");
     // Power usage fails transiently on the H100 and works on the T4: 3 + 3.

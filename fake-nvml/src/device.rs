@@ -322,6 +322,21 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkWidth(d: Device, w: *mut c_uin
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkGeneration(d: Device, g: *mut c_uint) -> u32 {
+    field(
+        "nvmlDeviceGetMaxPcieLinkGeneration",
+        d,
+        "pcie_link_gen_max",
+        g,
+    )
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkWidth(d: Device, w: *mut c_uint) -> u32 {
+    field("nvmlDeviceGetMaxPcieLinkWidth", d, "pcie_link_width_max", w)
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetPcieThroughput(
     d: Device,
     counter: c_uint,

@@ -143,9 +143,11 @@ fn clocks_and_links(g: &GpuReading) -> [String; 7] {
             mhz(g.memory_clock_max)
         ),
         format!(
-            "PCIe gen {} x{} · TX {} · RX {}",
+            "PCIe gen {} x{} (max gen {} x{}) · TX {} · RX {}",
             or_na(g.pcie_link_gen, |v| v.to_string()),
             or_na(g.pcie_link_width, |v| v.to_string()),
+            or_na(g.pcie_link_gen_max, |v| v.to_string()),
+            or_na(g.pcie_link_width_max, |v| v.to_string()),
             or_na(g.pcie_tx_per_second, rate),
             or_na(g.pcie_rx_per_second, rate)
         ),
