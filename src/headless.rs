@@ -79,7 +79,12 @@ pub fn render_json(state: &State) -> String {
                 unattributed_memory: unattributed(&state.model, g).map(|b| b.0),
             })
             .collect(),
-        processes: state.model.procs().rows().map(proc_doc).collect(),
+        processes: state
+            .model
+            .procs()
+            .rows()
+            .map(|r| proc_doc(state, r))
+            .collect(),
         warnings: state
             .model
             .warnings()
@@ -93,8 +98,16 @@ pub fn render_json(state: &State) -> String {
 
 /// A row of the process table as the document's process (the table, not the raw sample,
 /// so the document lists what the TUI shows, in its order).
-fn proc_doc(r: &ProcRow) -> wire::Proc {
+fn proc_doc(state: &State, r: &ProcRow) -> wire::Proc {
     let visible = r.visibility == Visibility::Visible;
+    let id = crate::history::procs::ProcId {
+        pid: r.key.pid,
+        started: r.key.started,
+    };
+    let peak = state
+        .model
+        .proc_history(&id)
+        .and_then(|h| h.peak_on(&r.key.gpu));
     wire::Proc {
         gpu_uuid: r.key.gpu.0.clone(),
         gpu_index: Some(r.gpu_index),
@@ -103,6 +116,7 @@ fn proc_doc(r: &ProcRow) -> wire::Proc {
         uid: r.uid,
         kind: r.kind.into(),
         used_gpu_memory: r.vram.map(|b| b.0),
+        peak_gpu_memory: peak.map(|b| b.0),
         utilization_sm: r.gpu_util,
         cpu_percent: r.cpu,
         host_memory: r.host_memory.map(|b| b.0),

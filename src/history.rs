@@ -2,6 +2,10 @@
 //! Owns only storage: points are `Option` so a missing reading shows as a gap, and
 //! capacity is fixed at creation so memory never grows with uptime.
 
+// The detail views' series live in their own files (additive to the panels' rings here).
+pub mod gpu_points;
+pub mod procs;
+
 use std::collections::VecDeque;
 use std::time::SystemTime;
 

@@ -36,7 +36,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Esc],
         label: "Esc",
         action: Action::Back,
-        help: "close help / back / clear focus and filters",
+        help: "close help or view / back / clear focus, filters",
     },
     Binding {
         keys: &[KeyCode::Up, ch('k')],
@@ -180,7 +180,13 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[KeyCode::Enter],
         label: "Enter",
         action: Action::Choose,
-        help: "choose the selected user or job",
+        help: "process detail view (per-user view: choose a user)",
+    },
+    Binding {
+        keys: &[ch('d')],
+        label: "d",
+        action: Action::GpuDetail,
+        help: "the focused GPU's detail view (Tab: next GPU)",
     },
     Binding {
         keys: &[ch('e')],

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::procs::{ProcHistories, ProcId};
 use crate::source::{GpuSource, Sample, SourceError, wire};
 
 /// Major version of the recording format this gpuwatch writes: the sample lines are
@@ -54,6 +55,8 @@ pub struct RecordingSource {
     header: Header,
     max_bytes: Option<u64>,
     out: Option<(BufWriter<File>, u64)>,
+    /// Each process's peak VRAM per GPU so far, for the lines' `peak_gpu_memory`.
+    peaks: ProcHistories,
 }
 
 impl RecordingSource {
@@ -71,6 +74,7 @@ impl RecordingSource {
             header: Header::new(interval),
             max_bytes,
             out: None,
+            peaks: ProcHistories::default(),
         };
         rec.start_file()
             .map_err(|e| format!("cannot record to {}: {e}", path.display()))?;
@@ -92,7 +96,12 @@ impl RecordingSource {
     }
 
     fn write(&mut self, sample: &Sample) -> std::io::Result<()> {
-        let line = wire::recorded_sample_line(sample) + "\n";
+        // One-point rings: only the peaks are wanted here, bounded like the UI's.
+        self.peaks.record(sample.time, &sample.processes, 1);
+        let peaks = &self.peaks;
+        let line = wire::recorded_sample_line(sample, |p| {
+            peaks.get(&ProcId::of(p)).and_then(|h| h.peak_on(&p.gpu))
+        }) + "\n";
         let full = match (&self.out, self.max_bytes) {
             (Some((_, written)), Some(max)) => written + line.len() as u64 > max,
             _ => false,
@@ -291,6 +300,34 @@ mod tests {
             parse(format!("{v3}\n{sample}\n").as_bytes())
                 .unwrap_err()
                 .starts_with("1: recording format version 3 is not one this gpuwatch reads")
+        );
+    }
+
+    #[test]
+    fn each_line_carries_the_peak_vram_of_each_process_so_far() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.ndjson");
+        let mut rec = RecordingSource::new(sim(), &path, Duration::from_secs(1), None).unwrap();
+        for _ in 0..20 {
+            rec.sample().unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut seen: std::collections::HashMap<(u64, String), u64> = Default::default();
+        let mut below_peak = 0;
+        for line in text.lines().skip(1) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            for p in v["processes"].as_array().unwrap() {
+                let key = (p["pid"].as_u64().unwrap(), p["gpu_uuid"].to_string());
+                let used = p["used_gpu_memory"].as_u64().unwrap();
+                let max = seen.entry(key).or_insert(0);
+                *max = (*max).max(used);
+                assert_eq!(p["peak_gpu_memory"].as_u64(), Some(*max), "{p}");
+                below_peak += usize::from(used < *max);
+            }
+        }
+        assert!(
+            below_peak > 0,
+            "the demo has a process that shrank; its peak stays"
         );
     }
 

@@ -139,10 +139,12 @@ fn once_json_reports_the_scenario_in_base_units() {
         "clocks_max_sm": 1980, "clocks_max_mem": 2619, "pstate": 0,
         "utilization_encoder": 0, "utilization_decoder": 5,
         "pcie_link_gen_current": 5, "pcie_link_width_current": 16,
+        "pcie_link_gen_max": 5, "pcie_link_width_max": 16,
         "pcie_tx_throughput": 1000 * 1024, "pcie_rx_throughput": 2000 * 1024,
         // 68 = 4 (SW power cap) | 64 (HW thermal slowdown).
         "clocks_throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
-        "ecc_errors_uncorrected_volatile": 0, "mig_enabled": false,
+        "ecc_errors_uncorrected_volatile": 0, "ecc_errors_corrected_volatile": 12,
+        "mig_enabled": false,
         "pci_bus_id": "00000000:17:00.0",
     });
     for (key, want) in expect.as_object().unwrap() {
@@ -197,7 +199,9 @@ fn unsupported_fields_are_null_in_json_and_na_in_text() {
     for key in [
         "fan_speed",                       // "not_supported"
         "ecc_errors_uncorrected_volatile", // "no_permission"
-        "temperature_slowdown",            // left out of the scenario
+        "ecc_errors_corrected_volatile",   // left out of the scenario
+        "pcie_link_gen_max",
+        "temperature_slowdown", // left out of the scenario
         "total_energy_consumption",
         "clocks_throttle_reasons",
         "mig_enabled",
@@ -320,8 +324,14 @@ fn unsupported_queries_are_asked_once_and_failing_ones_every_sample() {
     let counts: Value = serde_json::from_str(&std::fs::read_to_string(&calls).unwrap()).unwrap();
     // Fan: the H100 answers each sample (3), the T4 said NOT_SUPPORTED once (1).
     assert_eq!(counts["nvmlDeviceGetFanSpeed_v2"], 4, "{counts:#}");
-    // ECC: H100 3, T4 NO_PERMISSION once.
+    // ECC uncorrected: H100 3, T4 NO_PERMISSION once (corrected comes with the health
+    // counters' one field-values call).
     assert_eq!(counts["nvmlDeviceGetTotalEccErrors"], 4, "{counts:#}");
+    // The link's maximum is the board's and the slot's: read once per GPU, not each sample.
+    assert_eq!(
+        counts["nvmlDeviceGetMaxPcieLinkGeneration"], 2,
+        "{counts:#}"
+    );
     // Slowdown threshold: the T4 lacks it; shutdown threshold likewise: 3 + 1 each.
     assert_eq!(counts["nvmlDeviceGetTemperatureThreshold"], 8, "{counts:#}");
     // Power usage fails transiently on the H100 and works on the T4: 3 + 3.

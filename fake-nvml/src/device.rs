@@ -322,6 +322,21 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkWidth(d: Device, w: *mut c_uin
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkGeneration(d: Device, g: *mut c_uint) -> u32 {
+    field(
+        "nvmlDeviceGetMaxPcieLinkGeneration",
+        d,
+        "pcie_link_gen_max",
+        g,
+    )
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkWidth(d: Device, w: *mut c_uint) -> u32 {
+    field("nvmlDeviceGetMaxPcieLinkWidth", d, "pcie_link_width_max", w)
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetPcieThroughput(
     d: Device,
     counter: c_uint,
@@ -366,8 +381,9 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
 ) -> u32 {
     const SYMBOL: &str = "nvmlDeviceGetTotalEccErrors";
     match (error_type, counter_type) {
-        // Uncorrected, volatile: the only combination gpuwatch shows.
+        // Uncorrected and corrected, volatile: the combinations gpuwatch shows.
         (1, 0) => field(SYMBOL, d, "ecc_uncorrected_volatile", count),
+        (0, 0) => field(SYMBOL, d, "ecc_corrected_volatile", count),
         _ => with_gpu(SYMBOL, d, |_, _| ERROR_NOT_SUPPORTED),
     }
 }

@@ -102,6 +102,8 @@ pub const FIELDS: &[&str] = &[
     "decoder_util",                // %
     "pcie_link_gen",               // generation
     "pcie_link_width",             // lanes
+    "pcie_link_gen_max",           // generation
+    "pcie_link_width_max",         // lanes
     "pcie_tx_kbps",                // KB/s
     "pcie_rx_kbps",                // KB/s
     "throttle_reasons",            // nvmlClocksThrottleReason* bit mask

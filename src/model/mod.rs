@@ -22,6 +22,8 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use crate::history::GpuHistory;
+use crate::history::gpu_points::GpuPoints;
+use crate::history::procs::{ProcHistories, ProcHistory, ProcId};
 use crate::source::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
 use procs::{ProcRow, ProcTable, SortKey};
 use warnings::{Alarm, Severity, Thresholds, Warning};
@@ -91,6 +93,9 @@ pub struct Model {
     source_error: Option<String>,
     /// Whether any process of the latest sample runs in a container, pod, job or service.
     any_job: bool,
+    /// The detail views' series: every reading per GPU, and per GPU process.
+    gpu_points: GpuPoints,
+    proc_histories: ProcHistories,
 }
 
 impl Model {
@@ -108,6 +113,8 @@ impl Model {
             holders: HashMap::new(),
             source_error: None,
             any_job: false,
+            gpu_points: GpuPoints::default(),
+            proc_histories: ProcHistories::default(),
         }
     }
 
@@ -135,6 +142,24 @@ impl Model {
     /// Every GPU's history, in no particular order.
     pub fn histories(&self) -> impl Iterator<Item = (&GpuId, &GpuHistory)> {
         self.histories.iter()
+    }
+
+    /// The GPU detail view's points for one GPU.
+    pub fn gpu_points(
+        &self,
+        id: &GpuId,
+    ) -> Option<&crate::history::Ring<crate::history::gpu_points::GpuPoint>> {
+        self.gpu_points.get(id)
+    }
+
+    /// One process's history (kept a while after it left its GPUs).
+    pub fn proc_history(&self, id: &ProcId) -> Option<&ProcHistory> {
+        self.proc_histories.get(id)
+    }
+
+    /// How many processes have a history (bounded: `history::procs::MAX_PROCESSES`).
+    pub fn proc_history_count(&self) -> usize {
+        self.proc_histories.len()
     }
 
     /// Most urgent first.
@@ -186,6 +211,8 @@ impl Model {
     /// A replay jumped back in time: history and alarms from the "future" are dropped.
     pub fn rewind(&mut self) {
         self.histories.clear();
+        self.gpu_points.clear();
+        self.proc_histories.clear();
         self.alarms.clear();
         self.warnings.clear();
     }
@@ -198,6 +225,10 @@ impl Model {
         }
         let now = sample.time;
         self.now = Some(now);
+        self.gpu_points
+            .record(now, &sample.gpus, config.history_len);
+        self.proc_histories
+            .record(now, &sample.processes, config.history_len);
         self.source_error = None;
         self.warnings = self.evaluate(&sample, config, now);
         self.host = sample.host;

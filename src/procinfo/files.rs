@@ -11,6 +11,8 @@ use crate::source::workload::ProcEnv;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Stat {
     pub comm: String,
+    /// The parent's PID (field 4), for the parent chain.
+    pub ppid: u32,
     pub cpu_ticks: u64,
     pub start_ticks: u64,
     pub rss_pages: u64,
@@ -55,6 +57,7 @@ pub(super) fn parse_stat(text: &str) -> Option<Stat> {
     let field = |n: usize| rest.get(n - 3)?.parse::<u64>().ok();
     Some(Stat {
         comm,
+        ppid: u32::try_from(field(4)?).ok()?,
         cpu_ticks: field(14)? + field(15)?,
         start_ticks: field(22)?,
         rss_pages: field(24)?,

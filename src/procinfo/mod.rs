@@ -338,6 +338,7 @@ impl ProcInfo {
                 .and_then(|text| cgroup::workload(&text))
                 .map(Arc::new),
             env: read_env(dir).map(Arc::new),
+            parents: Some(Arc::new(self.parents(stat.ppid))),
         };
         Ok(Known {
             start_ticks: stat.start_ticks,
@@ -349,6 +350,29 @@ impl ProcInfo {
             seen_at: now,
             stat_file: None,
         })
+    }
+
+    /// The names of a GPU process's ancestors, outermost first, starting from its parent
+    /// `ppid` and stopping below init (PID 1) or at the first one that cannot be read.
+    /// Read once per process (with its other static facts), and only for GPU processes.
+    fn parents(&self, mut ppid: u32) -> Vec<String> {
+        // Deep enough for sshd → bash → tmux → bash → srun → python; a bound, since a
+        // /proc fixture (or a race with PID reuse) could make the chain loop.
+        const MAX_DEPTH: usize = 16;
+        let mut chain = Vec::new();
+        while ppid > 1 && chain.len() < MAX_DEPTH {
+            let path = self.root.join(ppid.to_string()).join("stat");
+            let Some(stat) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| parse_stat(&t))
+            else {
+                break;
+            };
+            chain.push(stat.comm);
+            ppid = stat.ppid;
+        }
+        chain.reverse();
+        chain
     }
 
     /// The user name through NSS (cached per UID), or the number when there is none.

@@ -293,9 +293,14 @@ fn the_workload_and_gpu_environment_are_read_once_per_process() {
         ["CUDA_VISIBLE_DEVICES", "NCCL_DEBUG"],
         "only GPU- and job-related variables are kept"
     );
-    // No cgroup file, no environ (not readable): no workload, env unknown — not empty.
+    // No cgroup file, no environ (not readable): no workload, env unknown — not empty;
+    // its parent is init, so its chain is known and empty.
     let shell = visible(info.lookup(31, t0));
-    assert_eq!(shell.context, ProcContext::default());
+    let by_init = ProcContext {
+        parents: Some(Arc::new(Vec::new())),
+        ..ProcContext::default()
+    };
+    assert_eq!(shell.context, by_init);
     // Cached with the process: a changed file is not re-read for the same identity.
     std::fs::write(d.join("cgroup"), "0::/\n").unwrap();
     let again = visible(info.lookup(30, t0 + Duration::from_secs(1)));
@@ -380,4 +385,47 @@ fn the_first_sample_waits_briefly_for_names_and_later_ones_reuse_them() {
             .unwrap()
     ));
     assert_eq!(info.names().stats().performed, 2);
+}
+
+/// Writes a bare stat line for an ancestor: only its name and parent matter.
+fn ancestor(f: &Fixture, pid: u32, comm: &str, ppid: u32) {
+    let d = f.dir.path().join(pid.to_string());
+    std::fs::create_dir_all(&d).unwrap();
+    let line = format!(
+        "{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194304 100 0 0 0 1 0 0 0 20 0 1 0 \
+         5 123456789 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0\n"
+    );
+    std::fs::write(d.join("stat"), line).unwrap();
+}
+
+#[test]
+fn the_parent_chain_is_read_up_to_init_outermost_first() {
+    let f = Fixture::new();
+    ancestor(&f, 10, "sshd", 1);
+    ancestor(&f, 20, "bash", 10);
+    ancestor(&f, 30, "tmux: server", 20);
+    f.process(40, "python", 1000, b"python\0train.py\0", 0, 500);
+    // The GPU process's parent is tmux (field 4 of its stat line).
+    let stat = std::fs::read_to_string(f.dir.path().join("40/stat")).unwrap();
+    std::fs::write(
+        f.dir.path().join("40/stat"),
+        stat.replacen(" S 1 ", " S 30 ", 1),
+    )
+    .unwrap();
+    let mut p = f.proc_info();
+    let d = visible(p.lookup(40, Instant::now()));
+    let chain = d.context.parents.expect("read");
+    assert_eq!(*chain, vec!["sshd", "bash", "tmux: server"]);
+    // A loop (PID reuse racing the read, or a broken fixture) stops at the depth bound.
+    ancestor(&f, 50, "a", 51);
+    ancestor(&f, 51, "b", 50);
+    f.process(60, "python", 1000, b"python\0", 0, 600);
+    let stat = std::fs::read_to_string(f.dir.path().join("60/stat")).unwrap();
+    std::fs::write(
+        f.dir.path().join("60/stat"),
+        stat.replacen(" S 1 ", " S 50 ", 1),
+    )
+    .unwrap();
+    let d = visible(p.lookup(60, Instant::now()));
+    assert_eq!(d.context.parents.expect("read").len(), 16);
 }

@@ -99,6 +99,10 @@ pub struct GpuReading {
     pub pcie_link_gen: Option<u32>,
     /// Lanes in use (x1..x16).
     pub pcie_link_width: Option<u32>,
+    /// The fastest generation and widest link the GPU and its slot can run at (a link
+    /// below them trains down, e.g. a riser or a BIOS setting).
+    pub pcie_link_gen_max: Option<u32>,
+    pub pcie_link_width_max: Option<u32>,
     /// PCIe traffic out of the GPU over NVML's last ~20 ms window, in bytes per second.
     pub pcie_tx_per_second: Option<Bytes>,
     /// PCIe traffic into the GPU, in bytes per second.
@@ -149,6 +153,8 @@ impl GpuReading {
             decoder_util: None,
             pcie_link_gen: None,
             pcie_link_width: None,
+            pcie_link_gen_max: None,
+            pcie_link_width_max: None,
             pcie_tx_per_second: None,
             pcie_rx_per_second: None,
             throttle_reasons: None,

@@ -54,6 +54,8 @@ pub struct Row {
     pub name: &'static str,
     /// What the GPU panel shows.
     pub label: &'static str,
+    /// What it means, in words, for the GPU detail view.
+    pub words: &'static str,
     pub kind: ThrottleKind,
 }
 
@@ -63,12 +65,14 @@ const fn row(
     name: &'static str,
     label: &'static str,
     kind: ThrottleKind,
+    words: &'static str,
 ) -> Row {
     Row {
         reason,
         nvml_bit,
         name,
         label,
+        words,
         kind,
     }
 }
@@ -76,23 +80,53 @@ const fn row(
 /// The one table, in NVML bit order (which is also the order reasons are listed and the
 /// order of the exporter's series).
 pub static TABLE: [Row; 9] = [
-    row(R::GpuIdle, 0x1, "gpu_idle", "idle", Benign),
+    row(
+        R::GpuIdle,
+        0x1,
+        "gpu_idle",
+        "idle",
+        Benign,
+        "nothing is running, so clocks are low",
+    ),
     row(
         R::ApplicationsClocksSetting,
         0x2,
         "applications_clocks_setting",
         "app clocks",
         Benign,
+        "held at the application clocks an administrator set",
     ),
-    row(R::SwPowerCap, 0x4, "sw_power_cap", "power cap", PowerCap),
-    row(R::HwSlowdown, 0x8, "hw_slowdown", "HW slowdown", Slowdown),
-    row(R::SyncBoost, 0x10, "sync_boost", "sync boost", Benign),
+    row(
+        R::SwPowerCap,
+        0x4,
+        "sw_power_cap",
+        "power cap",
+        PowerCap,
+        "the board is at its power limit; normal under full load",
+    ),
+    row(
+        R::HwSlowdown,
+        0x8,
+        "hw_slowdown",
+        "HW slowdown",
+        Slowdown,
+        "hardware slowdown: overheating or a power brake; the job is slowed",
+    ),
+    row(
+        R::SyncBoost,
+        0x10,
+        "sync_boost",
+        "sync boost",
+        Benign,
+        "held in step with other GPUs of a sync-boost group",
+    ),
     row(
         R::SwThermalSlowdown,
         0x20,
         "sw_thermal_slowdown",
         "thermal",
         Slowdown,
+        "the driver slows the GPU to cool it down",
     ),
     row(
         R::HwThermalSlowdown,
@@ -100,6 +134,7 @@ pub static TABLE: [Row; 9] = [
         "hw_thermal_slowdown",
         "HW thermal",
         Slowdown,
+        "the hardware slows the GPU because it is too hot",
     ),
     row(
         R::HwPowerBrakeSlowdown,
@@ -107,6 +142,7 @@ pub static TABLE: [Row; 9] = [
         "hw_power_brake_slowdown",
         "power brake",
         Slowdown,
+        "an external power brake (the power supply) slows the GPU",
     ),
     row(
         R::DisplayClockSetting,
@@ -114,6 +150,7 @@ pub static TABLE: [Row; 9] = [
         "display_clock_setting",
         "display clock",
         Benign,
+        "held by the display clock setting",
     ),
 ];
 
@@ -151,6 +188,12 @@ impl ThrottleReason {
             R::Unknown(name) => name,
             known => known.row().map_or("", |r| r.name),
         }
+    }
+
+    /// What the reason means, in words; an unknown one says so.
+    pub fn words(&self) -> &str {
+        self.row()
+            .map_or("a reason this gpuwatch does not know", |r| r.words)
     }
 
     /// The short on-screen label; an unknown reason shows its name.

@@ -162,4 +162,8 @@ pub struct ProcContext {
     /// Shared: rows are rebuilt every sample, and a workload never changes for a process.
     pub workload: Option<std::sync::Arc<Workload>>,
     pub env: Option<std::sync::Arc<ProcEnv>>,
+    /// The names of its ancestors, outermost first, ending with its parent (`sshd`,
+    /// `bash`, `tmux: server`); `None` when not read (another host, a recording). Read
+    /// once, with the rest of the context: a parent that exits later is not noticed.
+    pub parents: Option<std::sync::Arc<Vec<String>>>,
 }

@@ -1,8 +1,8 @@
 //! What each user action does to the state: selection, sorting, focus, the filter line,
 //! the per-user table, and the signal confirmation flow. Part of `update`; pure.
 
-use super::signal;
 use super::{Action, Effect, LayoutPref, Panel, ReplayCommand, State};
+use super::{detail, signal};
 use crate::model::filter::Filter;
 use crate::model::procs::SortKey;
 
@@ -12,6 +12,9 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
         state.view.typed_gpu = None;
     }
     if overlay_page(state, action) {
+        return Vec::new();
+    }
+    if state.view.detail.is_some() && !state.view.show_help && !detail::allowed(action) {
         return Vec::new();
     }
     match action {
@@ -101,12 +104,24 @@ fn narrow(state: &mut State, action: Action) {
                 Panel::Users => Panel::Processes,
             }
         }
-        Action::Choose => choose_user(state),
-        Action::FocusGpu(digit) => type_gpu_digit(state, digit),
+        // The per-user table picks a user; the process table opens the row's detail view.
+        Action::Choose if state.view.panel == Panel::Users => choose_user(state),
+        Action::Choose => detail::open_from_table(state),
+        Action::GpuDetail => detail::open_gpu(state),
+        Action::FocusGpu(digit) => {
+            type_gpu_digit(state, digit);
+            detail::follow_focus(state);
+        }
         Action::ToggleFocusAt(position) => toggle_focus_at(state, position),
         Action::SelectRow(position) => select_row(state, position),
-        Action::FocusNext => step_focus(state, 1),
-        Action::FocusPrev => step_focus(state, -1),
+        Action::FocusNext => {
+            step_focus(state, 1);
+            detail::follow_focus(state);
+        }
+        Action::FocusPrev => {
+            step_focus(state, -1);
+            detail::follow_focus(state);
+        }
         other => navigate(state, other),
     }
 }
@@ -394,7 +409,7 @@ fn choose_user(state: &mut State) {
     state.view.panel = Panel::Processes;
 }
 
-/// Esc steps back one layer: help, then the per-user table, then every narrowing at once.
+/// Esc steps back one layer: help, the environment, a detail view, then the per-user table, then every narrowing at once.
 fn back(state: &mut State) {
     if state.view.show_help {
         state.view.show_help = false;
@@ -402,6 +417,8 @@ fn back(state: &mut State) {
         state.view.show_warnings = false;
     } else if state.view.show_env {
         state.view.show_env = false;
+    } else if state.view.detail.is_some() {
+        state.view.detail = None;
     } else if state.view.panel == Panel::Users {
         state.view.panel = Panel::Processes;
     } else {

@@ -3,6 +3,7 @@
 //! is looking at). Pure: no I/O, no clock (time comes in with each sample), no terminal,
 //! and nothing from `ui`: a mouse click reaches `update` already turned into an `Action`.
 
+mod detail;
 mod interact;
 pub mod signal;
 
@@ -42,8 +43,11 @@ pub enum Action {
     FocusPrev,
     /// Switch between the process table and the per-user table.
     ToggleUsers,
-    /// Enter: in the per-user table, show that user's processes.
+    /// Enter: in the per-user table, show that user's processes; in the process table,
+    /// open the selected process's detail view (the focused GPU's with no row selected).
     Choose,
+    /// `d`: open the focused GPU's detail view.
+    GpuDetail,
     OpenFilter,
     FilterInput(char),
     FilterBackspace,
@@ -78,6 +82,14 @@ pub enum Action {
 pub enum Panel {
     Processes,
     Users,
+}
+
+/// A full-screen detail view drawn over the main one, by what it shows (an identity,
+/// never a row or a position).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    Gpu(GpuId),
+    Process(crate::history::procs::ProcId),
 }
 
 /// What keys mean right now (the keymap asks).
@@ -175,6 +187,8 @@ pub struct View {
     pub status: Option<String>,
     /// Set when replaying a recording.
     pub replay: Option<ReplayStatus>,
+    /// The detail view open over the main one, if any.
+    pub detail: Option<Detail>,
 }
 
 impl Default for View {
@@ -197,6 +211,7 @@ impl Default for View {
             dialog: None,
             status: None,
             replay: None,
+            detail: None,
         }
     }
 }
@@ -272,6 +287,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 state.model.apply_sample(*sample, &state.config);
                 let last = state.model.gpus().len().saturating_sub(1);
                 state.view.gpu_scroll = state.view.gpu_scroll.min(last);
+                detail::select_shown(state);
             }
         }
         Msg::SourceFailed(why) => state.model.source_failed(why),

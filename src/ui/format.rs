@@ -144,6 +144,62 @@ pub fn truncate(s: &str, width: usize) -> String {
     out
 }
 
+/// Word-wraps `text` to lines of at most `width` characters; a word longer than a line
+/// (a long path) is broken inside. Hand-written: ratatui's wrapping cannot tell how many
+/// lines it made, and the detail views size their areas by that count.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        let used = line.chars().count();
+        if used > 0 && used + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        while line.chars().count() + word.len() > width {
+            let room = width - line.chars().count();
+            line.extend(word.drain(..room));
+            lines.push(std::mem::take(&mut line));
+        }
+        line.extend(word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Packs short items into lines of at most `width` characters, `sep` between items on a
+/// line; an item longer than a line is wrapped on its own lines. Nothing is cut.
+pub fn pack(items: &[String], sep: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for item in items {
+        let (used, len) = (line.chars().count(), item.chars().count());
+        if used > 0 && used + sep.chars().count() + len <= width {
+            line.push_str(sep);
+            line.push_str(item);
+            continue;
+        }
+        if used > 0 {
+            lines.push(std::mem::take(&mut line));
+        }
+        if len <= width {
+            line = item.clone();
+        } else {
+            lines.extend(wrap(item, width));
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +272,23 @@ mod tests {
         assert_eq!(
             label("something_new"),
             ("something_new".into(), ThrottleKind::Slowdown)
+        );
+    }
+
+    #[test]
+    fn wrapping_keeps_every_character() {
+        assert_eq!(
+            wrap("python train.py --lr 3e-4", 10),
+            ["python", "train.py", "--lr 3e-4"]
+        );
+        assert_eq!(wrap("/a/very/long/path", 6), ["/a/ver", "y/long", "/path"]);
+        assert_eq!(wrap("", 5), [""]);
+        let items: Vec<String> = ["P0", "fan 40 %", "a much longer item"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            pack(&items, " · ", 14),
+            ["P0 · fan 40 %", "a much longer", "item"]
         );
     }
 

@@ -28,10 +28,12 @@ const WHEEL_STEP: usize = 3;
 
 /// What a mouse event at this spot means, in order; nothing when it hits nothing.
 pub fn actions(state: &State, m: MouseInput) -> Vec<Action> {
+    // A detail view covers the screen: nothing of the main view underneath is clickable.
     if state.view.dialog.is_some()
         || state.view.show_help
         || state.view.show_warnings
         || state.view.show_env
+        || state.view.detail.is_some()
     {
         return Vec::new();
     }

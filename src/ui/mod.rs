@@ -1,16 +1,19 @@
 //! Drawing: `draw(frame, &State, &Theme)` lays out the screen and calls one small function
 //! per panel. Reads state only: no I/O, no clock (time is `state.model.now()`), no mutation.
 
+mod chart;
 mod detail;
 mod dialog;
 mod footer;
 pub mod format;
+pub mod gpu_detail;
 pub mod gpus;
 mod header;
 pub mod health_text;
 mod help;
 pub mod hit;
 mod overlay;
+pub mod proc_detail;
 pub mod table;
 pub mod text;
 pub mod theme;
@@ -23,7 +26,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use crate::layout;
-use crate::state::{Panel, State};
+use crate::state::{Detail, Panel, State};
 pub use theme::Theme;
 
 pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
@@ -41,6 +44,12 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
         Panel::Users => users::draw(frame, areas.table, state, theme),
     }
     footer::draw(frame, areas.footer, state, theme);
+    // A detail view covers the main one; help and a signal's confirmation still go on top.
+    match &state.view.detail {
+        Some(Detail::Gpu(id)) => gpu_detail::draw(frame, area, state, theme, id),
+        Some(Detail::Process(id)) => proc_detail::draw(frame, area, state, theme, id),
+        None => {}
+    }
     if let Some(dialog) = &state.view.dialog {
         dialog::draw(frame, area, dialog, theme);
     }

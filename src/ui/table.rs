@@ -105,12 +105,17 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let first = first_row(&state.layout_input(), table.selected_index());
     let on_screen = area.height.saturating_sub(2) as usize;
     let piled = piled_up(state);
+    // The width each column gets, so a cut cell ends in `…` instead of stopping mid-word.
+    let host = host_width(state);
+    let widths: Vec<usize> = crate::layout::column_spans(columns, host, area)
+        .iter()
+        .map(|(_, r)| r.width as usize)
+        .collect();
     let rows = table
         .rows()
         .skip(first)
         .take(on_screen)
-        .map(|r| row(state, columns, r, &piled, theme));
-    let host = host_width(state);
+        .map(|r| row(state, columns, &widths, r, &piled, theme));
     let widget = Table::new(rows, columns.iter().map(|c| column_width(*c, host)))
         .header(header)
         .block(block)
@@ -190,6 +195,7 @@ fn piled_up(state: &State) -> Vec<&GpuId> {
 fn row<'a>(
     state: &State,
     columns: &[Column],
+    widths: &[usize],
     r: &ProcRow,
     piled: &[&GpuId],
     theme: &Theme,
@@ -211,7 +217,11 @@ fn row<'a>(
         Visibility::Visible => theme.text,
         Visibility::OtherNamespace | Visibility::Hidden | Visibility::Exited => theme.dim,
     };
-    Row::new(columns.iter().map(|c| aligned(*c, Line::from(cell(*c))))).style(style)
+    let cells = columns.iter().zip(widths).map(|(c, &w)| {
+        // Enter opens the process detail view, where the whole command line is shown.
+        aligned(*c, Line::from(truncate(&cell(*c), w)))
+    });
+    Row::new(cells).style(style)
 }
 
 fn aligned(c: Column, line: Line<'static>) -> Cell<'static> {

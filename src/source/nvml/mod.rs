@@ -66,6 +66,8 @@ enum Query {
     Decoder,
     PcieGen,
     PcieWidth,
+    PcieGenMax,
+    PcieWidthMax,
     PcieTx,
     PcieRx,
     Throttle,
@@ -88,6 +90,8 @@ struct Slot {
     uuid: Option<String>,
     name: Option<String>,
     pci_bus_id: Option<String>,
+    /// The link's maximum generation and width: fixed for the board in its slot, read once.
+    pcie_max: Option<(Option<u32>, Option<u32>)>,
     /// Queries this device answered NotSupported / NoPermission / missing symbol: they will
     /// not start working while the driver stays loaded, so they are not asked again.
     never: HashSet<Query>,
@@ -336,6 +340,7 @@ mod tests {
                 context: ProcContext {
                     workload: Some(std::sync::Arc::new(pod)),
                     env: None,
+                    parents: None,
                 },
             }),
         };

@@ -64,6 +64,7 @@ pub(super) fn read_gpu(
     g.ecc_errors_uncorrected = s.ask(Query::Ecc, || {
         d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
     })?;
+    // Corrected ECC errors come with the health counters (one field-values call).
     // NVML_DEVICE_MIG_ENABLE is 1.
     g.mig_enabled = s.ask(Query::Mig, || d.mig_mode())?.map(|m| m.current == 1);
     super::health::read_health(d, s, &mut g)?;
@@ -124,6 +125,12 @@ fn read_clocks_and_links(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result
         .map(|u| Percent(u.utilization));
     g.pcie_link_gen = s.ask(Query::PcieGen, || d.current_pcie_link_gen())?;
     g.pcie_link_width = s.ask(Query::PcieWidth, || d.current_pcie_link_width())?;
+    if s.pcie_max.is_none() {
+        let gen_max = s.ask(Query::PcieGenMax, || d.max_pcie_link_gen())?;
+        let width_max = s.ask(Query::PcieWidthMax, || d.max_pcie_link_width())?;
+        s.pcie_max = Some((gen_max, width_max));
+    }
+    (g.pcie_link_gen_max, g.pcie_link_width_max) = s.pcie_max.unwrap_or_default();
     // NVML reports PCIe throughput in KiB/s.
     let per_second = |kib: u32| Bytes(u64::from(kib) * Bytes::KIB);
     g.pcie_tx_per_second = s

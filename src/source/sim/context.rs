@@ -144,6 +144,17 @@ fn env(runs: Runs, pin: Pin, block: usize) -> ProcEnv {
     ProcEnv::from_vars(vars.into_iter().map(|(k, v)| (k.to_string(), v)))
 }
 
+/// What a simulated job was started from, as a parent chain on a real box would read.
+fn parents(runs: Runs) -> Vec<String> {
+    let chain: &[&str] = match runs {
+        Runs::Login => &["sshd", "bash", "tmux: server", "bash"],
+        Runs::Slurm { .. } => &["slurmd", "slurmstepd"],
+        Runs::Docker { .. } | Runs::Pod { .. } => &["containerd-shim", "bash"],
+        Runs::Service { .. } => &["systemd"],
+    };
+    chain.iter().map(|s| s.to_string()).collect()
+}
+
 /// The context of a job on GPU `i`, owned by `owner` (name, UID).
 pub(in crate::source::sim) fn context(
     runs: Runs,
@@ -155,5 +166,6 @@ pub(in crate::source::sim) fn context(
     ProcContext {
         workload: workload(runs, block, owner).map(Arc::new),
         env: Some(Arc::new(env(runs, pin, block))),
+        parents: Some(Arc::new(parents(runs))),
     }
 }

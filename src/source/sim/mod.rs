@@ -213,6 +213,8 @@ fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64
     g.memory_clock_max = Some(MegaHertz(2619));
     g.pcie_link_gen = Some(5);
     g.pcie_link_width = Some(16);
+    g.pcie_link_gen_max = Some(5);
+    g.pcie_link_width_max = Some(16);
     // Busy GPUs move data; idle ones barely do.
     let traffic = util / 100.0;
     g.pcie_tx_per_second = Some(Bytes::from_gib(0.01 + 1.2 * traffic));

@@ -62,6 +62,12 @@ pub struct Gpu {
     pub pstate: Option<u32>,
     pub pcie_link_gen_current: Option<u32>,
     pub pcie_link_width_current: Option<u32>,
+    /// The link's maximum generation and width (`pcie.link.gen.max`, `pcie.link.width.max`;
+    /// 2.2); absent from older documents, which read as unknown.
+    #[serde(default)]
+    pub pcie_link_gen_max: Option<u32>,
+    #[serde(default)]
+    pub pcie_link_width_max: Option<u32>,
     /// Bytes per second over NVML's last ~20 ms window.
     pub pcie_tx_throughput: Option<u64>,
     pub pcie_rx_throughput: Option<u64>,
@@ -215,6 +221,8 @@ impl Gpu {
             pstate: g.pstate,
             pcie_link_gen_current: g.pcie_link_gen,
             pcie_link_width_current: g.pcie_link_width,
+            pcie_link_gen_max: g.pcie_link_gen_max,
+            pcie_link_width_max: g.pcie_link_width_max,
             pcie_tx_throughput: g.pcie_tx_per_second.map(|b| b.0),
             pcie_rx_throughput: g.pcie_rx_per_second.map(|b| b.0),
             clocks_throttle_reasons: throttle_reason_names(g),
@@ -269,6 +277,8 @@ impl Gpu {
         g.pstate = self.pstate;
         g.pcie_link_gen = self.pcie_link_gen_current;
         g.pcie_link_width = self.pcie_link_width_current;
+        g.pcie_link_gen_max = self.pcie_link_gen_max;
+        g.pcie_link_width_max = self.pcie_link_width_max;
         g.pcie_tx_per_second = self.pcie_tx_throughput.map(Bytes);
         g.pcie_rx_per_second = self.pcie_rx_throughput.map(Bytes);
         g.throttle_reasons = throttle_reasons_from_names(self.clocks_throttle_reasons);

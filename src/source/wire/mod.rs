@@ -141,13 +141,21 @@ pub fn watched(hosts: &[HostStatus]) -> Vec<Watched> {
         .collect()
 }
 
-/// A sample as one recording line (no newline).
-pub fn recorded_sample_line(sample: &Sample) -> String {
+/// A sample as one recording line (no newline); `peak` says the most VRAM each process
+/// has held on its GPU so far (the recorder keeps that history, not the wire format).
+pub fn recorded_sample_line(
+    sample: &Sample,
+    peak: impl Fn(&crate::source::ProcReading) -> Option<crate::units::Bytes>,
+) -> String {
+    let mut procs = processes(sample);
+    for (doc, p) in procs.iter_mut().zip(&sample.processes) {
+        doc.peak_gpu_memory = peak(p).map(|b| b.0);
+    }
     let doc = RecordedSample {
         time: epoch_secs(sample.time).unwrap_or(0.0),
         host: Host::from_info(&sample.host),
         gpus: sample.gpus.iter().map(Gpu::from_reading).collect(),
-        processes: processes(sample),
+        processes: procs,
         hosts: watched(&sample.hosts),
     };
     serde_json::to_string(&doc).expect("a sample always serializes")

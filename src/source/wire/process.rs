@@ -81,6 +81,10 @@ pub struct Proc {
     pub kind: ProcType,
     /// Bytes of VRAM (nvidia-smi `used_gpu_memory`).
     pub used_gpu_memory: Option<u64>,
+    /// The most VRAM the process has held on this GPU since gpuwatch first saw it, in
+    /// bytes (schema 2.2); `null` when unknown (an older document, or no reading yet).
+    #[serde(default)]
+    pub peak_gpu_memory: Option<u64>,
     /// % of the GPU's SM time over the last interval.
     pub utilization_sm: Option<u32>,
     /// % of one core over the last interval (can exceed 100).
@@ -111,6 +115,10 @@ pub struct ContextDoc {
     /// gpuwatch runs as root) or the process is not visible.
     #[serde(default)]
     pub environment: Option<std::collections::BTreeMap<String, String>>,
+    /// Its ancestors' names, outermost first, ending with its parent (schema 2.2); `null`
+    /// when not read.
+    #[serde(default)]
+    pub parents: Option<Vec<String>>,
 }
 
 impl ContextDoc {
@@ -126,6 +134,7 @@ impl ContextDoc {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
             }),
+            parents: context.and_then(|c| c.parents.as_deref()).cloned(),
         }
     }
 
@@ -139,6 +148,7 @@ impl ContextDoc {
             env: self
                 .environment
                 .map(|vars| Arc::new(ProcEnv::from_vars(vars))),
+            parents: self.parents.map(Arc::new),
         }
     }
 }
@@ -157,6 +167,8 @@ impl Proc {
             uid: d.map(|d| d.uid),
             kind: p.kind.into(),
             used_gpu_memory: p.gpu_memory.map(|b| b.0),
+            // Only the caller knows the process's past (see `recorded_sample_line`).
+            peak_gpu_memory: None,
             utilization_sm: p.sm_util.map(|u| u.0),
             cpu_percent: d.and_then(|d| d.cpu_percent),
             host_memory: d.and_then(|d| d.host_memory).map(|b| b.0),

@@ -54,7 +54,7 @@ fn a_recorded_sample_reads_back_identically() {
         name: "gpu2".into(),
         error: Some("connection refused".into()),
     });
-    let line = recorded_sample_line(&sample);
+    let line = recorded_sample_line(&sample, |_| None);
     assert!(!line.contains('\n'));
     assert_eq!(read_recorded_sample(SCHEMA_MAJOR, &line).unwrap(), sample);
 }
