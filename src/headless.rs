@@ -11,6 +11,7 @@ use crate::sampler::{self, SamplerEvent};
 use crate::source::wire;
 use crate::source::{GpuSource, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
+use crate::text_safe::escape;
 use crate::ui::format::{NA, bytes_short, gib, or_na};
 use crate::ui::table::{cell_text, right_aligned};
 use crate::ui::text::warning_line;
@@ -176,7 +177,7 @@ pub fn render_text(state: &State) -> String {
     let h = state.model.host();
     let mut out = format!(
         "{}  driver {}  CUDA {}  {} GPUs  free: {}\n",
-        h.hostname,
+        escape(&h.hostname),
         h.driver_version.as_deref().unwrap_or(NA),
         h.cuda_version.as_deref().unwrap_or(NA),
         state.model.gpus().len(),
@@ -185,7 +186,8 @@ pub fn render_text(state: &State) -> String {
     out += &gpu_table(state);
     out += &warning_lines(state);
     out += &process_table(state);
-    out
+    // Fields are escaped where they are written; this last pass guards any that is not.
+    crate::text_safe::escape_lines(&out).into_owned()
 }
 
 /// One line per GPU with its readings and who holds it.
@@ -196,7 +198,7 @@ fn gpu_table(state: &State) -> String {
     );
     for g in state.model.gpus() {
         if g.status == crate::source::GpuStatus::Lost {
-            out += &format!("{:>3}  {:<22} LOST — not responding\n", g.index, g.name);
+            out += &format!("{:>3}  {:<22} LOST — not responding\n", g.index, escape(&g.name));
             continue;
         }
         let mem = format!(
@@ -209,7 +211,7 @@ fn gpu_table(state: &State) -> String {
         out += &format!(
             "{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
             g.index,
-            crate::ui::format::truncate(&g.name, 22),
+            escape(&crate::ui::format::truncate(&g.name, 22)),
             or_na(g.util, |u| format!("{}%", u.0)),
             mem,
             or_na(g.temperature, |t| format!("{}C", t.0)),
@@ -218,7 +220,7 @@ fn gpu_table(state: &State) -> String {
             or_na(g.sm_clock, |c| c.0.to_string()),
             or_na(g.memory_clock, |c| c.0.to_string()),
             or_na(g.pstate, |p| format!("P{p}")),
-            owners_text(state, g),
+            escape(&owners_text(state, g)),
         );
     }
     out
@@ -250,7 +252,7 @@ fn warning_lines(state: &State) -> String {
             Severity::Critical => "CRIT",
             Severity::Warning => "WARN",
         };
-        out += &format!("  {badge}  {}\n", warning_line(w));
+        out += &format!("  {badge}  {}\n", escape(&warning_line(w)));
     }
     out
 }
@@ -263,7 +265,7 @@ fn process_table(state: &State) -> String {
         let cells: Vec<String> = columns
             .iter()
             .map(|&c| {
-                let text = cell(c);
+                let text = escape(&cell(c)).into_owned();
                 match crate::layout::column_width(c) {
                     ratatui::layout::Constraint::Length(w) if right_aligned(c) => {
                         format!("{text:>w$}", w = w as usize)

@@ -23,6 +23,7 @@ use crate::source::replay::{ReplayHandle, ReplaySource};
 use crate::source::sim::{SimClock, SimSource};
 use crate::source::{GpuSource, Sample, SourceError};
 use crate::state::{State, ViewConfig};
+use crate::text_safe::escape;
 
 /// The source and what the modes need to know about it.
 pub struct Built {
@@ -148,7 +149,7 @@ fn replay_source(file: &std::path::Path) -> Result<Built, String> {
         )
     });
     if let Some(n) = &notice {
-        eprintln!("gpuwatch: {n}");
+        eprintln!("gpuwatch: {}", escape(n));
     }
     let (source, handle) = ReplaySource::new(recording);
     let seek = ReplaySource::samples_per(interval, Duration::from_secs(30));
@@ -188,7 +189,7 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
         SourceKind::Auto => Ok(match nvml() {
             Ok(s) => (Box::new(s), false),
             Err(e) => {
-                eprintln!("gpuwatch: {e}");
+                eprintln!("gpuwatch: {}", escape(&e.to_string()));
                 eprintln!("gpuwatch: no usable NVIDIA GPU here; showing the simulated demo fleet");
                 demo()
             }
@@ -254,7 +255,7 @@ async fn once(source: Box<dyn GpuSource>, config: ViewConfig, json: bool) -> Res
     print!("{text}");
     let down = hosts_down(&state);
     for why in &down {
-        eprintln!("gpuwatch: {why}");
+        eprintln!("gpuwatch: {}", escape(why));
     }
     Ok(if down.is_empty() {
         ExitCode::SUCCESS
@@ -298,7 +299,7 @@ async fn pick(
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, config.interval, tx));
     let state = State::new(config);
-    let mut say = |line: &str| eprintln!("gpuwatch pick: {line}");
+    let mut say = |line: &str| eprintln!("gpuwatch pick: {}", escape(line));
     let outcome = pick::wait::run(&mut rx, state, request, stop, &mut say).await;
     drop(rx);
     task.abort();

@@ -37,5 +37,6 @@ pub mod signals;
 pub mod source;
 pub mod state;
 pub mod terminal;
+pub mod text_safe;
 pub mod ui;
 pub mod units;

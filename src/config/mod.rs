@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use env::{ENV_FLAGS, check_env_names, env_var, known_env_vars};
+pub use env::{ENV_FLAGS, check_env_names, check_env_values, env_var, known_env_vars};
 pub use file::LoadedFile;
 pub use outputs::DEFAULT_LISTEN;
 pub use parse::{parse_duration, theme_by_name};

@@ -60,7 +60,7 @@ pub fn main(settings: &ServeSettings, source: Box<dyn GpuSource>, config: ViewCo
 }
 
 fn fail(why: &str, code: u8) -> ExitCode {
-    eprintln!("gpuwatch: {why}");
+    eprintln!("gpuwatch: {}", crate::text_safe::escape(why));
     ExitCode::from(code)
 }
 
@@ -126,7 +126,10 @@ async fn follow(
             SamplerEvent::Failed(why) => {
                 // Once per outage, not once per interval.
                 if state.model.source_error().is_none() {
-                    eprintln!("gpuwatch: reading GPUs failed: {why} (retrying)");
+                    eprintln!(
+                        "gpuwatch: reading GPUs failed: {} (retrying)",
+                        crate::text_safe::escape(&why)
+                    );
                 }
                 Msg::SourceFailed(why)
             }
