@@ -217,6 +217,8 @@ impl Session {
                 Msg::Sample(s)
             }
             Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
+            Some(SamplerEvent::Stalled(waited)) => Msg::SourceStalled(waited),
+            Some(SamplerEvent::Notice(text)) => Msg::Notice(text),
             None => {
                 self.samples = None;
                 Msg::SourceFailed("the sampler stopped".into())

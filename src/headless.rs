@@ -21,7 +21,14 @@ pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<
     let interval = config.interval;
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, interval, tx));
-    let event = rx.recv().await;
+    let mut event = rx.recv().await;
+    // Notices and stall reports come before the first sample; they are not the snapshot.
+    while let Some(SamplerEvent::Notice(_) | SamplerEvent::Stalled(_)) = &event {
+        if let Some(SamplerEvent::Notice(text)) = &event {
+            eprintln!("gpuwatch: {}", crate::text_safe::escape(text));
+        }
+        event = rx.recv().await;
+    }
     drop(rx);
     task.abort();
     let mut state = State::new(config);
@@ -31,7 +38,7 @@ pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<
             Ok(state)
         }
         Some(SamplerEvent::Failed(why)) => Err(eyre!("reading GPUs failed: {why}")),
-        None => Err(eyre!("the sampler stopped before taking a sample")),
+        _ => Err(eyre!("the sampler stopped before taking a sample")),
     }
 }
 
@@ -198,7 +205,11 @@ fn gpu_table(state: &State) -> String {
     );
     for g in state.model.gpus() {
         if g.status == crate::source::GpuStatus::Lost {
-            out += &format!("{:>3}  {:<22} LOST — not responding\n", g.index, escape(&g.name));
+            out += &format!(
+                "{:>3}  {:<22} LOST — not responding\n",
+                g.index,
+                escape(&g.name)
+            );
             continue;
         }
         let mem = format!(

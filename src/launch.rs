@@ -101,6 +101,10 @@ impl GpuSource for Primed {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         self.first.take().unwrap_or_else(|| self.inner.sample())
     }
+
+    fn notices(&mut self) -> Vec<String> {
+        self.inner.notices()
+    }
 }
 
 /// A placeholder while a source is moved into a wrapper; never sampled.

@@ -30,6 +30,7 @@ pub mod model;
 pub mod pick;
 pub mod procinfo;
 pub mod record;
+pub mod safe_file;
 pub mod sampler;
 pub mod select;
 pub mod serve;

@@ -65,7 +65,10 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e, 1),
     };
-    match runtime.block_on(launch::run(built, &settings)) {
+    let result = runtime.block_on(launch::run(built, &settings));
+    // Quit must quit: a poll stuck in the driver would keep dropping the runtime waiting.
+    runtime.shutdown_timeout(gpuwatch::sampler::ABANDON_AFTER);
+    match result {
         Ok(code) => code,
         Err(e) => fail(&format!("{e:#}"), 1),
     }

@@ -3,10 +3,12 @@
 //! the scenario format is `fake-nvml/src/scenario.rs`'s.
 
 mod common;
+mod serve_support;
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command as StdCommand};
+use std::time::Duration;
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
@@ -103,4 +105,329 @@ fn a_non_utf8_environment_value_is_an_error_naming_the_variable() {
         String::from_utf8_lossy(&out),
         "gpuwatch: GPUWATCH_INTERVAL: the value is not valid UTF-8 (got \"\\xff\")\n"
     );
+}
+
+/// The binary as a plain std `Command` (for `uid`/`gid`), with the clean environment.
+fn std_gpuwatch() -> StdCommand {
+    let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_gpuwatch"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", common::EMPTY_HOME);
+    cmd
+}
+
+/// `nobody` on Debian and most others.
+const NOBODY: u32 = 65534;
+
+/// Item 13: run as another user with `HOME` at a home that user cannot enter (as `sudo -u`
+/// leaves it), the default config path is "no config file" with a note, not an error; the
+/// same file named with `--config` is an error.
+#[test]
+fn an_unsearchable_default_config_path_is_no_config_file() {
+    if !is_root() {
+        eprintln!("skipped: needs root to run a child as nobody");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    // Root's and private, as /root is: nobody cannot search it.
+    std::fs::set_permissions(
+        home.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let as_nobody = |extra: &[&str]| {
+        let mut cmd = std_gpuwatch();
+        cmd.env("HOME", home.path())
+            .args(["--demo", "--once"])
+            .args(extra)
+            .uid(NOBODY)
+            .gid(NOBODY);
+        cmd.output().unwrap()
+    };
+    let out = as_nobody(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("gpuwatch: note: no config file read (")
+            && stderr.contains("Permission denied"),
+        "{stderr}"
+    );
+    let named = home.path().join(".config/gpuwatch/config.toml");
+    let out = as_nobody(&["--config", named.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("gpuwatch: --config: cannot read ")
+            && stderr.contains("Permission denied"),
+        "{stderr}"
+    );
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Item 6: files meant to be regular that are not (a device that never ends, a FIFO with
+/// no writer) or are huge are refused at once with the reason, never read forever.
+#[test]
+fn config_hosts_and_recording_files_must_be_regular_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, "# comment\n".repeat(200_000)).unwrap();
+    let cases: Vec<(Vec<&std::ffi::OsStr>, String)> = vec![
+        (
+            vec!["--config".as_ref(), "/dev/urandom".as_ref()],
+            "--config: cannot read /dev/urandom: not a regular file (a character device)".into(),
+        ),
+        (
+            vec!["--config".as_ref(), fifo.as_os_str()],
+            format!(
+                "--config: cannot read {}: not a regular file (a FIFO)",
+                fifo.display()
+            ),
+        ),
+        (
+            vec!["--config".as_ref(), big.as_os_str()],
+            format!(
+                "--config: cannot read {}: larger than 1 MiB (the limit for this file)",
+                big.display()
+            ),
+        ),
+        (
+            vec!["--hosts-file".as_ref(), "/dev/zero".as_ref()],
+            "/dev/zero: not a regular file (a character device)".into(),
+        ),
+        (
+            vec!["replay".as_ref(), "/dev/zero".as_ref()],
+            "/dev/zero: not a regular file (a character device)".into(),
+        ),
+        (
+            vec!["replay".as_ref(), fifo.as_os_str()],
+            format!("{}: not a regular file (a FIFO)", fifo.display()),
+        ),
+    ];
+    for (args, want) in cases {
+        let out = common::clean_command()
+            .args(&args)
+            .arg("--once")
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            format!("gpuwatch: {want}\n"),
+            "{args:?}"
+        );
+    }
+}
+
+/// The two-GPU fixture whose driver wedges (never returns) from the third sample on.
+fn wedging(dir: &Path) -> std::path::PathBuf {
+    let mut s = fixture();
+    s["hang_from_tick"] = json!(2);
+    let path = dir.join("scenario.json");
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+    path
+}
+
+/// Item 9: with a driver call that never returns, the TUI says so in its header, and `q`
+/// still quits (the terminal restored, exit 0); SIGTERM does too (exit 143).
+#[test]
+fn a_wedged_driver_is_shown_and_quit_still_quits() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = wedging(dir.path());
+    let Some(t) = common::tmux::Tmux::start("wedged", 200, 40) else {
+        return;
+    };
+    let cmd = format!(
+        "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {} --interval 500ms",
+        scenario.display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        common::fake_lib().display()
+    );
+    for (key, code) in [("q", 0), ("TERM", 143)] {
+        t.send(&[&cmd, "Enter"]);
+        t.wait_for("GPU source not answering for", Duration::from_secs(30));
+        if key == "q" {
+            t.send(&["q"]);
+        } else {
+            t.signal_child(key);
+        }
+        t.wait_restored();
+        t.exit_status_is(code);
+    }
+}
+
+/// Item 9 for the exporter: while the poll is overdue `/-/ready` is 503 and
+/// `gpuwatch_source_stalled_seconds` counts; SIGTERM still ends it.
+#[test]
+fn a_wedged_driver_makes_serve_unready_and_it_still_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = wedging(dir.path());
+    let mut cmd = serve_support::gpuwatch();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["--interval", "500ms"]);
+    let mut exporter = serve_support::Exporter::start(cmd, &[]);
+    exporter.wait_ready();
+    let stalled = serve_support::wait_until("the stall to show", Duration::from_secs(60), || {
+        let ready = exporter.get("/-/ready");
+        let metrics = exporter.get("/metrics").body;
+        let secs: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("gpuwatch_source_stalled_seconds "))?
+            .parse()
+            .ok()?;
+        (ready.status == 503 && secs >= 3.0).then_some(secs)
+    });
+    assert!(stalled >= 3.0);
+    assert!(
+        exporter
+            .stderr()
+            .contains("gpuwatch: GPU source not answering for"),
+        "{}",
+        exporter.stderr()
+    );
+    let status = exporter.signal(libc::SIGTERM);
+    assert!(status.success(), "{status:?}");
+}
+
+/// Items 1 and 10: `--record` onto a planted symbolic link, a FIFO or someone else's file is
+/// refused at once with the reason, and the link's target is left untouched.
+#[test]
+fn record_refuses_links_fifos_and_other_users_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("passwd-like");
+    std::fs::write(&target, "root:x:0:0\n").unwrap();
+    let link = dir.path().join("rec.ndjson");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let fifo = dir.path().join("fifo.ndjson");
+    mkfifo(&fifo);
+    let theirs = dir.path().join("theirs.ndjson");
+    std::fs::write(&theirs, "").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).ok();
+    let mut cases = vec![
+        (
+            link.clone(),
+            "it is a symbolic link: refusing to follow it".to_string(),
+        ),
+        (fifo.clone(), "not a regular file (a FIFO)".to_string()),
+    ];
+    if is_root() {
+        cases.push((
+            theirs.clone(),
+            format!("it belongs to uid {NOBODY}, not to this user: refusing to write into it"),
+        ));
+    }
+    for (path, why) in cases {
+        let out = common::clean_command()
+            .args(["--demo", "--once", "--record"])
+            .arg(&path)
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            format!("gpuwatch: cannot record to {}: {why}\n", path.display())
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root:x:0:0\n");
+}
+
+/// Item 11: on a full disk the recording pauses (said once), sampling goes on, and it
+/// resumes when space returns, appending: nothing written before is lost. Needs root for
+/// a small tmpfs.
+#[test]
+fn a_full_disk_pauses_the_recording_and_loses_nothing() {
+    if !is_root() {
+        eprintln!("skipped: needs root to mount a small tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = StdCommand::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = StdCommand::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(dir.path());
+    let rec = dir.path().join("rec.ndjson");
+    let mut cmd = serve_support::gpuwatch();
+    cmd.args([
+        "--demo",
+        "--demo-gpus",
+        "1",
+        "--interval",
+        "100ms",
+        "--record",
+    ])
+    .arg(&rec);
+    let mut exporter = serve_support::Exporter::start(cmd, &[]);
+    exporter.wait_ready();
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    serve_support::wait_until("a few samples", Duration::from_secs(30), || {
+        (lines(&rec) >= 4).then_some(())
+    });
+    // Fill the rest of the disk.
+    let filler = dir.path().join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+    drop(f);
+    serve_support::wait_until("the pause notice", Duration::from_secs(30), || {
+        exporter
+            .stderr()
+            .contains("gpuwatch: recording paused: disk full")
+            .then_some(())
+    });
+    let before = lines(&rec);
+    let metrics_during = exporter.get("/metrics");
+    assert_eq!(metrics_during.status, 200, "sampling goes on");
+    std::fs::remove_file(&filler).unwrap();
+    serve_support::wait_until("the resume notice", Duration::from_secs(30), || {
+        exporter
+            .stderr()
+            .contains("gpuwatch: recording resumed")
+            .then_some(())
+    });
+    serve_support::wait_until("more samples", Duration::from_secs(30), || {
+        (lines(&rec) > before + 3).then_some(())
+    });
+    exporter.signal(libc::SIGTERM);
+    let stderr = exporter.stderr();
+    assert_eq!(stderr.matches("recording paused").count(), 1, "{stderr}");
+    let back = gpuwatch::record::read(&rec).unwrap();
+    assert!(
+        back.samples.len() > before,
+        "{} samples",
+        back.samples.len()
+    );
+    // At most the one torn line the full disk cut short is skipped.
+    assert!(back.skipped.len() <= 1, "{:?}", back.skipped);
 }

@@ -188,20 +188,40 @@ pub fn config_location(flag: Option<&Path>, env: Env) -> Option<ConfigLocation> 
     })
 }
 
-/// Reads and parses the config file; a missing file is fine unless it was named explicitly.
+/// Reads and parses the config file; a missing file is fine unless it was named explicitly,
+/// and so is a usual place that cannot be searched (`sudo -u` leaves `HOME` at root's home,
+/// which another user cannot enter): that is "no config file", said once on stderr. A file
+/// named explicitly that cannot be read is an error. Only a regular file up to
+/// `MAX_TEXT_FILE` is read (`--config /dev/urandom` would otherwise read forever).
 fn load(location: Option<ConfigLocation>) -> Result<Option<LoadedFile>, SettingsError> {
+    use std::io::ErrorKind;
     let Some(ConfigLocation { path, named_by }) = location else {
         return Ok(None);
     };
-    match std::fs::read_to_string(&path) {
+    match crate::safe_file::read_text(&path, crate::safe_file::MAX_TEXT_FILE) {
         Ok(text) => LoadedFile::parse(&path, text).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && named_by.is_none() => Ok(None),
+        Err(e) if e.kind() == ErrorKind::NotFound && named_by.is_none() => Ok(None),
+        Err(e) if unsearchable(&e) && named_by.is_none() => {
+            eprintln!(
+                "gpuwatch: note: no config file read ({}: {e})",
+                crate::text_safe::escape(&path.display().to_string())
+            );
+            Ok(None)
+        }
         Err(e) => Err(SettingsError::new(
             named_by.map_or_else(|| path.display().to_string(), str::to_string),
             format!("cannot read {}: {e}", path.display()),
             None,
         )),
     }
+}
+
+/// A directory on the way that this user may not enter, or a file in place of one.
+fn unsearchable(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotADirectory
+    )
 }
 
 impl Settings {

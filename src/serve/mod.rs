@@ -53,7 +53,11 @@ pub fn main(settings: &ServeSettings, source: Box<dyn GpuSource>, config: ViewCo
         Ok(r) => r,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}"), 1),
     };
-    match runtime.block_on(serve(listener, source, config, options)) {
+    let result = runtime.block_on(serve(listener, source, config, options));
+    // A poll stuck in the driver holds a blocking-pool thread that would keep dropping the
+    // runtime waiting for ever: give it a moment, then leave it behind.
+    runtime.shutdown_timeout(crate::sampler::ABANDON_AFTER);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => fail(&why, 1),
     }
@@ -132,6 +136,19 @@ async fn follow(
                     );
                 }
                 Msg::SourceFailed(why)
+            }
+            SamplerEvent::Stalled(waited) => {
+                if state.model.stalled().is_none() {
+                    eprintln!(
+                        "gpuwatch: GPU source not answering for {} s",
+                        waited.as_secs()
+                    );
+                }
+                Msg::SourceStalled(waited)
+            }
+            SamplerEvent::Notice(text) => {
+                eprintln!("gpuwatch: {}", crate::text_safe::escape(&text));
+                Msg::Notice(text)
             }
         };
         update(&mut state, msg);
