@@ -206,9 +206,9 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
 pub fn view_config(settings: &Settings, interval: Duration) -> ViewConfig {
     ViewConfig {
         interval,
-        history_len: (settings.history.as_secs_f64() / interval.as_secs_f64())
-            .ceil()
-            .max(1.0) as usize,
+        // A replay's own pace may be faster than `--interval`: the bound holds for it too.
+        history_len: ((settings.history.as_secs_f64() / interval.as_secs_f64()).ceil() as usize)
+            .clamp(1, crate::history::MAX_POINTS),
         thresholds: settings.thresholds.clone(),
         current_user: uzers::get_current_username().map(|u| u.to_string_lossy().into_owned()),
         current_uid: Some(uzers::get_current_uid()),

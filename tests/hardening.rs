@@ -431,3 +431,29 @@ fn a_full_disk_pauses_the_recording_and_loses_nothing() {
     // At most the one torn line the full disk cut short is skipped.
     assert!(back.skipped.len() <= 1, "{:?}", back.skipped);
 }
+
+/// Item 6: a history window of more than a million samples per GPU is an error before
+/// anything is allocated (it used to allocate 57.6 GB and abort).
+#[test]
+fn a_huge_history_window_is_an_error_not_an_abort() {
+    let out = common::clean_command()
+        .args([
+            "--demo",
+            "--once",
+            "--history",
+            "100000h",
+            "--interval",
+            "100ms",
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "gpuwatch: --history: is 3600000000 samples per GPU at this interval; at most 1000000 \
+         (1day 3h 46m 40s at this interval) (got \"100000h\")\n"
+    );
+}

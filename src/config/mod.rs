@@ -308,6 +308,17 @@ fn timing(cli: &Cli, r: &Resolver) -> Result<(Duration, Duration), SettingsError
     if history.value < interval.value {
         return Err(history.invalid("must be at least one interval"));
     }
+    // Bounded so a typo (`100000h`) is an error, not tens of GB allocated.
+    let points = history.value.as_secs_f64() / interval.value.as_secs_f64();
+    let max = crate::history::MAX_POINTS;
+    if points > max as f64 {
+        let longest = humantime::format_duration(Duration::from_secs(
+            (interval.value.as_secs_f64() * max as f64) as u64,
+        ));
+        return Err(history.invalid(&format!(
+            "is {points:.0} samples per GPU at this interval; at most {max} ({longest} at this interval)"
+        )));
+    }
     Ok((interval.value, history.value))
 }
 
