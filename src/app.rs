@@ -65,12 +65,18 @@ pub type Events = Pin<Box<dyn Stream<Item = io::Result<Event>> + Send>>;
 /// The OS signals that end the TUI, in arrival order.
 pub type OsSignals = Pin<Box<dyn Stream<Item = OsSignal> + Send>>;
 
-/// A signal that asks gpuwatch to stop (Ctrl-C in raw mode is a key, not SIGINT).
+/// A signal the TUI acts on (Ctrl-C in raw mode is a key, not SIGINT).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OsSignal {
     Terminate,
     Hangup,
     Interrupt,
+    /// SIGQUIT: stop like the others (exit 131), the terminal restored first.
+    Quit,
+    /// SIGTSTP: give the terminal back, stop, and take it again when continued.
+    Suspend,
+    /// SIGCONT: continued after a stop we did not ask for; take the terminal again, redraw.
+    Continue,
 }
 
 impl OsSignal {
@@ -80,7 +86,32 @@ impl OsSignal {
             OsSignal::Terminate => libc::SIGTERM,
             OsSignal::Hangup => libc::SIGHUP,
             OsSignal::Interrupt => libc::SIGINT,
+            OsSignal::Quit => libc::SIGQUIT,
+            OsSignal::Suspend => libc::SIGTSTP,
+            OsSignal::Continue => libc::SIGCONT,
         }
+    }
+}
+
+/// Handing the terminal back and taking it again, around a stop (SIGTSTP) or after one
+/// (SIGCONT). The real one leaves and re-enters raw mode and the alternate screen; tests
+/// use [`KeepModes`].
+pub trait TerminalModes: Send {
+    /// Restores the terminal, stops the process, and returns once it is continued.
+    fn suspend(&mut self) -> io::Result<()>;
+    /// Raw mode, the alternate screen, the hidden cursor (and mouse reporting) again.
+    fn resume(&mut self) -> io::Result<()>;
+}
+
+/// For tests: a terminal with no modes to change; nothing is stopped.
+pub struct KeepModes;
+
+impl TerminalModes for KeepModes {
+    fn suspend(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn resume(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -97,6 +128,8 @@ pub struct Io<B: Backend> {
     pub os_signals: OsSignals,
     /// Carries out confirmed signals (the real `kill(2)`, the demo's stand-in, a test's fake).
     pub signaller: Box<dyn Signaller>,
+    /// Gives the terminal back on SIGTSTP and takes it again on SIGCONT.
+    pub modes: Box<dyn TerminalModes>,
 }
 
 /// Runs the TUI against `io` until the user quits, a signal arrives or input ends.
@@ -131,6 +164,10 @@ struct Session {
 /// What one wait of the loop produced.
 enum Next {
     Msg(Msg),
+    /// Stop (SIGTSTP) or continued (SIGCONT): the terminal is handed back or taken again,
+    /// then the whole screen redrawn.
+    Suspend,
+    Resume,
     /// An event with no meaning here (a key release, focus change, unmapped key): no redraw.
     Ignore,
     Exit(Exit),
@@ -182,6 +219,10 @@ impl Session {
             let msg = match self.next(io).await? {
                 Next::Msg(msg) => msg,
                 Next::Ignore => continue,
+                Next::Suspend | Next::Resume => {
+                    self.redraw_all(io)?;
+                    continue;
+                }
                 Next::Exit(exit) => return Ok(exit),
             };
             let effects = update(&mut self.state, msg);
@@ -197,7 +238,18 @@ impl Session {
         Ok(tokio::select! {
             event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)),
             event = io.events.next() => terminal_input(event, &self.state)?,
-            Some(sig) = io.os_signals.next() => Next::Exit(Exit::Signal(sig.number())),
+            Some(sig) = io.os_signals.next() => match sig {
+                OsSignal::Suspend => {
+                    io.modes.suspend().wrap_err("handing the terminal back")?;
+                    io.modes.resume().wrap_err("taking the terminal again")?;
+                    Next::Suspend
+                }
+                OsSignal::Continue => {
+                    io.modes.resume().wrap_err("taking the terminal again")?;
+                    Next::Resume
+                }
+                sig => Next::Exit(Exit::Signal(sig.number())),
+            },
         })
     }
 
@@ -249,6 +301,25 @@ impl Session {
             }
         }
         None
+    }
+
+    /// After a stop the screen may hold anything and the window may have changed size:
+    /// clear it and draw everything. (`resize`, not `clear`: `clear` asks the terminal for
+    /// the cursor position, and the input reader would swallow the answer.)
+    fn redraw_all<B>(&mut self, io: &mut Io<B>) -> Result<()>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        let size = io.terminal.size().wrap_err("reading the terminal size")?;
+        let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+        io.terminal.resize(area).wrap_err("clearing the screen")?;
+        let resize = Msg::Resize {
+            width: size.width,
+            height: size.height,
+        };
+        update(&mut self.state, resize);
+        self.draw(io)
     }
 
     fn draw<B>(&self, io: &mut Io<B>) -> Result<()>

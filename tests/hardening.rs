@@ -457,3 +457,46 @@ fn a_huge_history_window_is_an_error_not_an_abort() {
          (1day 3h 46m 40s at this interval) (got \"100000h\")\n"
     );
 }
+
+/// The one-letter state of `pid` from /proc/PID/stat ('T' when stopped).
+fn proc_state(pid: &str) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next())
+        .unwrap_or('?')
+}
+
+/// Item 12: USR1/USR2 are ignored; TSTP gives the terminal back and stops, `fg` takes it
+/// again and redraws; QUIT restores the terminal and exits 131.
+#[test]
+fn stop_continue_quit_and_user_signals_leave_the_terminal_sane() {
+    let Some(t) = common::tmux::Tmux::start("signals", 120, 40) else {
+        return;
+    };
+    t.launch_demo("");
+    let pid = t.child_pid();
+    for sig in ["USR1", "USR2"] {
+        t.signal_child(sig);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        t.display("#{alternate_on}"),
+        "1",
+        "still running after USR1/USR2"
+    );
+    assert_ne!(proc_state(&pid), 'Z');
+    t.signal_child("TSTP");
+    t.wait_restored();
+    serve_support::wait_until("the process to stop", Duration::from_secs(10), || {
+        (proc_state(&pid) == 'T').then_some(())
+    });
+    t.send(&["fg", "Enter"]);
+    serve_support::wait_until("the screen to come back", Duration::from_secs(10), || {
+        (t.display("#{alternate_on}") == "1").then_some(())
+    });
+    t.wait_for("Processes (", Duration::from_secs(10));
+    assert_eq!(t.child_pid(), pid);
+    t.signal_child("QUIT");
+    t.wait_restored();
+    t.exit_status_is(131);
+}
