@@ -500,3 +500,80 @@ fn stop_continue_quit_and_user_signals_leave_the_terminal_sane() {
     t.wait_restored();
     t.exit_status_is(131);
 }
+
+/// A `sleep` with real uid nobody and effective and saved uid root, as a setuid-root
+/// program started by nobody runs (made with setresuid before exec; needs root).
+fn setuid_style_sleeper() -> Reaped {
+    let mut cmd = StdCommand::new("sleep");
+    cmd.arg("300");
+    // SAFETY: setresuid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setresuid(NOBODY, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Reaped(cmd.spawn().expect("spawn the setuid-style sleep"))
+}
+
+/// Item 2: a process whose real uid is nobody but whose effective uid is root is shown as
+/// root's (the real user beside it) and is never signalled, even by a request that names
+/// it as nobody's (what the real-uid check used to let through).
+#[test]
+fn a_setuid_root_process_is_roots_and_never_signalled() {
+    use gpuwatch::signals::{Signaller, SystemSignaller};
+    use gpuwatch::state::signal::{Sig, SignalRequest};
+    if !is_root() {
+        eprintln!("skipped: needs root to make a setuid-style process");
+        return;
+    }
+    common::fake_lib();
+    let mut sleeper = setuid_style_sleeper();
+    let pid = sleeper.pid();
+    let mut s = fixture();
+    s["gpus"][0]["processes"] =
+        json!([{"pid": pid, "kind": "compute", "used_memory": 1_073_741_824u64}]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = gpuwatch_on(dir.path(), &s)
+        .args(["--once", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc: Value = serde_json::from_slice(&out).unwrap();
+    let row = doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == json!(pid))
+        .expect("the sleeper's row");
+    assert_eq!(
+        (&row["user"], &row["uid"]),
+        (&json!("root (real nobody)"), &json!(0))
+    );
+
+    let (started, _) = gpuwatch::procinfo::ProcInfo::system()
+        .identity(pid)
+        .unwrap();
+    for uid in [NOBODY, 0] {
+        let request = SignalRequest {
+            signal: Sig::Term,
+            pid,
+            started,
+            uid,
+            user: "nobody".into(),
+            gpu_index: 0,
+            vram: None,
+            command: "sleep 300".into(),
+        };
+        let outcome = SystemSignaller::default().send(&request);
+        assert!(
+            outcome.contains("no SIGTERM sent") || outcome.contains("never signals root"),
+            "{outcome}"
+        );
+    }
+    assert!(sleeper.0.try_wait().unwrap().is_none(), "still running");
+}
