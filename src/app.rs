@@ -31,6 +31,9 @@ use crate::ui::{self, Theme};
 mod terminal_setup;
 pub use terminal_setup::run;
 
+/// The most waiting terminal events handled between two frames.
+const MAX_DRAINED: usize = 4096;
+
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -229,8 +232,33 @@ impl Session {
             if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
                 return Ok(exit);
             }
+            if let Some(exit) = self.drain_input(io)? {
+                return Ok(exit);
+            }
             self.draw(io)?;
         }
+    }
+
+    /// Handles every terminal event already waiting (a paste without bracketed paste, a
+    /// burst of keys) before the next draw: one frame for the burst, and no byte left
+    /// unread while the loop goes idle. Bounded, so a flood still lets a frame out.
+    fn drain_input<B: Backend>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>> {
+        use futures_util::FutureExt;
+        for _ in 0..MAX_DRAINED {
+            let Some(event) = io.events.next().now_or_never() else {
+                return Ok(None);
+            };
+            let msg = match terminal_input(event, &self.state)? {
+                Next::Msg(msg) => msg,
+                Next::Exit(exit) => return Ok(Some(exit)),
+                _ => continue,
+            };
+            let effects = update(&mut self.state, msg);
+            if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
+                return Ok(Some(exit));
+            }
+        }
+        Ok(None)
     }
 
     /// Waits for whichever comes first: a sample, terminal input, or a stopping signal.
@@ -342,6 +370,7 @@ fn terminal_input(event: Option<io::Result<Event>>, state: &State) -> Result<Nex
             None => Next::Ignore,
         },
         Some(Ok(Event::Resize(width, height))) => Next::Msg(Msg::Resize { width, height }),
+        Some(Ok(Event::Paste(text))) => Next::Msg(Msg::Paste(text)),
         Some(Ok(Event::Mouse(m))) => match mouse_input(m) {
             // Hit-testing reads the geometry the last frame was drawn with.
             Some(input) => Next::Msg(Msg::Actions(ui::hit::actions(state, input))),

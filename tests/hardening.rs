@@ -577,3 +577,33 @@ fn a_setuid_root_process_is_roots_and_never_signalled() {
     }
     assert!(sleeper.0.try_wait().unwrap().is_none(), "still running");
 }
+
+/// Item 7 in a real terminal: a 10 KB bracketed paste into the filter prompt arrives as one
+/// event, is cut at the cap, and the keys after it still work (Enter, then q quits).
+#[test]
+fn a_long_paste_into_the_filter_prompt_is_one_event() {
+    let Some(t) = common::tmux::Tmux::start("paste", 330, 40) else {
+        return;
+    };
+    t.launch_demo("");
+    t.send(&["/"]);
+    let buffer = "x".repeat(10_000);
+    assert!(t.cmd(&["set-buffer", &buffer]).status().unwrap().success());
+    assert!(
+        t.cmd(&["paste-buffer", "-p", "-t", "0"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    t.send(&["Enter"]);
+    // Wide enough for the whole capped line and the status after it.
+    let screen = t.wait_for(
+        "the filter is limited to 256 characters",
+        Duration::from_secs(20),
+    );
+    let line = screen.lines().find(|l| l.contains(" filter ")).unwrap();
+    assert_eq!(line.matches('x').count(), 256, "{line}");
+    t.send(&["q"]);
+    t.wait_restored();
+    t.exit_status_is(0);
+}

@@ -8,7 +8,10 @@ use std::task::Poll;
 
 use color_eyre::eyre::{Result, WrapErr};
 use ratatui::backend::CrosstermBackend;
-use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
+use ratatui::crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    EventStream,
+};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Exit, Io, Options, OsSignal, OsSignals, event_loop};
@@ -27,6 +30,8 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     // (color-eyre) report is printed.
     let terminal = init_terminal().wrap_err("cannot set up the terminal")?;
     show_cursor_on_panic(options.mouse);
+    // A paste arrives as one event, not as keys that would be taken for commands.
+    ratatui::crossterm::execute!(std::io::stdout(), EnableBracketedPaste)?;
     if options.mouse {
         ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
     }
@@ -47,6 +52,7 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     if mouse {
         let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     }
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableBracketedPaste);
     ratatui::restore();
     result
 }
@@ -96,6 +102,7 @@ impl super::TerminalModes for RealModes {
         if self.mouse {
             ratatui::crossterm::execute!(out, DisableMouseCapture)?;
         }
+        ratatui::crossterm::execute!(out, DisableBracketedPaste)?;
         ratatui::crossterm::execute!(
             out,
             ratatui::crossterm::terminal::LeaveAlternateScreen,
@@ -120,6 +127,7 @@ impl super::TerminalModes for RealModes {
         if self.mouse {
             ratatui::crossterm::execute!(out, EnableMouseCapture)?;
         }
+        ratatui::crossterm::execute!(out, EnableBracketedPaste)?;
         Ok(())
     }
 }
@@ -150,6 +158,7 @@ fn show_cursor_on_panic(mouse: bool) {
     std::panic::set_hook(Box::new(move |info| {
         let mut out = std::io::stdout();
         let _ = ratatui::crossterm::execute!(out, ratatui::crossterm::cursor::Show);
+        let _ = ratatui::crossterm::execute!(out, DisableBracketedPaste);
         if mouse {
             let _ = ratatui::crossterm::execute!(out, DisableMouseCapture);
         }

@@ -146,6 +146,10 @@ pub struct RowView {
 
 impl RowView {
     pub fn matches(&self, row: &ProcRow) -> bool {
+        self.matches_lowered(row, &super::filter::Lowered::of(row))
+    }
+
+    fn matches_lowered(&self, row: &ProcRow, lowered: &super::filter::Lowered) -> bool {
         self.gpu.as_ref().is_none_or(|g| *g == row.key.gpu)
             && self
                 .user
@@ -155,7 +159,7 @@ impl RowView {
                 .job
                 .as_ref()
                 .is_none_or(|j| row.job.as_ref() == Some(j))
-            && self.filter.matches(row)
+            && self.filter.matches_lowered(row, lowered)
     }
 
     pub fn is_everything(&self) -> bool {
@@ -168,6 +172,8 @@ impl RowView {
 pub struct ProcTable {
     /// Every process of the latest sample (owners, totals and JSON use these).
     pub all: Vec<ProcRow>,
+    /// `all`'s text lower-cased for the filter, once per sample (not once per keystroke).
+    lowered: Vec<super::filter::Lowered>,
     /// The rows shown, as indices into `all`: narrowed by `view`, sorted. Indices rather
     /// than copies, so a new sample costs a sort of integers, not thousands of clones.
     order: Vec<usize>,
@@ -184,6 +190,7 @@ impl Default for ProcTable {
     fn default() -> Self {
         ProcTable {
             all: Vec::new(),
+            lowered: Vec::new(),
             order: Vec::new(),
             view: RowView::default(),
             sort: SortKey::Vram,
@@ -197,6 +204,7 @@ impl Default for ProcTable {
 impl ProcTable {
     /// Replaces the rows, keeping them sorted and the selection on the same process.
     pub fn set_rows(&mut self, rows: Vec<ProcRow>) {
+        self.lowered = rows.iter().map(super::filter::Lowered::of).collect();
         self.all = rows;
         self.refilter();
     }
@@ -209,7 +217,7 @@ impl ProcTable {
     fn refilter(&mut self) {
         let view = &self.view;
         self.order = (0..self.all.len())
-            .filter(|&i| view.matches(&self.all[i]))
+            .filter(|&i| view.matches_lowered(&self.all[i], &self.lowered[i]))
             .collect();
         self.resort();
     }
