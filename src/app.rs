@@ -30,6 +30,9 @@ use crate::ui::{self, Theme};
 // listeners) live in their own file; the loop below sees none of them.
 mod terminal_setup;
 pub use terminal_setup::run;
+// The signals and terminal modes the loop acts on, as values and a trait tests can fake.
+mod os_signal;
+pub use os_signal::{KeepModes, OsSignal, TerminalModes};
 
 /// The most waiting terminal events handled between two frames.
 const MAX_DRAINED: usize = 4096;
@@ -67,56 +70,6 @@ pub struct Options {
 pub type Events = Pin<Box<dyn Stream<Item = io::Result<Event>> + Send>>;
 /// The OS signals that end the TUI, in arrival order.
 pub type OsSignals = Pin<Box<dyn Stream<Item = OsSignal> + Send>>;
-
-/// A signal the TUI acts on (Ctrl-C in raw mode is a key, not SIGINT).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OsSignal {
-    Terminate,
-    Hangup,
-    Interrupt,
-    /// SIGQUIT: stop like the others (exit 131), the terminal restored first.
-    Quit,
-    /// SIGTSTP: give the terminal back, stop, and take it again when continued.
-    Suspend,
-    /// SIGCONT: continued after a stop we did not ask for; take the terminal again, redraw.
-    Continue,
-}
-
-impl OsSignal {
-    /// The signal number, for the exit code 128+n.
-    pub fn number(self) -> i32 {
-        match self {
-            OsSignal::Terminate => libc::SIGTERM,
-            OsSignal::Hangup => libc::SIGHUP,
-            OsSignal::Interrupt => libc::SIGINT,
-            OsSignal::Quit => libc::SIGQUIT,
-            OsSignal::Suspend => libc::SIGTSTP,
-            OsSignal::Continue => libc::SIGCONT,
-        }
-    }
-}
-
-/// Handing the terminal back and taking it again, around a stop (SIGTSTP) or after one
-/// (SIGCONT). The real one leaves and re-enters raw mode and the alternate screen; tests
-/// use [`KeepModes`].
-pub trait TerminalModes: Send {
-    /// Restores the terminal, stops the process, and returns once it is continued.
-    fn suspend(&mut self) -> io::Result<()>;
-    /// Raw mode, the alternate screen, the hidden cursor (and mouse reporting) again.
-    fn resume(&mut self) -> io::Result<()>;
-}
-
-/// For tests: a terminal with no modes to change; nothing is stopped.
-pub struct KeepModes;
-
-impl TerminalModes for KeepModes {
-    fn suspend(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-    fn resume(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Everything the loop reads from or does to the world outside the process, besides the
 /// GPU source (which the sampler owns). `run` builds the real one; tests script it.

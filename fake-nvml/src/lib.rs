@@ -254,8 +254,10 @@ pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> u32 {
         unsafe { put(count, s.scenario.gpus.len() as c_uint) }
     });
     // Outside the state lock, so the rest of the library still answers.
-    while hang {
-        std::thread::sleep(std::time::Duration::from_secs(3600));
+    if hang {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
     }
     code
 }

@@ -93,6 +93,16 @@ pub fn open_for_writing(path: &Path, existing: Existing) -> io::Result<File> {
             Some(libc::ELOOP) => refuse("it is a symbolic link: refusing to follow it".into()),
             _ => e,
         })?;
+    check_opened(&file)?;
+    clear_nonblock(&file)?;
+    if existing == Existing::Replace {
+        file.set_len(0)?;
+    }
+    Ok(file)
+}
+
+/// The checks on the opened descriptor: what is checked is what will be written.
+fn check_opened(file: &File) -> io::Result<()> {
     let meta = file.metadata()?;
     if !meta.file_type().is_file() {
         return Err(refuse(format!(
@@ -112,11 +122,7 @@ pub fn open_for_writing(path: &Path, existing: Existing) -> io::Result<File> {
             meta.nlink()
         )));
     }
-    clear_nonblock(&file)?;
-    if existing == Existing::Replace {
-        file.set_len(0)?;
-    }
-    Ok(file)
+    Ok(())
 }
 
 fn clear_nonblock(file: &File) -> io::Result<()> {

@@ -66,10 +66,8 @@ fn filter_action(state: &mut State, action: Action) {
             state.view.filter_editing = true;
             state.view.panel = Panel::Processes;
         }
-        Action::FilterInput(c) => {
-            if push_filter_chars(state, std::iter::once(c)) {
-                apply_filter(state);
-            }
+        Action::FilterInput(c) if push_filter_chars(state, std::iter::once(c)) => {
+            apply_filter(state);
         }
         Action::FilterBackspace => {
             state.view.filter_text.pop();
