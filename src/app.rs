@@ -188,6 +188,7 @@ impl Session {
             if let Some(exit) = self.drain_input(io)? {
                 return Ok(exit);
             }
+            self.sync_size(io)?;
             self.draw(io)?;
         }
     }
@@ -301,6 +302,24 @@ impl Session {
         };
         update(&mut self.state, resize);
         self.draw(io)
+    }
+
+    /// Resize events can trail the terminal during a burst: the frame is drawn at the size
+    /// the terminal has now (ratatui resizes to it), so the state's layout must be too, or
+    /// it would place cells outside the buffer.
+    fn sync_size<B: Backend>(&mut self, io: &mut Io<B>) -> Result<()>
+    where
+        B::Error: Send + Sync + 'static,
+    {
+        let size = io.terminal.size().wrap_err("reading the terminal size")?;
+        if self.state.view.viewport != (size.width, size.height) {
+            let resize = Msg::Resize {
+                width: size.width,
+                height: size.height,
+            };
+            update(&mut self.state, resize);
+        }
+        Ok(())
     }
 
     fn draw<B>(&self, io: &mut Io<B>) -> Result<()>
