@@ -12,10 +12,9 @@ use color_eyre::eyre::{Result, WrapErr};
 use futures_util::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
-use ratatui::crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
-use crate::keymap;
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::Signaller;
 use crate::source::GpuSource;
@@ -23,7 +22,6 @@ use crate::source::replay::{ReplayHandle, SPEEDS};
 use crate::state::{
     Effect, LayoutPref, Msg, ReplayCommand, ReplayStatus, State, ViewConfig, update,
 };
-use crate::ui::hit::{MouseInput, MouseKind};
 use crate::ui::{self, Theme};
 
 // `run` and what only it needs (the real terminal, its panic hooks, the OS signal
@@ -33,6 +31,9 @@ pub use terminal_setup::run;
 // The signals and terminal modes the loop acts on, as values and a trait tests can fake.
 mod os_signal;
 pub use os_signal::{KeepModes, OsSignal, TerminalModes};
+// Terminal events to messages (keys through the keymap, Ctrl-Z, mouse, paste).
+mod input;
+use input::terminal_input;
 
 /// The most waiting terminal events handled between two frames.
 const MAX_DRAINED: usize = 4096;
@@ -124,6 +125,8 @@ enum Next {
     /// then the whole screen redrawn.
     Suspend,
     Resume,
+    /// Ctrl-Z (a key in raw mode, not SIGTSTP): stop as the signal would.
+    Stop,
     /// An event with no meaning here (a key release, focus change, unmapped key): no redraw.
     Ignore,
     Exit(Exit),
@@ -179,6 +182,10 @@ impl Session {
                     self.redraw_all(io)?;
                     continue;
                 }
+                Next::Stop => {
+                    self.stop_and_resume(io)?;
+                    continue;
+                }
                 Next::Exit(exit) => return Ok(exit),
             };
             let effects = update(&mut self.state, msg);
@@ -196,7 +203,11 @@ impl Session {
     /// Handles every terminal event already waiting (a paste without bracketed paste, a
     /// burst of keys) before the next draw: one frame for the burst, and no byte left
     /// unread while the loop goes idle. Bounded, so a flood still lets a frame out.
-    fn drain_input<B: Backend>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>> {
+    fn drain_input<B>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
         use futures_util::FutureExt;
         for _ in 0..MAX_DRAINED {
             let Some(event) = io.events.next().now_or_never() else {
@@ -205,6 +216,10 @@ impl Session {
             let msg = match terminal_input(event, &self.state)? {
                 Next::Msg(msg) => msg,
                 Next::Exit(exit) => return Ok(Some(exit)),
+                Next::Stop => {
+                    self.stop_and_resume(io)?;
+                    continue;
+                }
                 _ => continue,
             };
             let effects = update(&mut self.state, msg);
@@ -285,6 +300,17 @@ impl Session {
         None
     }
 
+    /// Ctrl-Z: hand the terminal back, stop, and on `fg` take it again and redraw.
+    fn stop_and_resume<B>(&mut self, io: &mut Io<B>) -> Result<()>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        io.modes.suspend().wrap_err("handing the terminal back")?;
+        io.modes.resume().wrap_err("taking the terminal again")?;
+        self.redraw_all(io)
+    }
+
     /// After a stop the screen may hold anything and the window may have changed size:
     /// clear it and draw everything. (`resize`, not `clear`: `clear` asks the terminal for
     /// the cursor position, and the input reader would swallow the answer.)
@@ -332,41 +358,6 @@ impl Session {
             .wrap_err("drawing the screen")?;
         Ok(())
     }
-}
-
-/// Maps one terminal event to a message: key presses through the keymap, resizes, mouse.
-fn terminal_input(event: Option<io::Result<Event>>, state: &State) -> Result<Next> {
-    Ok(match event {
-        Some(Ok(Event::Key(key))) => match keymap::action_for(key, state.input_mode()) {
-            Some(action) => Next::Msg(Msg::Action(action)),
-            None => Next::Ignore,
-        },
-        Some(Ok(Event::Resize(width, height))) => Next::Msg(Msg::Resize { width, height }),
-        Some(Ok(Event::Paste(text))) => Next::Msg(Msg::Paste(text)),
-        Some(Ok(Event::Mouse(m))) => match mouse_input(m) {
-            // Hit-testing reads the geometry the last frame was drawn with.
-            Some(input) => Next::Msg(Msg::Actions(ui::hit::actions(state, input))),
-            None => Next::Ignore,
-        },
-        Some(Ok(_)) => Next::Ignore,
-        Some(Err(e)) => return Err(e).wrap_err("reading terminal input"),
-        // The terminal went away: nothing more can be asked of us.
-        None => Next::Exit(Exit::Quit),
-    })
-}
-
-fn mouse_input(event: MouseEvent) -> Option<MouseInput> {
-    let kind = match event.kind {
-        MouseEventKind::Down(MouseButton::Left) => MouseKind::LeftClick,
-        MouseEventKind::ScrollUp => MouseKind::WheelUp,
-        MouseEventKind::ScrollDown => MouseKind::WheelDown,
-        _ => return None,
-    };
-    Some(MouseInput {
-        kind,
-        column: event.column,
-        row: event.row,
-    })
 }
 
 /// Applies a replay key to the shared control; the replay source acts on it next tick.

@@ -99,8 +99,8 @@ fn proc_state(pid: &str) -> char {
         .unwrap_or('?')
 }
 
-/// Item 12: USR1/USR2 are ignored; TSTP gives the terminal back and stops, `fg` takes it
-/// again and redraws; QUIT restores the terminal and exits 131.
+/// Item 12: USR1/USR2 are ignored; TSTP (and Ctrl-Z) give the terminal back and stop, `fg`
+/// takes it again and redraws; QUIT restores the terminal and exits 131.
 #[test]
 fn stop_continue_quit_and_user_signals_leave_the_terminal_sane() {
     let Some(t) = common::tmux::Tmux::start("signals", 120, 40) else {
@@ -129,6 +129,19 @@ fn stop_continue_quit_and_user_signals_leave_the_terminal_sane() {
     });
     t.wait_for("Processes (", Duration::from_secs(10));
     assert_eq!(t.child_pid(), pid);
+    // Ctrl-Z, which raw mode delivers as a key, stops it the same way.
+    t.send(&["C-z"]);
+    t.wait_restored();
+    serve_support::wait_until("the process to stop again", Duration::from_secs(10), || {
+        (proc_state(&pid) == 'T').then_some(())
+    });
+    t.send(&["fg", "Enter"]);
+    t.wait_for("Processes (", Duration::from_secs(10));
+    serve_support::wait_until(
+        "the screen to come back again",
+        Duration::from_secs(10),
+        || (t.display("#{alternate_on}") == "1").then_some(()),
+    );
     t.signal_child("QUIT");
     t.wait_restored();
     t.exit_status_is(131);

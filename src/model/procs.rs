@@ -146,6 +146,9 @@ pub struct RowView {
 
 impl RowView {
     pub fn matches(&self, row: &ProcRow) -> bool {
+        if self.filter.is_empty() {
+            return self.matches_lowered(row, &super::filter::Lowered::default());
+        }
         self.matches_lowered(row, &super::filter::Lowered::of(row))
     }
 
@@ -204,7 +207,7 @@ impl Default for ProcTable {
 impl ProcTable {
     /// Replaces the rows, keeping them sorted and the selection on the same process.
     pub fn set_rows(&mut self, rows: Vec<ProcRow>) {
-        self.lowered = rows.iter().map(super::filter::Lowered::of).collect();
+        self.lowered.clear();
         self.all = rows;
         self.refilter();
     }
@@ -215,6 +218,16 @@ impl ProcTable {
     }
 
     fn refilter(&mut self) {
+        // Lower-cased once per sample, and only while a filter is typed: no cost otherwise.
+        if self.view.filter.is_empty() {
+            self.order = (0..self.all.len())
+                .filter(|&i| self.view.matches(&self.all[i]))
+                .collect();
+            return self.resort();
+        }
+        if self.lowered.len() != self.all.len() {
+            self.lowered = self.all.iter().map(super::filter::Lowered::of).collect();
+        }
         let view = &self.view;
         self.order = (0..self.all.len())
             .filter(|&i| view.matches_lowered(&self.all[i], &self.lowered[i]))
