@@ -12,10 +12,9 @@ use color_eyre::eyre::{Result, WrapErr};
 use futures_util::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
-use ratatui::crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
-use crate::keymap;
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::Signaller;
 use crate::source::GpuSource;
@@ -23,13 +22,21 @@ use crate::source::replay::{ReplayHandle, SPEEDS};
 use crate::state::{
     Effect, LayoutPref, Msg, ReplayCommand, ReplayStatus, State, ViewConfig, update,
 };
-use crate::ui::hit::{MouseInput, MouseKind};
 use crate::ui::{self, Theme};
 
 // `run` and what only it needs (the real terminal, its panic hooks, the OS signal
 // listeners) live in their own file; the loop below sees none of them.
 mod terminal_setup;
 pub use terminal_setup::run;
+// The signals and terminal modes the loop acts on, as values and a trait tests can fake.
+mod os_signal;
+pub use os_signal::{KeepModes, OsSignal, TerminalModes};
+// Terminal events to messages (keys through the keymap, Ctrl-Z, mouse, paste).
+mod input;
+use input::terminal_input;
+
+/// The most waiting terminal events handled between two frames.
+const MAX_DRAINED: usize = 4096;
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,25 +72,6 @@ pub type Events = Pin<Box<dyn Stream<Item = io::Result<Event>> + Send>>;
 /// The OS signals that end the TUI, in arrival order.
 pub type OsSignals = Pin<Box<dyn Stream<Item = OsSignal> + Send>>;
 
-/// A signal that asks gpuwatch to stop (Ctrl-C in raw mode is a key, not SIGINT).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OsSignal {
-    Terminate,
-    Hangup,
-    Interrupt,
-}
-
-impl OsSignal {
-    /// The signal number, for the exit code 128+n.
-    pub fn number(self) -> i32 {
-        match self {
-            OsSignal::Terminate => libc::SIGTERM,
-            OsSignal::Hangup => libc::SIGHUP,
-            OsSignal::Interrupt => libc::SIGINT,
-        }
-    }
-}
-
 /// Everything the loop reads from or does to the world outside the process, besides the
 /// GPU source (which the sampler owns). `run` builds the real one; tests script it.
 ///
@@ -97,6 +85,8 @@ pub struct Io<B: Backend> {
     pub os_signals: OsSignals,
     /// Carries out confirmed signals (the real `kill(2)`, the demo's stand-in, a test's fake).
     pub signaller: Box<dyn Signaller>,
+    /// Gives the terminal back on SIGTSTP and takes it again on SIGCONT.
+    pub modes: Box<dyn TerminalModes>,
 }
 
 /// Runs the TUI against `io` until the user quits, a signal arrives or input ends.
@@ -131,6 +121,12 @@ struct Session {
 /// What one wait of the loop produced.
 enum Next {
     Msg(Msg),
+    /// Stop (SIGTSTP) or continued (SIGCONT): the terminal is handed back or taken again,
+    /// then the whole screen redrawn.
+    Suspend,
+    Resume,
+    /// Ctrl-Z (a key in raw mode, not SIGTSTP): stop as the signal would.
+    Stop,
     /// An event with no meaning here (a key release, focus change, unmapped key): no redraw.
     Ignore,
     Exit(Exit),
@@ -182,14 +178,56 @@ impl Session {
             let msg = match self.next(io).await? {
                 Next::Msg(msg) => msg,
                 Next::Ignore => continue,
+                Next::Suspend | Next::Resume => {
+                    self.redraw_all(io)?;
+                    continue;
+                }
+                Next::Stop => {
+                    self.stop_and_resume(io)?;
+                    continue;
+                }
                 Next::Exit(exit) => return Ok(exit),
             };
             let effects = update(&mut self.state, msg);
             if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
                 return Ok(exit);
             }
+            if let Some(exit) = self.drain_input(io)? {
+                return Ok(exit);
+            }
+            self.sync_size(io)?;
             self.draw(io)?;
         }
+    }
+
+    /// Handles every terminal event already waiting (a paste without bracketed paste, a
+    /// burst of keys) before the next draw: one frame for the burst, and no byte left
+    /// unread while the loop goes idle. Bounded, so a flood still lets a frame out.
+    fn drain_input<B>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        use futures_util::FutureExt;
+        for _ in 0..MAX_DRAINED {
+            let Some(event) = io.events.next().now_or_never() else {
+                return Ok(None);
+            };
+            let msg = match terminal_input(event, &self.state)? {
+                Next::Msg(msg) => msg,
+                Next::Exit(exit) => return Ok(Some(exit)),
+                Next::Stop => {
+                    self.stop_and_resume(io)?;
+                    continue;
+                }
+                _ => continue,
+            };
+            let effects = update(&mut self.state, msg);
+            if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
+                return Ok(Some(exit));
+            }
+        }
+        Ok(None)
     }
 
     /// Waits for whichever comes first: a sample, terminal input, or a stopping signal.
@@ -197,7 +235,18 @@ impl Session {
         Ok(tokio::select! {
             event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)),
             event = io.events.next() => terminal_input(event, &self.state)?,
-            Some(sig) = io.os_signals.next() => Next::Exit(Exit::Signal(sig.number())),
+            Some(sig) = io.os_signals.next() => match sig {
+                OsSignal::Suspend => {
+                    io.modes.suspend().wrap_err("handing the terminal back")?;
+                    io.modes.resume().wrap_err("taking the terminal again")?;
+                    Next::Suspend
+                }
+                OsSignal::Continue => {
+                    io.modes.resume().wrap_err("taking the terminal again")?;
+                    Next::Resume
+                }
+                sig => Next::Exit(Exit::Signal(sig.number())),
+            },
         })
     }
 
@@ -217,6 +266,8 @@ impl Session {
                 Msg::Sample(s)
             }
             Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
+            Some(SamplerEvent::Stalled(waited)) => Msg::SourceStalled(waited),
+            Some(SamplerEvent::Notice(text)) => Msg::Notice(text),
             None => {
                 self.samples = None;
                 Msg::SourceFailed("the sampler stopped".into())
@@ -249,6 +300,54 @@ impl Session {
         None
     }
 
+    /// Ctrl-Z: hand the terminal back, stop, and on `fg` take it again and redraw.
+    fn stop_and_resume<B>(&mut self, io: &mut Io<B>) -> Result<()>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        io.modes.suspend().wrap_err("handing the terminal back")?;
+        io.modes.resume().wrap_err("taking the terminal again")?;
+        self.redraw_all(io)
+    }
+
+    /// After a stop the screen may hold anything and the window may have changed size:
+    /// clear it and draw everything. (`resize`, not `clear`: `clear` asks the terminal for
+    /// the cursor position, and the input reader would swallow the answer.)
+    fn redraw_all<B>(&mut self, io: &mut Io<B>) -> Result<()>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        let size = io.terminal.size().wrap_err("reading the terminal size")?;
+        let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+        io.terminal.resize(area).wrap_err("clearing the screen")?;
+        let resize = Msg::Resize {
+            width: size.width,
+            height: size.height,
+        };
+        update(&mut self.state, resize);
+        self.draw(io)
+    }
+
+    /// Resize events can trail the terminal during a burst: the frame is drawn at the size
+    /// the terminal has now (ratatui resizes to it), so the state's layout must be too, or
+    /// it would place cells outside the buffer.
+    fn sync_size<B: Backend>(&mut self, io: &mut Io<B>) -> Result<()>
+    where
+        B::Error: Send + Sync + 'static,
+    {
+        let size = io.terminal.size().wrap_err("reading the terminal size")?;
+        if self.state.view.viewport != (size.width, size.height) {
+            let resize = Msg::Resize {
+                width: size.width,
+                height: size.height,
+            };
+            update(&mut self.state, resize);
+        }
+        Ok(())
+    }
+
     fn draw<B>(&self, io: &mut Io<B>) -> Result<()>
     where
         B: Backend,
@@ -259,40 +358,6 @@ impl Session {
             .wrap_err("drawing the screen")?;
         Ok(())
     }
-}
-
-/// Maps one terminal event to a message: key presses through the keymap, resizes, mouse.
-fn terminal_input(event: Option<io::Result<Event>>, state: &State) -> Result<Next> {
-    Ok(match event {
-        Some(Ok(Event::Key(key))) => match keymap::action_for(key, state.input_mode()) {
-            Some(action) => Next::Msg(Msg::Action(action)),
-            None => Next::Ignore,
-        },
-        Some(Ok(Event::Resize(width, height))) => Next::Msg(Msg::Resize { width, height }),
-        Some(Ok(Event::Mouse(m))) => match mouse_input(m) {
-            // Hit-testing reads the geometry the last frame was drawn with.
-            Some(input) => Next::Msg(Msg::Actions(ui::hit::actions(state, input))),
-            None => Next::Ignore,
-        },
-        Some(Ok(_)) => Next::Ignore,
-        Some(Err(e)) => return Err(e).wrap_err("reading terminal input"),
-        // The terminal went away: nothing more can be asked of us.
-        None => Next::Exit(Exit::Quit),
-    })
-}
-
-fn mouse_input(event: MouseEvent) -> Option<MouseInput> {
-    let kind = match event.kind {
-        MouseEventKind::Down(MouseButton::Left) => MouseKind::LeftClick,
-        MouseEventKind::ScrollUp => MouseKind::WheelUp,
-        MouseEventKind::ScrollDown => MouseKind::WheelDown,
-        _ => return None,
-    };
-    Some(MouseInput {
-        kind,
-        column: event.column,
-        row: event.row,
-    })
 }
 
 /// Applies a replay key to the shared control; the replay source acts on it next tick.

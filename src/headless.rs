@@ -13,6 +13,7 @@ use crate::sampler::{self, SamplerEvent};
 use crate::source::wire;
 use crate::source::{GpuSource, GpuStatus, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
+use crate::text_safe::escape;
 use crate::ui::format::{NA, bytes_short, gib, or_na};
 use crate::ui::table::{cell_text, right_aligned};
 use crate::ui::text::warning_line;
@@ -33,24 +34,37 @@ pub async fn snapshot(
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, interval, tx));
     let mut state = State::new(config);
-    let first = rx.recv().await;
+    let first = next_sample(&mut rx).await;
     let result = match first {
         Some(SamplerEvent::Sample(sample)) => {
             update(&mut state, Msg::Sample(sample));
             if cpu_gap.is_some()
                 && lacks_cpu(&state)
-                && let Some(SamplerEvent::Sample(second)) = rx.recv().await
+                && let Some(SamplerEvent::Sample(second)) = next_sample(&mut rx).await
             {
                 update(&mut state, Msg::Sample(second));
             }
             Ok(state)
         }
         Some(SamplerEvent::Failed(why)) => Err(eyre!("reading GPUs failed: {why}")),
-        None => Err(eyre!("the sampler stopped before taking a sample")),
+        // `next_sample` returns only samples and failures.
+        _ => Err(eyre!("the sampler stopped before taking a sample")),
     };
     drop(rx);
     task.abort();
     result
+}
+
+/// The sampler's next sample or failure. Notices and stall reports are not the snapshot:
+/// notices go to stderr (escaped), stalls are waited out.
+async fn next_sample(rx: &mut tokio::sync::mpsc::Receiver<SamplerEvent>) -> Option<SamplerEvent> {
+    loop {
+        match rx.recv().await? {
+            SamplerEvent::Notice(text) => eprintln!("gpuwatch: {}", escape(&text)),
+            SamplerEvent::Stalled(_) => {}
+            event => return Some(event),
+        }
+    }
 }
 
 /// Whether a process this host can see has no CPU% yet (its first sighting).
@@ -255,7 +269,7 @@ pub fn render_text(state: &State) -> String {
     let h = state.model.host();
     let mut out = format!(
         "{}  driver {}  CUDA {}  {} GPUs  free: {}\n",
-        h.hostname,
+        escape(&h.hostname),
         h.driver_version.as_deref().unwrap_or(NA),
         h.cuda_version.as_deref().unwrap_or(NA),
         state.model.gpus().len(),
@@ -265,7 +279,8 @@ pub fn render_text(state: &State) -> String {
     out += &health_lines(state);
     out += &warning_lines(state);
     out += &process_table(state);
-    out
+    // Fields are escaped where they are written; this last pass guards any that is not.
+    crate::text_safe::escape_lines(&out).into_owned()
 }
 
 /// One line per GPU with its readings and who holds it.
@@ -276,7 +291,11 @@ fn gpu_table(state: &State) -> String {
     );
     for g in state.model.gpus() {
         if g.status == crate::source::GpuStatus::Lost {
-            out += &format!("{:>3}  {:<22} LOST — not responding\n", g.index, g.name);
+            out += &format!(
+                "{:>3}  {:<22} LOST — not responding\n",
+                g.index,
+                escape(&g.name)
+            );
             continue;
         }
         let mem = format!(
@@ -292,7 +311,7 @@ fn gpu_table(state: &State) -> String {
         out += &format!(
             "{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
             g.index,
-            crate::ui::format::truncate(&g.name, 22),
+            escape(&crate::ui::format::truncate(&g.name, 22)),
             or_na(g.util, |u| format!("{}%", u.0)),
             mem,
             or_na(g.temperature, |t| format!("{}C", t.0)),
@@ -301,7 +320,7 @@ fn gpu_table(state: &State) -> String {
             or_na(g.sm_clock, |c| c.0.to_string()),
             or_na(g.memory_clock, |c| c.0.to_string()),
             or_na(g.pstate, |p| format!("P{p}")),
-            owners_text(state, g),
+            escape(&owners_text(state, g)),
         );
     }
     out
@@ -352,7 +371,7 @@ fn warning_lines(state: &State) -> String {
             Severity::Critical => "CRIT",
             Severity::Warning => "WARN",
         };
-        out += &format!("  {badge}  {}\n", warning_line(w));
+        out += &format!("  {badge}  {}\n", escape(&warning_line(w)));
     }
     out
 }
@@ -366,7 +385,7 @@ fn process_table(state: &State) -> String {
         let cells: Vec<String> = columns
             .iter()
             .map(|&c| {
-                let text = cell(c);
+                let text = escape(&cell(c)).into_owned();
                 match crate::layout::column_width(c, host) {
                     ratatui::layout::Constraint::Length(w) if right_aligned(c) => {
                         format!("{text:>w$}", w = w as usize)

@@ -1,6 +1,7 @@
 //! Fixed-capacity ring buffers of recent readings per GPU, for sparklines and trends.
 //! Owns only storage: points are `Option` so a missing reading shows as a gap, and
-//! capacity is fixed at creation so memory never grows with uptime.
+//! capacity is fixed at creation so memory never grows with uptime. Storage is allocated as
+//! the ring fills, never up front: a long `--history` costs memory only once it is recorded.
 
 // The detail views' series live in their own files (additive to the panels' rings here).
 pub mod gpu_points;
@@ -8,6 +9,10 @@ pub mod procs;
 
 use std::collections::VecDeque;
 use std::time::SystemTime;
+
+/// The most points one ring may hold: a million samples (27 h at the 100 ms minimum
+/// interval, 11 days at 1 s) is about 60 MB across one GPU's rings.
+pub const MAX_POINTS: usize = 1_000_000;
 
 /// A ring buffer holding at most `capacity` points; the oldest is dropped on overflow.
 #[derive(Debug, Clone)]
@@ -18,16 +23,21 @@ pub struct Ring<T> {
 
 impl<T: Clone> Ring<T> {
     pub fn new(capacity: usize) -> Self {
-        let capacity = capacity.max(1);
+        let capacity = capacity.clamp(1, MAX_POINTS);
         Ring {
-            points: VecDeque::with_capacity(capacity),
+            points: VecDeque::new(),
             capacity,
         }
     }
 
     pub fn push(&mut self, value: T) {
-        if self.points.len() == self.capacity {
+        let len = self.points.len();
+        if len == self.capacity {
             self.points.pop_front();
+        } else if len == self.points.capacity() {
+            // Double as it fills (amortised O(1)), but never past the capacity.
+            self.points
+                .reserve_exact(len.max(16).min(self.capacity - len));
         }
         self.points.push_back(value);
     }
@@ -42,6 +52,11 @@ impl<T: Clone> Ring<T> {
 
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Points the storage has room for now (grows as the ring fills).
+    pub fn allocated(&self) -> usize {
+        self.points.capacity()
     }
 
     /// Oldest first.
@@ -192,6 +207,20 @@ fn least_squares(points: &[(f64, f64)]) -> Option<Fit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_window_allocates_only_as_it_fills() {
+        let mut r: Ring<u64> = Ring::new(MAX_POINTS);
+        assert_eq!(r.allocated(), 0);
+        for i in 0..100 {
+            r.push(i);
+        }
+        assert!(r.allocated() < 1000, "{}", r.allocated());
+        let mut small: Ring<u64> = Ring::new(300);
+        (0..1000).for_each(|i| small.push(i));
+        assert_eq!((small.len(), small.allocated() <= 300 + 16), (300, true));
+        assert_eq!(Ring::<u8>::new(usize::MAX).capacity(), MAX_POINTS);
+    }
     use std::time::Duration;
 
     #[test]

@@ -24,6 +24,7 @@ use crate::source::replay::{ReplayHandle, ReplaySource};
 use crate::source::sim::{SimClock, SimSource};
 use crate::source::{GpuSource, Sample, SourceError};
 use crate::state::{State, ViewConfig};
+use crate::text_safe::escape;
 
 /// The source and what the modes need to know about it.
 pub struct Built {
@@ -101,6 +102,10 @@ impl GpuSource for Primed {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         self.first.take().unwrap_or_else(|| self.inner.sample())
     }
+
+    fn notices(&mut self) -> Vec<String> {
+        self.inner.notices()
+    }
 }
 
 /// A placeholder while a source is moved into a wrapper; never sampled.
@@ -149,7 +154,7 @@ fn replay_source(file: &std::path::Path) -> Result<Built, String> {
         )
     });
     if let Some(n) = &notice {
-        eprintln!("gpuwatch: {n}");
+        eprintln!("gpuwatch: {}", escape(n));
     }
     let (source, handle) = ReplaySource::new(recording);
     let seek = ReplaySource::samples_per(interval, Duration::from_secs(30));
@@ -189,7 +194,7 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
         SourceKind::Auto => Ok(match nvml() {
             Ok(s) => (Box::new(s), false),
             Err(e) => {
-                eprintln!("gpuwatch: {e}");
+                eprintln!("gpuwatch: {}", escape(&e.to_string()));
                 eprintln!("gpuwatch: no usable NVIDIA GPU here; showing the simulated demo fleet");
                 demo()
             }
@@ -202,9 +207,9 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
 pub fn view_config(settings: &Settings, interval: Duration) -> ViewConfig {
     ViewConfig {
         interval,
-        history_len: (settings.history.as_secs_f64() / interval.as_secs_f64())
-            .ceil()
-            .max(1.0) as usize,
+        // A replay's own pace may be faster than `--interval`: the bound holds for it too.
+        history_len: ((settings.history.as_secs_f64() / interval.as_secs_f64()).ceil() as usize)
+            .clamp(1, crate::history::MAX_POINTS),
         thresholds: settings.thresholds.clone(),
         current_user: uzers::get_current_username().map(|u| u.to_string_lossy().into_owned()),
         current_uid: Some(uzers::get_current_uid()),
@@ -276,7 +281,7 @@ async fn once(
     print!("{text}");
     let down = hosts_down(&state);
     for why in &down {
-        eprintln!("gpuwatch: {why}");
+        eprintln!("gpuwatch: {}", escape(why));
     }
     Ok(if down.is_empty() {
         ExitCode::SUCCESS
@@ -320,7 +325,7 @@ async fn pick(
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, config.interval, tx));
     let state = State::new(config);
-    let mut say = |line: &str| eprintln!("gpuwatch pick: {line}");
+    let mut say = |line: &str| eprintln!("gpuwatch pick: {}", escape(line));
     let outcome = pick::wait::run(&mut rx, state, request, stop, &mut say).await;
     drop(rx);
     task.abort();

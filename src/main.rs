@@ -27,6 +27,10 @@ fn main() -> ExitCode {
     if let Err(e) = config::check_env_names(names) {
         return fail(&e, EXIT_USAGE);
     }
+    // Values next: one that is not UTF-8 would read as unset and be ignored without a word.
+    if let Err(e) = config::check_env_values(std::env::vars_os()) {
+        return fail(&e, EXIT_USAGE);
+    }
     // Subcommands on the config file run before the file is read, so `config init --force`
     // can replace a broken file.
     if let Some(Command::Config { action }) = &cli.command {
@@ -61,13 +65,16 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e, 1),
     };
-    match runtime.block_on(launch::run(built, &settings)) {
+    let result = runtime.block_on(launch::run(built, &settings));
+    // Quit must quit: a poll stuck in the driver would keep dropping the runtime waiting.
+    runtime.shutdown_timeout(gpuwatch::sampler::ABANDON_AFTER);
+    match result {
         Ok(code) => code,
         Err(e) => fail(&format!("{e:#}"), 1),
     }
 }
 
 fn fail(e: &dyn std::fmt::Display, code: u8) -> ExitCode {
-    eprintln!("gpuwatch: {e}");
+    eprintln!("gpuwatch: {}", gpuwatch::text_safe::escape(&e.to_string()));
     ExitCode::from(code)
 }

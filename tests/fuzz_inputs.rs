@@ -253,6 +253,7 @@ fn recording_text_now() -> String {
     for _ in 0..3 {
         rec.sample().unwrap();
     }
+    drop(rec); // the recorder writes on its own thread; dropping waits for it
     std::fs::read_to_string(&path).unwrap()
 }
 

@@ -97,6 +97,7 @@ fn a_recording_written_today_replays_like_the_version_1_one() {
     for _ in 0..48 {
         rec.sample().unwrap();
     }
+    drop(rec); // the recorder writes on its own thread; dropping waits for it
     let now = record::read(&path).unwrap();
     assert_eq!(now.header.gpuwatch_recording, record::RECORDING_VERSION);
     let first = std::fs::read_to_string(&path).unwrap();
@@ -121,6 +122,7 @@ fn a_recording_written_today_replays_like_the_version_1_one() {
     for _ in 0..want.len() {
         rec.sample().unwrap();
     }
+    drop(rec);
     assert_eq!(record::read(&again).unwrap().samples, want);
 }
 

@@ -40,7 +40,7 @@ async fn one_sample_per_tick() {
     for _ in 0..5 {
         match rx.recv().await.unwrap() {
             SamplerEvent::Sample(s) => times.push((tokio::time::Instant::now() - start, s.time)),
-            SamplerEvent::Failed(e) => panic!("{e}"),
+            other => panic!("{other:?}"),
         }
     }
     // The first tick fires at once, then one per second of (virtual) time.
@@ -73,6 +73,7 @@ async fn failures_are_reported_and_sampling_goes_on() {
         kinds.push(match rx.recv().await.unwrap() {
             SamplerEvent::Sample(_) => "ok".to_string(),
             SamplerEvent::Failed(e) => e,
+            other => panic!("{other:?}"),
         });
     }
     assert_eq!(
@@ -95,4 +96,41 @@ async fn ends_when_the_receiver_is_dropped_even_while_waiting_to_tick() {
         .await
         .expect("sampler ends")
         .unwrap();
+}
+
+/// A source whose every poll blocks until the test lets it go (a wedged driver call).
+struct Wedged(std::sync::mpsc::Receiver<()>);
+
+impl gpuwatch::source::GpuSource for Wedged {
+    fn sample(&mut self) -> Result<gpuwatch::source::Sample, gpuwatch::source::SourceError> {
+        let _ = self.0.recv();
+        Err(gpuwatch::source::SourceError::Unavailable(
+            "released".into(),
+        ))
+    }
+}
+
+/// Issue 15 item 9: a poll that does not come back is reported as overdue (once past
+/// `overdue_after`), and dropping the receiver ends the sampler although the poll is stuck.
+#[tokio::test]
+async fn a_wedged_poll_is_reported_and_does_not_hold_the_sampler() {
+    let (release, wedge) = std::sync::mpsc::channel();
+    let (tx, mut rx) = sampler::channel();
+    let interval = Duration::from_millis(100);
+    let task = tokio::spawn(sampler::run(Box::new(Wedged(wedge)), interval, tx));
+    let first = tokio::time::timeout(Duration::from_secs(60), rx.recv())
+        .await
+        .expect("a stall report within a minute");
+    match first {
+        Some(SamplerEvent::Stalled(waited)) => {
+            assert!(waited >= sampler::overdue_after(interval), "{waited:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(rx);
+    tokio::time::timeout(Duration::from_secs(60), task)
+        .await
+        .expect("the sampler ends while its poll is still stuck")
+        .unwrap();
+    let _ = release.send(());
 }

@@ -26,9 +26,22 @@ fn request_for(pid: u32, sig: Sig) -> SignalRequest {
     }
 }
 
+/// A `sleep 30` of our own; run as nobody when we are root, since root's processes are
+/// never signalled (and CI runs as root).
+fn sleeper() -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new("sleep");
+    cmd.arg("30");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.uid(65534).gid(65534);
+    }
+    cmd.spawn().unwrap()
+}
+
 #[test]
 fn a_confirmed_signal_reaches_the_process() {
-    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut child = sleeper();
     let req = request_for(child.id(), Sig::Term);
     let outcome = SystemSignaller::default().send(&req);
     assert_eq!(
@@ -42,7 +55,7 @@ fn a_confirmed_signal_reaches_the_process() {
 
 #[test]
 fn a_changed_process_is_not_signalled() {
-    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut child = sleeper();
     let mut req = request_for(child.id(), Sig::Kill);
     // As if the PID now belonged to a process started at another time.
     req.started += Duration::from_secs(1);

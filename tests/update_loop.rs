@@ -304,3 +304,26 @@ fn history_is_bounded_and_forgets_departed_gpus() {
     update(&mut state, Msg::Sample(Box::new(sample)));
     assert_eq!(state.model.history_count(), 1);
 }
+
+/// Issue 15 item 7: a 10 KB paste into the filter prompt is one message, cut at the cap
+/// (said on the status line); outside the prompt a paste is never taken for commands.
+#[test]
+fn a_long_paste_is_capped_and_never_taken_for_commands() {
+    use gpuwatch::model::filter::MAX_FILTER_CHARS;
+    let mut state = demo_state(2, 3, 120, 40);
+    assert!(update(&mut state, Msg::Paste("q".repeat(10_000))).is_empty());
+    assert!(state.view.filter_text.is_empty() && !state.view.filter_editing);
+    act(&mut state, Action::OpenFilter);
+    update(
+        &mut state,
+        Msg::Paste(format!("alice\n{}", "x".repeat(10_000))),
+    );
+    assert_eq!(state.view.filter_text.chars().count(), MAX_FILTER_CHARS);
+    assert!(state.view.filter_text.starts_with("alice x"));
+    assert_eq!(
+        state.view.status.as_deref(),
+        Some("the filter is limited to 256 characters")
+    );
+    act(&mut state, Action::FilterInput('y'));
+    assert_eq!(state.view.filter_text.chars().count(), MAX_FILTER_CHARS);
+}

@@ -246,13 +246,25 @@ pub unsafe extern "C" fn nvmlSystemGetCudaDriverVersion_v2(out: *mut c_int) -> u
 /// Each call is one tick: gpuwatch enumerates once per sample.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> u32 {
-    with_state("nvmlDeviceGetCount_v2", |s| {
+    let mut hang = false;
+    let code = with_state("nvmlDeviceGetCount_v2", |s| {
+        hang = s
+            .scenario
+            .hang_from_tick
+            .is_some_and(|t| s.count_calls >= t);
         s.tick = s.count_calls;
         s.count_calls += 1;
         s.list_calls.clear();
         // SAFETY: NVML's contract: `count` points to a c_uint.
         unsafe { put(count, s.scenario.gpus.len() as c_uint) }
-    })
+    });
+    // Outside the state lock, so the rest of the library still answers.
+    if hang {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+    code
 }
 
 #[unsafe(no_mangle)]

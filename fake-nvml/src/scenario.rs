@@ -253,6 +253,10 @@ pub struct Scenario {
     /// Where `nvmlShutdown` writes `{symbol: calls}` as JSON, for tests that count calls.
     #[serde(default)]
     pub calls_file: Option<PathBuf>,
+    /// From this tick on, `nvmlDeviceGetCount_v2` never returns (a wedged driver call):
+    /// the calling thread sleeps for good, holding no lock of the fake's.
+    #[serde(default)]
+    pub hang_from_tick: Option<u64>,
 }
 
 impl Scenario {

@@ -8,7 +8,10 @@ use std::task::Poll;
 
 use color_eyre::eyre::{Result, WrapErr};
 use ratatui::backend::CrosstermBackend;
-use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
+use ratatui::crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    EventStream,
+};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Exit, Io, Options, OsSignal, OsSignals, event_loop};
@@ -22,11 +25,13 @@ use crate::terminal::Coalescing;
 /// stand-in), runs the loop, and restores the terminal whatever happens.
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
     // Before touching the terminal: a failure here leaves it as it was.
-    let os_signals = system_signals().wrap_err("cannot listen for SIGTERM/SIGHUP/SIGINT")?;
+    let os_signals = system_signals().wrap_err("cannot listen for signals")?;
     // init_terminal installs a panic hook that restores the terminal before the
     // (color-eyre) report is printed.
     let terminal = init_terminal().wrap_err("cannot set up the terminal")?;
     show_cursor_on_panic(options.mouse);
+    // A paste arrives as one event, not as keys that would be taken for commands.
+    ratatui::crossterm::execute!(std::io::stdout(), EnableBracketedPaste)?;
     if options.mouse {
         ratatui::crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
     }
@@ -41,32 +46,90 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
         events: Box::pin(EventStream::new()),
         os_signals,
         signaller,
+        modes: Box::new(RealModes { mouse }),
     };
     let result = event_loop(&mut io, source, config, options).await;
     if mouse {
         let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     }
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableBracketedPaste);
     ratatui::restore();
     result
 }
 
-/// SIGTERM, SIGHUP and SIGINT as one stream. Each tokio `Signal` is polled in turn; a
-/// pending one registers the waker, so the stream wakes on whichever arrives.
+/// TERM, HUP, INT, QUIT, TSTP and CONT as one stream; USR1 and USR2 are listened for and
+/// dropped (their default action would end the program with the screen still switched).
+/// Each tokio `Signal` is polled in turn; a pending one registers the waker, so the stream
+/// wakes on whichever arrives. A handler (not SIG_IGN) so programs we start inherit none.
 fn system_signals() -> io::Result<OsSignals> {
     let mut listeners = [
-        (OsSignal::Terminate, signal(SignalKind::terminate())?),
-        (OsSignal::Hangup, signal(SignalKind::hangup())?),
-        (OsSignal::Interrupt, signal(SignalKind::interrupt())?),
+        (Some(OsSignal::Terminate), signal(SignalKind::terminate())?),
+        (Some(OsSignal::Hangup), signal(SignalKind::hangup())?),
+        (Some(OsSignal::Interrupt), signal(SignalKind::interrupt())?),
+        (Some(OsSignal::Quit), signal(SignalKind::quit())?),
+        (
+            Some(OsSignal::Suspend),
+            signal(SignalKind::from_raw(libc::SIGTSTP))?,
+        ),
+        (
+            Some(OsSignal::Continue),
+            signal(SignalKind::from_raw(libc::SIGCONT))?,
+        ),
+        (None, signal(SignalKind::user_defined1())?),
+        (None, signal(SignalKind::user_defined2())?),
     ];
     Ok(Box::pin(futures_util::stream::poll_fn(move |cx| {
         for (which, listener) in &mut listeners {
             // Ready(None) only when the runtime shuts down: that listener just goes quiet.
-            if let Poll::Ready(Some(())) = listener.poll_recv(cx) {
-                return Poll::Ready(Some(*which));
+            while let Poll::Ready(Some(())) = listener.poll_recv(cx) {
+                if let Some(which) = which {
+                    return Poll::Ready(Some(*which));
+                }
             }
         }
         Poll::Pending
     })))
+}
+
+/// The real terminal's modes around a stop, as well-behaved full-screen programs do.
+struct RealModes {
+    mouse: bool,
+}
+
+impl super::TerminalModes for RealModes {
+    fn suspend(&mut self) -> io::Result<()> {
+        let mut out = std::io::stdout();
+        if self.mouse {
+            ratatui::crossterm::execute!(out, DisableMouseCapture)?;
+        }
+        ratatui::crossterm::execute!(out, DisableBracketedPaste)?;
+        ratatui::crossterm::execute!(
+            out,
+            ratatui::crossterm::terminal::LeaveAlternateScreen,
+            ratatui::crossterm::cursor::Show
+        )?;
+        ratatui::crossterm::terminal::disable_raw_mode()?;
+        // SIGSTOP, not SIGTSTP: ours is caught (by this very handler); the shell sees the
+        // job stopped all the same, and `fg` continues it right here.
+        // SAFETY: raise(3) has no memory-safety preconditions.
+        unsafe { libc::raise(libc::SIGSTOP) };
+        Ok(())
+    }
+
+    fn resume(&mut self) -> io::Result<()> {
+        ratatui::crossterm::terminal::enable_raw_mode()?;
+        let mut out = std::io::stdout();
+        ratatui::crossterm::execute!(
+            out,
+            ratatui::crossterm::terminal::EnterAlternateScreen,
+            ratatui::crossterm::cursor::Hide
+        )?;
+        if self.mouse {
+            ratatui::crossterm::execute!(out, EnableMouseCapture)?;
+        }
+        ratatui::crossterm::execute!(out, EnableBracketedPaste)?;
+        Ok(())
+    }
 }
 
 /// The terminal the TUI draws on: crossterm, behind the byte-saving `Coalescing` layer.
@@ -95,6 +158,7 @@ fn show_cursor_on_panic(mouse: bool) {
     std::panic::set_hook(Box::new(move |info| {
         let mut out = std::io::stdout();
         let _ = ratatui::crossterm::execute!(out, ratatui::crossterm::cursor::Show);
+        let _ = ratatui::crossterm::execute!(out, DisableBracketedPaste);
         if mouse {
             let _ = ratatui::crossterm::execute!(out, DisableMouseCapture);
         }

@@ -89,6 +89,29 @@ pub fn check_env_names(names: impl IntoIterator<Item = String>) -> Result<(), Se
     Err(SettingsError::new(name, why, None))
 }
 
+/// Refuses the first `GPUWATCH_*` variable (by name order) whose value is not UTF-8: the
+/// settings read values as text, and a value that is not would otherwise count as unset and
+/// the setting be ignored without a word. The value is shown escaped, as `ps` would.
+pub fn check_env_values(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<(), SettingsError> {
+    let mut bad: Vec<(String, std::ffi::OsString)> = vars
+        .into_iter()
+        .map(|(name, value)| (name.to_string_lossy().into_owned(), value))
+        .filter(|(name, value)| name.starts_with("GPUWATCH_") && value.to_str().is_none())
+        .collect();
+    bad.sort();
+    let Some((name, value)) = bad.into_iter().next() else {
+        return Ok(());
+    };
+    let shown = crate::text_safe::escape_bytes(value.as_encoded_bytes());
+    Err(SettingsError::new(
+        name,
+        "the value is not valid UTF-8".into(),
+        Some(format!("\"{shown}\"")),
+    ))
+}
+
 /// Edit distance counting an adjacent swap as one edit (`LISTNE` → `LISTEN` is 1).
 fn distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
@@ -157,6 +180,21 @@ mod tests {
             err.contains("GPUWATCH_LISTEN") && !err.contains('\n'),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_by_name() {
+        use std::os::unix::ffi::OsStringExt;
+        let os = |s: &[u8]| std::ffi::OsString::from_vec(s.to_vec());
+        let vars = vec![
+            (os(b"HOME"), os(b"/home/\xff")),
+            (os(b"GPUWATCH_INTERVAL"), os(b"\xff1s")),
+        ];
+        assert_eq!(
+            check_env_values(vars).unwrap_err().to_string(),
+            "GPUWATCH_INTERVAL: the value is not valid UTF-8 (got \"\\xff1s\")"
+        );
+        check_env_values(vec![(os(b"GPUWATCH_INTERVAL"), os(b"2s"))]).unwrap();
     }
 
     #[test]

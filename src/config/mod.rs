@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use env::{ENV_FLAGS, check_env_names, env_var, known_env_vars};
+pub use env::{ENV_FLAGS, check_env_names, check_env_values, env_var, known_env_vars};
 pub use file::LoadedFile;
 pub use outputs::DEFAULT_LISTEN;
 pub use parse::{parse_duration, theme_by_name};
@@ -188,20 +188,40 @@ pub fn config_location(flag: Option<&Path>, env: Env) -> Option<ConfigLocation> 
     })
 }
 
-/// Reads and parses the config file; a missing file is fine unless it was named explicitly.
+/// Reads and parses the config file; a missing file is fine unless it was named explicitly,
+/// and so is a usual place that cannot be searched (`sudo -u` leaves `HOME` at root's home,
+/// which another user cannot enter): that is "no config file", said once on stderr. A file
+/// named explicitly that cannot be read is an error. Only a regular file up to
+/// `MAX_TEXT_FILE` is read (`--config /dev/urandom` would otherwise read forever).
 fn load(location: Option<ConfigLocation>) -> Result<Option<LoadedFile>, SettingsError> {
+    use std::io::ErrorKind;
     let Some(ConfigLocation { path, named_by }) = location else {
         return Ok(None);
     };
-    match std::fs::read_to_string(&path) {
+    match crate::safe_file::read_text(&path, crate::safe_file::MAX_TEXT_FILE) {
         Ok(text) => LoadedFile::parse(&path, text).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && named_by.is_none() => Ok(None),
+        Err(e) if e.kind() == ErrorKind::NotFound && named_by.is_none() => Ok(None),
+        Err(e) if unsearchable(&e) && named_by.is_none() => {
+            eprintln!(
+                "gpuwatch: note: no config file read ({}: {e})",
+                crate::text_safe::escape(&path.display().to_string())
+            );
+            Ok(None)
+        }
         Err(e) => Err(SettingsError::new(
             named_by.map_or_else(|| path.display().to_string(), str::to_string),
             format!("cannot read {}: {e}", path.display()),
             None,
         )),
     }
+}
+
+/// A directory on the way that this user may not enter, or a file in place of one.
+fn unsearchable(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::NotADirectory
+    )
 }
 
 impl Settings {
@@ -287,6 +307,17 @@ fn timing(cli: &Cli, r: &Resolver) -> Result<(Duration, Duration), SettingsError
     )?;
     if history.value < interval.value {
         return Err(history.invalid("must be at least one interval"));
+    }
+    // Bounded so a typo (`100000h`) is an error, not tens of GB allocated.
+    let points = history.value.as_secs_f64() / interval.value.as_secs_f64();
+    let max = crate::history::MAX_POINTS;
+    if points > max as f64 {
+        let longest = humantime::format_duration(Duration::from_secs(
+            (interval.value.as_secs_f64() * max as f64) as u64,
+        ));
+        return Err(history.invalid(&format!(
+            "is {points:.0} samples per GPU at this interval; at most {max} ({longest} at this interval)"
+        )));
     }
     Ok((interval.value, history.value))
 }

@@ -44,7 +44,35 @@ impl Filter {
     }
 
     pub fn matches(&self, row: &ProcRow) -> bool {
-        self.terms.iter().all(|t| term_matches(t, row))
+        self.matches_lowered(row, &Lowered::of(row))
+    }
+
+    /// `matches` with the row's text already lower-cased (once per sample, by the table):
+    /// a keystroke then costs no lower-casing of long command lines.
+    pub fn matches_lowered(&self, row: &ProcRow, lowered: &Lowered) -> bool {
+        self.terms.iter().all(|t| term_matches(t, row, lowered))
+    }
+}
+
+/// The longest filter line kept: a paste of kilobytes into the prompt is cut here, so a
+/// keystroke never costs seconds of matching.
+pub const MAX_FILTER_CHARS: usize = 256;
+
+/// A row's text as the filter compares it: lower-cased once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lowered {
+    user: String,
+    job: Option<String>,
+    command: String,
+}
+
+impl Lowered {
+    pub fn of(row: &ProcRow) -> Lowered {
+        Lowered {
+            user: row.user.as_deref().unwrap_or("").to_lowercase(),
+            job: row.job.as_ref().map(|j| j.to_lowercase()),
+            command: row.command.to_lowercase(),
+        }
     }
 }
 
@@ -95,21 +123,17 @@ fn parse_term(word: &str) -> Result<Term, String> {
     }
 }
 
-fn term_matches(term: &Term, row: &ProcRow) -> bool {
-    let user = row.user.as_deref().unwrap_or("").to_lowercase();
+fn term_matches(term: &Term, row: &ProcRow, lowered: &Lowered) -> bool {
     match term {
         Term::Text(t) => {
-            user.contains(t.as_str())
-                || row
-                    .job
-                    .as_ref()
-                    .is_some_and(|j| j.to_lowercase().contains(t.as_str()))
-                || row.command.to_lowercase().contains(t.as_str())
+            lowered.user.contains(t.as_str())
+                || lowered.job.as_ref().is_some_and(|j| j.contains(t.as_str()))
+                || lowered.command.contains(t.as_str())
                 || row.key.pid.to_string().starts_with(t.as_str())
         }
-        Term::User(u) => user == *u,
+        Term::User(u) => lowered.user == *u,
         Term::Gpu(list) => list.contains(&row.gpu_index),
-        Term::Command(c) => row.command.to_lowercase().contains(c.as_str()),
+        Term::Command(c) => lowered.command.contains(c.as_str()),
         Term::Pid(p) => row.key.pid == *p,
         Term::Workload(facet, needle) => row
             .context

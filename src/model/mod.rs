@@ -91,6 +91,8 @@ pub struct Model {
     holders: HashMap<GpuId, holders::Holders>,
     /// The last whole-source failure, cleared by the next good sample.
     source_error: Option<String>,
+    /// How long the poll under way has been overdue; cleared by the next good sample.
+    stalled: Option<std::time::Duration>,
     /// Whether any process of the latest sample runs in a container, pod, job or service.
     any_job: bool,
     /// The detail views' series: every reading per GPU, and per GPU process.
@@ -112,6 +114,7 @@ impl Model {
             procs,
             holders: HashMap::new(),
             source_error: None,
+            stalled: None,
             any_job: false,
             gpu_points: GpuPoints::default(),
             proc_histories: ProcHistories::default(),
@@ -208,6 +211,21 @@ impl Model {
         self.source_error = Some(why);
     }
 
+    /// The poll under way has not come back for `waited`: said like a failure (the header,
+    /// the exporter's up gauge) until the next sample.
+    pub fn source_stalled(&mut self, waited: std::time::Duration) {
+        self.stalled = Some(waited);
+        self.source_error = Some(format!(
+            "GPU source not answering for {} s",
+            waited.as_secs()
+        ));
+    }
+
+    /// How long the poll under way has been overdue, while it is.
+    pub fn stalled(&self) -> Option<std::time::Duration> {
+        self.stalled
+    }
+
     /// A replay jumped back in time: history and alarms from the "future" are dropped.
     pub fn rewind(&mut self) {
         self.histories.clear();
@@ -230,6 +248,7 @@ impl Model {
         self.proc_histories
             .record(now, &sample.processes, config.history_len);
         self.source_error = None;
+        self.stalled = None;
         self.warnings = self.evaluate(&sample, config, now);
         self.host = sample.host;
         let gpu_of: HashMap<&GpuId, &GpuReading> = sample.gpus.iter().map(|g| (&g.id, g)).collect();

@@ -147,6 +147,13 @@ pub struct RowView {
 
 impl RowView {
     pub fn matches(&self, row: &ProcRow) -> bool {
+        if self.filter.is_empty() {
+            return self.matches_lowered(row, &super::filter::Lowered::default());
+        }
+        self.matches_lowered(row, &super::filter::Lowered::of(row))
+    }
+
+    fn matches_lowered(&self, row: &ProcRow, lowered: &super::filter::Lowered) -> bool {
         self.gpu.as_ref().is_none_or(|g| *g == row.key.gpu)
             && self
                 .user
@@ -156,7 +163,7 @@ impl RowView {
                 .job
                 .as_ref()
                 .is_none_or(|j| row.job.as_ref() == Some(j))
-            && self.filter.matches(row)
+            && self.filter.matches_lowered(row, lowered)
     }
 
     pub fn is_everything(&self) -> bool {
@@ -169,6 +176,8 @@ impl RowView {
 pub struct ProcTable {
     /// Every process of the latest sample (owners, totals and JSON use these).
     pub all: Vec<ProcRow>,
+    /// `all`'s text lower-cased for the filter, once per sample (not once per keystroke).
+    lowered: Vec<super::filter::Lowered>,
     /// The rows shown, as indices into `all`: narrowed by `view`, sorted. Indices rather
     /// than copies, so a new sample costs a sort of integers, not thousands of clones.
     order: Vec<usize>,
@@ -185,6 +194,7 @@ impl Default for ProcTable {
     fn default() -> Self {
         ProcTable {
             all: Vec::new(),
+            lowered: Vec::new(),
             order: Vec::new(),
             view: RowView::default(),
             sort: SortKey::Vram,
@@ -198,6 +208,7 @@ impl Default for ProcTable {
 impl ProcTable {
     /// Replaces the rows, keeping them sorted and the selection on the same process.
     pub fn set_rows(&mut self, rows: Vec<ProcRow>) {
+        self.lowered.clear();
         self.all = rows;
         self.refilter();
     }
@@ -208,9 +219,19 @@ impl ProcTable {
     }
 
     fn refilter(&mut self) {
+        // Lower-cased once per sample, and only while a filter is typed: no cost otherwise.
+        if self.view.filter.is_empty() {
+            self.order = (0..self.all.len())
+                .filter(|&i| self.view.matches(&self.all[i]))
+                .collect();
+            return self.resort();
+        }
+        if self.lowered.len() != self.all.len() {
+            self.lowered = self.all.iter().map(super::filter::Lowered::of).collect();
+        }
         let view = &self.view;
         self.order = (0..self.all.len())
-            .filter(|&i| view.matches(&self.all[i]))
+            .filter(|&i| view.matches_lowered(&self.all[i], &self.lowered[i]))
             .collect();
         self.resort();
     }

@@ -55,6 +55,14 @@ pub async fn run(
         let done = match event {
             Some(SamplerEvent::Sample(sample)) => waiter.on_sample(*sample, say),
             Some(SamplerEvent::Failed(why)) => waiter.on_failure(why, say),
+            Some(SamplerEvent::Stalled(waited)) => {
+                let why = format!("GPU source not answering for {} s", waited.as_secs());
+                waiter.on_failure(why, say)
+            }
+            Some(SamplerEvent::Notice(text)) => {
+                say(&text);
+                None
+            }
             None => Some(Outcome::Failed(
                 "the sampler stopped before a sample".into(),
             )),

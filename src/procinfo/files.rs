@@ -65,14 +65,42 @@ pub(super) fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// The real UID from the `Uid:` line of /proc/PID/status (real, effective, saved, fs).
-pub(super) fn parse_uid(status: &str) -> Option<u32> {
-    status
+/// The four user ids of a process (`Uid:` in /proc/PID/status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Uids {
+    pub real: u32,
+    /// The one the kernel checks permissions with: the owner gpuwatch shows.
+    pub effective: u32,
+    /// What it may switch back to: a saved 0 can become root again at will.
+    pub saved: u32,
+    pub filesystem: u32,
+}
+
+impl Uids {
+    /// Root's, for the "never root's processes" rule: any of the four is 0 (a setuid-root
+    /// program started by nobody has real uid nobody, and is root all the same).
+    pub fn any_root(&self) -> bool {
+        [self.real, self.effective, self.saved, self.filesystem].contains(&0)
+    }
+}
+
+pub(super) fn parse_uids(status: &str) -> Option<Uids> {
+    let mut ids = status
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))?
         .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+        .map(|v| v.parse::<u32>().ok());
+    let real = ids.next()??;
+    // Old kernels list fewer: each missing one is the one before it.
+    let effective = ids.next().flatten().unwrap_or(real);
+    let saved = ids.next().flatten().unwrap_or(effective);
+    let filesystem = ids.next().flatten().unwrap_or(effective);
+    Some(Uids {
+        real,
+        effective,
+        saved,
+        filesystem,
+    })
 }
 
 /// /proc/PID/cmdline is NUL-separated (and NUL-terminated): show it space-separated.

@@ -26,7 +26,8 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::source::workload::ProcContext;
 use crate::source::{HostProc, ProcDetails};
 use crate::units::Bytes;
-use files::{Stat, join_cmdline, parse_stat, parse_uid, read_boot_time, read_env};
+pub use files::Uids;
+use files::{Stat, join_cmdline, parse_stat, parse_uids, read_boot_time, read_env};
 
 /// Who a PID is right now, for the last check before a signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +45,10 @@ struct Known {
     /// `starttime` from /proc/PID/stat, in clock ticks after boot: with the PID, the
     /// process identity (a reused PID has a different start time).
     start_ticks: u64,
+    /// The effective uid: the owner shown and checked.
     uid: u32,
+    /// Shown beside the owner when it differs (a setuid program).
+    real_uid: u32,
     command: String,
     /// Its cgroup's workload and its GPU-related environment: fixed for a process's life
     /// (a process cannot move itself out of its container; `environ` is what it was
@@ -211,7 +215,7 @@ impl ProcInfo {
             self.fill_names(&mut known);
         }
         let details = ProcDetails {
-            user: self.user_name(known.uid),
+            user: self.owner_name(known.uid, known.real_uid),
             uid: known.uid,
             command: known.command.clone(),
             cpu_percent,
@@ -281,16 +285,26 @@ impl ProcInfo {
         let dir = self.root.join(pid.to_string());
         let start = || parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?);
         let before = start()?;
-        let uid = parse_uid(&std::fs::read_to_string(dir.join("status")).ok()?)?;
+        let uids = parse_uids(&std::fs::read_to_string(dir.join("status")).ok()?)?;
         let pid_here = self.namespace.pid_here(&self.root, pid)?;
         if start()?.start_ticks != before.start_ticks {
             return None;
         }
         Some(Identity {
             started: self.started(before.start_ticks),
-            uid,
+            uid: uids.effective,
             pid_here,
         })
+    }
+
+    /// All four user ids of `pid` right now, read fresh (for the last check before a
+    /// signal: root's if any is 0).
+    pub fn uids(&self, pid: u32) -> Option<Uids> {
+        if self.namespace == PidNamespace::Child {
+            return None;
+        }
+        let status = std::fs::read_to_string(self.root.join(pid.to_string()).join("status"));
+        parse_uids(&status.ok()?)
     }
 
     /// Classifies a PID whose files cannot be read (in the host namespace: a child one
@@ -323,7 +337,7 @@ impl ProcInfo {
 
     fn read_static(&self, dir: &Path, stat: &Stat, now: Instant) -> io::Result<Known> {
         let status = std::fs::read_to_string(dir.join("status"))?;
-        let uid = parse_uid(&status)
+        let uids = parse_uids(&status)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Uid line in status"))?;
         // A kernel thread or a zombie has an empty command line; show its name instead,
         // in brackets as ps does.
@@ -342,7 +356,8 @@ impl ProcInfo {
         };
         Ok(Known {
             start_ticks: stat.start_ticks,
-            uid,
+            uid: uids.effective,
+            real_uid: uids.real,
             command,
             context,
             named: false,
@@ -373,6 +388,16 @@ impl ProcInfo {
         }
         chain.reverse();
         chain
+    }
+
+    /// The effective user's name, with the real one beside it when they differ (as a
+    /// setuid program runs): `root (real nobody)`.
+    fn owner_name(&mut self, effective: u32, real: u32) -> String {
+        let name = self.user_name(effective);
+        if real == effective {
+            return name;
+        }
+        format!("{name} (real {})", self.user_name(real))
     }
 
     /// The user name through NSS (cached per UID), or the number when there is none.

@@ -249,8 +249,18 @@ fn stat_parsing_rejects_garbage() {
     assert_eq!(parse_stat("not a stat line"), None);
     assert_eq!(parse_stat("1 (x) S 1 2"), None);
     assert_eq!(
-        parse_uid("Name:\tx\nUid:\t1000\t1001\t1001\t1001\n"),
-        Some(1000)
+        parse_uids("Name:\tx\nUid:\t1000\t1001\t1001\t1001\n").map(|u| u.effective),
+        Some(1001),
+        "the effective uid is the owner"
+    );
+    let setuid = parse_uids("Uid:\t65534\t0\t0\t0\n").unwrap();
+    assert!(setuid.any_root() && setuid.real == 65534 && setuid.effective == 0);
+    let saved = parse_uids("Uid:\t1000\t1000\t0\t1000\n").unwrap();
+    assert!(saved.any_root(), "a saved 0 can become root again");
+    assert!(
+        !parse_uids("Uid:\t1000\t1000\t1000\t1000\n")
+            .unwrap()
+            .any_root()
     );
     assert_eq!(join_cmdline(b"a\0b c\0\0"), "a b c");
 }

@@ -30,7 +30,8 @@ pub struct Published {
 
 impl Published {
     pub fn render(state: &State, options: MetricOptions) -> Self {
-        let ready = state.model.now().is_some();
+        // Not ready while the poll under way is overdue: the readings are going stale.
+        let ready = state.model.now().is_some() && state.model.stalled().is_none();
         Published {
             ready,
             metrics: metrics::render(state, options).into(),

@@ -32,6 +32,11 @@ const SOURCE_UP: Family = Family {
     kind: Kind::Gauge,
     help: "1 when the latest poll of the GPU source worked, 0 when it failed (readings are then the last good ones).",
 };
+const SOURCE_STALLED: Family = Family {
+    name: "gpuwatch_source_stalled_seconds",
+    kind: Kind::Gauge,
+    help: "How long the poll under way has not come back (a wedged driver call), counted once it is overdue; 0 while polls answer in time.",
+};
 const LAST_SAMPLE: Family = Family {
     name: "gpuwatch_last_sample_timestamp_seconds",
     kind: Kind::Gauge,
@@ -116,6 +121,11 @@ fn header_series(e: &mut Exposition, state: &State) {
     let polled = state.model.now().is_some() || state.model.source_error().is_some();
     let up = f64::from(u8::from(state.model.source_error().is_none()));
     e.family(SOURCE_UP, polled.then(|| (Labels::new(), up)));
+    let stalled = state
+        .model
+        .stalled()
+        .map_or(0.0, |d| d.as_secs_f64().floor());
+    e.family(SOURCE_STALLED, polled.then(|| (Labels::new(), stalled)));
     let taken = state
         .model
         .now()

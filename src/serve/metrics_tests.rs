@@ -253,6 +253,7 @@ fn unknown_readings_are_left_out_not_zero() {
         [
             "gpuwatch_build_info",
             "gpuwatch_source_up",
+            "gpuwatch_source_stalled_seconds",
             "gpuwatch_last_sample_timestamp_seconds",
             "gpuwatch_gpu_info",
             "gpuwatch_gpu_lost",

@@ -53,14 +53,18 @@ pub fn main(settings: &ServeSettings, source: Box<dyn GpuSource>, config: ViewCo
         Ok(r) => r,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}"), 1),
     };
-    match runtime.block_on(serve(listener, source, config, options)) {
+    let result = runtime.block_on(serve(listener, source, config, options));
+    // A poll stuck in the driver holds a blocking-pool thread that would keep dropping the
+    // runtime waiting for ever: give it a moment, then leave it behind.
+    runtime.shutdown_timeout(crate::sampler::ABANDON_AFTER);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => fail(&why, 1),
     }
 }
 
 fn fail(why: &str, code: u8) -> ExitCode {
-    eprintln!("gpuwatch: {why}");
+    eprintln!("gpuwatch: {}", crate::text_safe::escape(why));
     ExitCode::from(code)
 }
 
@@ -126,9 +130,25 @@ async fn follow(
             SamplerEvent::Failed(why) => {
                 // Once per outage, not once per interval.
                 if state.model.source_error().is_none() {
-                    eprintln!("gpuwatch: reading GPUs failed: {why} (retrying)");
+                    eprintln!(
+                        "gpuwatch: reading GPUs failed: {} (retrying)",
+                        crate::text_safe::escape(&why)
+                    );
                 }
                 Msg::SourceFailed(why)
+            }
+            SamplerEvent::Stalled(waited) => {
+                if state.model.stalled().is_none() {
+                    eprintln!(
+                        "gpuwatch: GPU source not answering for {} s",
+                        waited.as_secs()
+                    );
+                }
+                Msg::SourceStalled(waited)
+            }
+            SamplerEvent::Notice(text) => {
+                eprintln!("gpuwatch: {}", crate::text_safe::escape(&text));
+                Msg::Notice(text)
             }
         };
         update(&mut state, msg);

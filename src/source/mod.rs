@@ -320,6 +320,12 @@ pub enum SourceError {
 /// it on tokio's blocking pool, never on the UI thread.
 pub trait GpuSource: Send + 'static {
     fn sample(&mut self) -> Result<Sample, SourceError>;
+
+    /// Things to tell the user that are not readings (the recorder paused on a full disk),
+    /// taken after each sample; wrappers pass on their inner source's.
+    fn notices(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// This machine's host name (for the header), or "localhost" when it cannot be read.

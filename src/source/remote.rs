@@ -200,7 +200,8 @@ pub fn parse_address(text: &str) -> Result<String, String> {
 /// Reads `--hosts-file`: one HOST:PORT a line; blank lines and `#` comments are skipped.
 /// Errors name the file and line.
 pub fn read_hosts_file(path: &std::path::Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::safe_file::read_text(path, crate::safe_file::MAX_TEXT_FILE)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut hosts = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();

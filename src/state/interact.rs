@@ -75,8 +75,7 @@ fn filter_action(state: &mut State, action: Action) {
             state.view.filter_editing = true;
             state.view.panel = Panel::Processes;
         }
-        Action::FilterInput(c) => {
-            state.view.filter_text.push(c);
+        Action::FilterInput(c) if push_filter_chars(state, std::iter::once(c)) => {
             apply_filter(state);
         }
         Action::FilterBackspace => {
@@ -91,6 +90,38 @@ fn filter_action(state: &mut State, action: Action) {
         }
         _ => {}
     }
+}
+
+/// Pasted text (bracketed paste: one event however long): into the filter line while it is
+/// being edited, up to its cap and re-applied once; ignored otherwise, so pasted text is
+/// never taken for commands.
+pub(super) fn paste(state: &mut State, text: &str) {
+    if state.view.filter_editing && push_filter_chars(state, text.chars()) {
+        apply_filter(state);
+    }
+}
+
+/// Appends to the filter line up to `MAX_FILTER_CHARS`, line breaks and other controls as
+/// spaces; whether anything was added. Past the cap the status line says so.
+fn push_filter_chars(state: &mut State, chars: impl Iterator<Item = char>) -> bool {
+    use crate::model::filter::MAX_FILTER_CHARS;
+    let mut room = MAX_FILTER_CHARS.saturating_sub(state.view.filter_text.chars().count());
+    let mut added = false;
+    for c in chars {
+        if room == 0 {
+            state.view.status = Some(format!(
+                "the filter is limited to {MAX_FILTER_CHARS} characters"
+            ));
+            break;
+        }
+        state
+            .view
+            .filter_text
+            .push(if c.is_control() { ' ' } else { c });
+        room -= 1;
+        added = true;
+    }
+    added
 }
 
 /// What the process table narrows to: a GPU, a user's rows, or back out; and which panel

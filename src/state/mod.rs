@@ -129,6 +129,12 @@ pub enum Msg {
     Sample(Box<Sample>),
     /// The source failed as a whole this tick (the message says why).
     SourceFailed(String),
+    /// The poll under way has not come back for this long (a wedged driver call).
+    SourceStalled(std::time::Duration),
+    /// Something to tell the user that is not a reading (the recorder paused on a full disk).
+    Notice(String),
+    /// Text pasted into the terminal (bracketed paste), as one message.
+    Paste(String),
     Action(Action),
     /// Several actions in order (a wheel notch moves the selection three rows).
     Actions(Vec<Action>),
@@ -291,6 +297,9 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
         }
         Msg::SourceFailed(why) => state.model.source_failed(why),
+        Msg::SourceStalled(waited) => state.model.source_stalled(waited),
+        Msg::Notice(text) => state.view.status = Some(text),
+        Msg::Paste(text) => interact::paste(state, &text),
         Msg::Resize { width, height } => state.view.viewport = (width, height),
         Msg::Action(action) => return interact::apply_action(state, action),
         Msg::Actions(actions) => {

@@ -3,15 +3,22 @@
 //! the writing wrapper around a source, and a reader that reports a bad line with its number
 //! and skips it, so the rest still plays.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::history::procs::{ProcHistories, ProcId};
 use crate::source::{GpuSource, Sample, SourceError, wire};
+
+mod open;
+mod writer;
+use writer::Writer;
+
+/// The longest line a recording may hold; a longer one is skipped (a sample of 16 GPUs and
+/// a thousand processes is a few hundred KiB).
+pub const MAX_LINE: usize = 16 << 20;
 
 /// Major version of the recording format this gpuwatch writes: the sample lines are
 /// `source::wire`'s document, so it follows the schema's major version. Recordings of
@@ -42,99 +49,69 @@ impl Header {
         }
     }
 
+    /// The pace to replay at, never below `--interval`'s minimum (`"interval_ms": 0` would
+    /// otherwise spin a core).
     pub fn interval(&self) -> Duration {
-        Duration::from_millis(self.interval_ms.max(1))
+        Duration::from_millis(self.interval_ms).max(crate::config::MIN_INTERVAL)
     }
 }
 
-/// A source that writes every sample it passes on to a recording file. With a size
-/// limit, a full file is renamed to `FILE.1` (replacing an older one) and a new one begun.
+/// A source that hands every sample it passes on to the recorder (`writer`), which writes it
+/// on its own thread. With a size limit, a full file is renamed to `FILE.1` (replacing an
+/// older one) and a new one begun.
 pub struct RecordingSource {
     inner: Box<dyn GpuSource>,
-    path: PathBuf,
-    header: Header,
-    max_bytes: Option<u64>,
-    out: Option<(BufWriter<File>, u64)>,
+    writer: Writer,
     /// Each process's peak VRAM per GPU so far, for the lines' `peak_gpu_memory`.
     peaks: ProcHistories,
 }
 
 impl RecordingSource {
-    /// Creates (or truncates) `path` and writes the header: fails early, before the UI
-    /// starts, when the file cannot be written.
+    /// Opens `path` by the rules of `open` (a symbolic link, a FIFO, someone else's file are
+    /// refused), empties it and writes the header: fails early, before the UI starts, when
+    /// the file cannot be written.
     pub fn new(
         inner: Box<dyn GpuSource>,
         path: &Path,
         interval: Duration,
         max_bytes: Option<u64>,
     ) -> Result<Self, String> {
-        let mut rec = RecordingSource {
+        let header = serde_json::to_string(&Header::new(interval)).expect("plain data") + "\n";
+        let why = |e: std::io::Error| format!("cannot record to {}: {e}", path.display());
+        let mut file = open::open_for_writing(path, open::Existing::Replace).map_err(why)?;
+        file.write_all(header.as_bytes()).map_err(why)?;
+        let written = header.len() as u64;
+        Ok(RecordingSource {
             inner,
-            path: path.to_path_buf(),
-            header: Header::new(interval),
-            max_bytes,
-            out: None,
+            writer: Writer::start(file, written, path, header, max_bytes),
             peaks: ProcHistories::default(),
-        };
-        rec.start_file()
-            .map_err(|e| format!("cannot record to {}: {e}", path.display()))?;
-        Ok(rec)
+        })
     }
 
-    fn start_file(&mut self) -> std::io::Result<()> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&self.path)?;
-        let mut w = BufWriter::new(file);
-        let line = serde_json::to_string(&self.header)? + "\n";
-        w.write_all(line.as_bytes())?;
-        w.flush()?;
-        self.out = Some((w, line.len() as u64));
-        Ok(())
-    }
-
-    fn write(&mut self, sample: &Sample) -> std::io::Result<()> {
-        // One-point rings: only the peaks are wanted here, bounded like the UI's.
-        self.peaks.record(sample.time, &sample.processes, 1);
-        let peaks = &self.peaks;
-        let line = wire::recorded_sample_line(sample, |p| {
-            peaks.get(&ProcId::of(p)).and_then(|h| h.peak_on(&p.gpu))
-        }) + "\n";
-        let full = match (&self.out, self.max_bytes) {
-            (Some((_, written)), Some(max)) => written + line.len() as u64 > max,
-            _ => false,
-        };
-        if full || self.out.is_none() {
-            if full {
-                let mut rotated = self.path.clone().into_os_string();
-                rotated.push(".1");
-                std::fs::rename(&self.path, rotated)?;
-            }
-            self.start_file()?;
-        }
-        let (w, written) = self.out.as_mut().expect("a file was just started");
-        w.write_all(line.as_bytes())?;
-        // Flushed every sample: a recording must survive the program being killed.
-        w.flush()?;
-        *written += line.len() as u64;
-        Ok(())
+    /// Samples dropped because the disk could not keep up.
+    pub fn dropped(&self) -> u64 {
+        self.writer.dropped()
     }
 }
 
 impl GpuSource for RecordingSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         let sample = self.inner.sample()?;
-        if let Err(e) = self.write(&sample) {
-            // The reading itself is fine; say the recording failed, and try again next tick.
-            self.out = None;
-            return Err(SourceError::Unavailable(format!(
-                "recording to {} failed: {e}",
-                self.path.display()
-            )));
-        }
+        // One-point rings: only the peaks are wanted here, bounded like the UI's.
+        self.peaks.record(sample.time, &sample.processes, 1);
+        let peaks = &self.peaks;
+        let line = wire::recorded_sample_line(&sample, |p| {
+            peaks.get(&ProcId::of(p)).and_then(|h| h.peak_on(&p.gpu))
+        });
+        // Only serialising happens here; the disk is the recorder thread's.
+        self.writer.push(line + "\n");
         Ok(sample)
+    }
+
+    fn notices(&mut self) -> Vec<String> {
+        let mut out = self.inner.notices();
+        out.extend(self.writer.notices());
+        out
     }
 }
 
@@ -150,13 +127,14 @@ pub struct Recording {
 /// Reads a recording. A missing or foreign header is an error; a bad sample line is
 /// skipped and reported; a file with no readable sample is an error.
 pub fn read(path: &Path) -> Result<Recording, String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file =
+        crate::safe_file::open_regular(path).map_err(|e| format!("{}: {e}", path.display()))?;
     parse(BufReader::new(file)).map_err(|e| format!("{}:{e}", path.display()))
 }
 
 /// Reads a recording from any reader; errors are `LINE: what` (the caller adds the file).
-pub fn parse(reader: impl BufRead) -> Result<Recording, String> {
-    let mut lines = reader.lines();
+pub fn parse(mut reader: impl BufRead) -> Result<Recording, String> {
+    let mut lines = std::iter::from_fn(move || bounded_line(&mut reader));
     let first = match lines.next() {
         Some(Ok(line)) => line,
         Some(Err(e)) => return Err(format!("1: {e}")),
@@ -202,6 +180,55 @@ pub fn parse(reader: impl BufRead) -> Result<Recording, String> {
     })
 }
 
+/// The next line (without its line break), never holding more than `MAX_LINE` bytes of
+/// it: a longer line is read past and reported. `None` at the end.
+fn bounded_line(reader: &mut impl BufRead) -> Option<std::io::Result<String>> {
+    let mut buf = Vec::new();
+    let read = reader
+        .by_ref()
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', &mut buf);
+    match read {
+        Ok(0) => return None,
+        Ok(_) => {}
+        Err(e) => return Some(Err(e)),
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    } else if buf.len() > MAX_LINE {
+        // Read past the rest of it in bounded steps, keeping nothing.
+        loop {
+            match reader.fill_buf() {
+                Ok([]) | Err(_) => break,
+                Ok(chunk) => {
+                    let (used, end) = match chunk.iter().position(|&b| b == b'\n') {
+                        Some(i) => (i + 1, true),
+                        None => (chunk.len(), false),
+                    };
+                    reader.consume(used);
+                    if end {
+                        break;
+                    }
+                }
+            }
+        }
+        let why = format!("line longer than {} MiB", MAX_LINE >> 20);
+        return Some(Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            why,
+        )));
+    }
+    Some(String::from_utf8(buf).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +251,7 @@ mod tests {
         let path = dir.path().join("rec.ndjson");
         let mut rec = RecordingSource::new(sim(), &path, Duration::from_secs(1), None).unwrap();
         let live: Vec<Sample> = (0..5).map(|_| rec.sample().unwrap()).collect();
+        drop(rec); // waits for the recorder to write what is queued
         let back = read(&path).unwrap();
         assert_eq!(back.header.interval(), Duration::from_secs(1));
         assert_eq!(back.samples, live);
@@ -238,6 +266,7 @@ mod tests {
         for _ in 0..3 {
             rec.sample().unwrap();
         }
+        drop(rec);
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines: Vec<&str> = text.lines().collect();
         lines[2] = "{\"time\": 12, \"garbage\"";
@@ -282,6 +311,7 @@ mod tests {
         let path = dir.path().join("rec.ndjson");
         let mut rec = RecordingSource::new(sim(), &path, Duration::from_secs(1), None).unwrap();
         let live = rec.sample().unwrap();
+        drop(rec);
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines = text.lines();
         let header = lines.next().unwrap().replace(
@@ -311,6 +341,7 @@ mod tests {
         for _ in 0..20 {
             rec.sample().unwrap();
         }
+        drop(rec); // the recorder thread writes; closing waits for it
         let text = std::fs::read_to_string(&path).unwrap();
         let mut seen: std::collections::HashMap<(u64, String), u64> = Default::default();
         let mut below_peak = 0;
@@ -332,6 +363,28 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_of_zero_replays_at_the_minimum_interval() {
+        let header = |ms: u64| Header {
+            interval_ms: ms,
+            ..Header::new(Duration::from_secs(1))
+        };
+        assert_eq!(header(0).interval(), crate::config::MIN_INTERVAL);
+        assert_eq!(header(2000).interval(), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_skipped_without_being_kept() {
+        let good = "{\"gpuwatch_recording\":1,\"interval_ms\":1000,\"written_by\":\"x\"}";
+        let long = "x".repeat(MAX_LINE + 10);
+        let mut cursor = std::io::Cursor::new(format!("{good}\n{long}\nend\n"));
+        assert_eq!(bounded_line(&mut cursor).unwrap().unwrap(), good);
+        let e = bounded_line(&mut cursor).unwrap().unwrap_err();
+        assert_eq!(e.to_string(), "line longer than 16 MiB");
+        assert_eq!(bounded_line(&mut cursor).unwrap().unwrap(), "end");
+        assert!(bounded_line(&mut cursor).is_none());
+    }
+
+    #[test]
     fn a_size_limit_rotates_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rec.ndjson");
@@ -340,6 +393,7 @@ mod tests {
         for _ in 0..10 {
             rec.sample().unwrap();
         }
+        drop(rec);
         let rotated = dir.path().join("rec.ndjson.1");
         assert!(rotated.exists(), "the full file was kept as .1");
         let (a, b) = (read(&rotated).unwrap(), read(&path).unwrap());
