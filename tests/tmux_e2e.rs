@@ -179,7 +179,7 @@ fn source_auto_without_a_driver_says_it_shows_the_demo() {
     );
     t.send(&[&cmd, "Enter"]);
     let screen = t.wait_for(
-        "no usable NVIDIA GPU here: showing the simulated demo fleet",
+        "no usable GPU here: showing the simulated demo fleet",
         Duration::from_secs(10),
     );
     assert!(screen.contains("demo-gpu-server"), "{screen}");

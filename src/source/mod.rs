@@ -2,12 +2,14 @@
 //! source (NVML, the simulated fleet, later remote hosts) implements.
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
+pub mod drm;
 pub mod multi;
 pub mod nvml;
 pub mod remote;
 pub mod replay;
 pub mod sim;
 pub mod throttle;
+pub mod vendors;
 pub mod wire;
 pub mod workload;
 
@@ -48,6 +50,31 @@ pub struct HostInfo {
     pub cuda_version: Option<String>,
 }
 
+/// Who made a GPU, which says which source read it and which driver serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    Nvidia,
+    Amd,
+    Intel,
+}
+
+impl Vendor {
+    pub const ALL: [Vendor; 3] = [Vendor::Nvidia, Vendor::Amd, Vendor::Intel];
+
+    /// The public name (JSON, metrics labels, `--source`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "nvidia",
+            Vendor::Amd => "amd",
+            Vendor::Intel => "intel",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Vendor> {
+        Vendor::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
 /// Whether a GPU answered this poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuStatus {
@@ -65,6 +92,8 @@ pub struct GpuReading {
     pub host: Option<String>,
     pub index: u32,
     pub name: String,
+    /// Who made it; `None` from documents written before gpuwatch said (schema < 2.2).
+    pub vendor: Option<Vendor>,
     pub status: GpuStatus,
     pub util: Option<Percent>,
     pub memory_util: Option<Percent>,
@@ -122,6 +151,7 @@ impl GpuReading {
             host: None,
             index,
             name: name.into(),
+            vendor: None,
             status: GpuStatus::Ok,
             util: None,
             memory_util: None,

@@ -126,6 +126,7 @@ impl Slot {
         );
         let name = self.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
         let mut g = GpuReading::absent(id, index, name);
+        g.vendor = Some(super::Vendor::Nvidia);
         g.status = GpuStatus::Lost;
         g.pci_bus_id = self.pci_bus_id.clone();
         g

@@ -45,6 +45,7 @@ pub(super) fn read_gpu(
     }
     let name = s.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
     let mut g = GpuReading::absent(GpuId(uuid), index, name);
+    g.vendor = Some(crate::source::Vendor::Nvidia);
     g.pci_bus_id = s.pci_bus_id.clone();
     if let Some(u) = s.ask(Query::Utilization, || d.utilization_rates())? {
         g.util = Some(Percent(u.gpu));

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::source::throttle::ThrottleReason;
 use crate::source::workload::PodAllocation;
-use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::source::{GpuId, GpuReading, GpuStatus, Vendor};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// Whether the GPU answered this poll.
@@ -27,6 +27,9 @@ pub struct Gpu {
     #[serde(default)]
     pub host: Option<String>,
     pub name: String,
+    /// `nvidia`, `amd` or `intel` (2.2); `null` when the writer did not say.
+    #[serde(default)]
+    pub vendor: Option<String>,
     pub status: Status,
     pub pci_bus_id: Option<String>,
     /// % (nvidia-smi `utilization.gpu`).
@@ -104,6 +107,7 @@ impl Gpu {
             uuid: g.id.0.clone(),
             host: g.host.clone(),
             name: g.name.clone(),
+            vendor: g.vendor.map(|v| v.name().to_string()),
             status: match g.status {
                 GpuStatus::Ok => Status::Ok,
                 GpuStatus::Lost => Status::Lost,
@@ -151,6 +155,8 @@ impl Gpu {
     pub fn into_reading(self) -> GpuReading {
         let mut g = GpuReading::absent(GpuId(self.uuid), self.index, self.name);
         g.host = self.host;
+        // A vendor this build does not know reads as unknown, not as an error.
+        g.vendor = self.vendor.as_deref().and_then(Vendor::from_name);
         g.status = match self.status {
             Status::Ok => GpuStatus::Ok,
             Status::Lost => GpuStatus::Lost,

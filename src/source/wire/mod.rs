@@ -30,7 +30,7 @@ use crate::source::{HostInfo, HostStatus, Sample};
 /// The major version this gpuwatch writes and reads (besides the legacy major 1).
 pub const SCHEMA_MAJOR: u32 = 2;
 /// The minor version this gpuwatch writes; any minor of `SCHEMA_MAJOR` is read.
-pub const SCHEMA_MINOR: u32 = 1;
+pub const SCHEMA_MINOR: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {
