@@ -173,3 +173,72 @@ fn a_source_with_no_card_of_its_vendor_is_a_one_line_error() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn auto_shows_nvidia_and_amd_together_each_with_its_vendor() {
+    let root = fixture("amd-mi300x");
+    let scenario = format!(
+        "{}/tests/fixtures/nvml/two_gpus.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = common::clean_command()
+        .env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
+        .env("GPUWATCH_SYSFS_ROOT", format!("{root}/sys"))
+        .env("GPUWATCH_PROC_ROOT", format!("{root}/proc"))
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["--source", "auto", "--once", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpus: Vec<_> = doc["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["index"].as_u64().unwrap(),
+                g["vendor"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // NVIDIA's keep NVML's (CUDA's) indices; the AMD card comes after them.
+    assert_eq!(
+        gpus,
+        [
+            (0, "nvidia".into()),
+            (1, "nvidia".into()),
+            (2, "amd".into())
+        ]
+    );
+    assert_eq!(
+        doc["host"]["driver_version"], "550.54.15",
+        "NVML's host facts kept"
+    );
+    let amd_procs: Vec<_> = doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["gpu_index"] == 2)
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(amd_procs, [4242, 4300]);
+    // `--only` picks the AMD card by its index or its id.
+    let out = common::clean_command()
+        .env("GPUWATCH_SYSFS_ROOT", format!("{root}/sys"))
+        .env("GPUWATCH_PROC_ROOT", format!("{root}/proc"))
+        .args(["--source", "amd", "--only", "AMD-1cb6", "--once"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("AMD Instinct MI300X"));
+}
