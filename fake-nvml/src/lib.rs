@@ -19,6 +19,7 @@
 #![allow(clippy::missing_safety_doc)] // every export has the contract of its nvml.h namesake.
 
 mod device;
+mod mig;
 mod processes;
 mod scenario;
 

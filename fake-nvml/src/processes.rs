@@ -92,8 +92,8 @@ fn running(
             .map(|p| ProcessInfo {
                 pid: p.pid,
                 used_gpu_memory: p.used_memory.unwrap_or(VALUE_NOT_AVAILABLE),
-                gpu_instance_id: NO_INSTANCE,
-                compute_instance_id: NO_INSTANCE,
+                gpu_instance_id: p.gpu_instance_id.unwrap_or(NO_INSTANCE),
+                compute_instance_id: p.compute_instance_id.unwrap_or(NO_INSTANCE),
             })
             .collect();
         // SAFETY: NVML's contract for list queries (see fill_list).

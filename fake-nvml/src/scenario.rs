@@ -143,6 +143,12 @@ pub struct Process {
     /// later calls the new one — the race real drivers have with processes that come and go.
     #[serde(default)]
     pub between_calls: bool,
+    /// On a GPU in MIG mode: the GPU and compute instance the process runs on (the MIG
+    /// device in `Gpu::mig_devices` with these ids).
+    #[serde(default)]
+    pub gpu_instance_id: Option<u32>,
+    #[serde(default)]
+    pub compute_instance_id: Option<u32>,
 }
 
 impl Process {
@@ -187,6 +193,9 @@ pub struct Gpu {
     /// answers NOT_SUPPORTED: the most a board can refuse while still being enumerated.
     #[serde(default)]
     pub all_not_supported: bool,
+    /// Its MIG devices, listed while `mig_mode_current` reads 1 (see `mig`).
+    #[serde(default)]
+    pub mig_devices: Vec<crate::mig::MigDevice>,
 }
 
 fn default_bus_id() -> String {

@@ -3,6 +3,7 @@
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
 pub mod drm;
+pub mod mig;
 pub mod multi;
 pub mod nvml;
 pub mod remote;
@@ -138,6 +139,8 @@ pub struct GpuReading {
     pub ecc_errors_uncorrected: Option<u64>,
     /// Whether MIG (multi-instance GPU) mode is on.
     pub mig_enabled: Option<bool>,
+    /// Its MIG instances while MIG is on (empty otherwise, and from sources without MIG).
+    pub mig_devices: Vec<mig::MigReading>,
     /// The Kubernetes pods this GPU is allocated to, as the kubelet says (empty off
     /// Kubernetes, and from sources that cannot tell).
     pub allocations: Vec<workload::PodAllocation>,
@@ -181,6 +184,7 @@ impl GpuReading {
             throttle_reasons: None,
             ecc_errors_uncorrected: None,
             mig_enabled: None,
+            mig_devices: Vec::new(),
             allocations: Vec::new(),
         }
     }

@@ -4,6 +4,7 @@
 //! whole sample; a GPU that stops answering is marked lost and keeps its slot. The
 //! per-device queries are in `read`.
 
+mod mig;
 mod read;
 
 use std::collections::HashSet;
@@ -139,6 +140,8 @@ struct GpuProc {
     kind: ProcKind,
     memory: Option<Bytes>,
     sm_util: Option<Percent>,
+    /// (GPU instance, compute instance) on a MIG-mode GPU.
+    instance: Option<(u32, u32)>,
 }
 
 pub struct NvmlSource {

@@ -68,6 +68,9 @@ pub(super) fn read_gpu(
     // NVML_DEVICE_MIG_ENABLE is 1.
     g.mig_enabled = s.ask(Query::Mig, || d.mig_mode())?.map(|m| m.current == 1);
     let procs = read_processes(d, s)?;
+    if g.mig_enabled == Some(true) {
+        g.mig_devices = super::mig::read_instances(d, &procs);
+    }
     Ok((g, procs))
 }
 
@@ -197,7 +200,8 @@ fn merge_by_pid<const N: usize>(
         for ProcessInfo {
             pid,
             used_gpu_memory,
-            ..
+            gpu_instance_id,
+            compute_instance_id,
         } in list
         {
             let memory = match used_gpu_memory {
@@ -209,6 +213,7 @@ fn merge_by_pid<const N: usize>(
                 kind,
                 memory,
                 sm_util: None,
+                instance: gpu_instance_id.zip(compute_instance_id),
             });
             if entry.kind != kind {
                 entry.kind = ProcKind::Both;
