@@ -212,11 +212,11 @@ fn kind(c: &DrmClient) -> ProcKind {
         c.engine_ns.get(*class).is_some_and(|e| e.0 > 0)
             || c.engine_cycles.get(*class).is_some_and(|e| e.0 > 0)
     };
-    let compute = COMPUTE_ENGINES.iter().any(|e| used(e));
+    let compute = COMPUTE_ENGINES.iter().any(&used);
     let graphics = MAIN_ENGINES
         .iter()
         .filter(|e| !COMPUTE_ENGINES.contains(e))
-        .any(|e| used(e));
+        .any(used);
     match (compute, graphics) {
         (_, false) => ProcKind::Compute,
         (false, true) => ProcKind::Graphics,

@@ -65,10 +65,10 @@ pub fn parse(text: &str) -> Option<DrmClient> {
             if let Ok(n) = value.parse() {
                 c.engine_cycles.entry(class.to_string()).or_default().0 = n;
             }
-        } else if let Some((rank, region)) = memory_key(key) {
-            if let Some(bytes) = parse_size(value) {
-                regions.entry(region.to_string()).or_default()[rank] = Some(bytes);
-            }
+        } else if let Some((rank, region)) = memory_key(key)
+            && let Some(bytes) = parse_size(value)
+        {
+            regions.entry(region.to_string()).or_default()[rank] = Some(bytes);
         }
     }
     if c.driver.is_empty() || c.pdev.is_empty() {
