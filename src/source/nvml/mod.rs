@@ -5,6 +5,7 @@
 //! per-device queries are in `read`.
 
 mod mig;
+mod procs;
 mod read;
 
 use std::collections::HashSet;
@@ -146,6 +147,8 @@ struct GpuProc {
 
 pub struct NvmlSource {
     nvml: Nvml,
+    /// The process-list calls of every driver generation (nvml-wrapper makes only `_v3`).
+    process_calls: procs::ProcessCalls,
     host: HostInfo,
     slots: Vec<Slot>,
     procinfo: ProcInfo,
@@ -175,6 +178,7 @@ impl NvmlSource {
         };
         Ok(NvmlSource {
             nvml,
+            process_calls: procs::ProcessCalls::open(lib),
             host,
             slots: Vec::new(),
             procinfo: ProcInfo::system(),
@@ -220,7 +224,7 @@ impl GpuSource for NvmlSource {
                 self.nvml
                     .device_by_index(index)
                     .map_err(|_| Lost)
-                    .and_then(|device| read_gpu(&device, index, slot))
+                    .and_then(|device| read_gpu(&device, index, slot, &self.process_calls))
             } else {
                 Err(Lost)
             };

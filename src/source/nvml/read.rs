@@ -22,6 +22,7 @@ pub(super) fn read_gpu(
     d: &Device,
     index: u32,
     s: &mut Slot,
+    calls: &super::procs::ProcessCalls,
 ) -> Result<(GpuReading, Vec<GpuProc>), Lost> {
     // The UUID doubles as the liveness probe: a lost GPU fails it first.
     let uuid = match d.uuid() {
@@ -67,7 +68,7 @@ pub(super) fn read_gpu(
     })?;
     // NVML_DEVICE_MIG_ENABLE is 1.
     g.mig_enabled = s.ask(Query::Mig, || d.mig_mode())?.map(|m| m.current == 1);
-    let procs = read_processes(d, s)?;
+    let procs = read_processes(d, s, calls)?;
     if g.mig_enabled == Some(true) {
         g.mig_devices = super::mig::read_instances(d, &procs);
     }
@@ -158,12 +159,16 @@ fn retry_on_growth<T>(mut list: impl FnMut() -> Result<T, NvmlError>) -> Result<
 
 /// Compute and graphics lists merged per PID (a process in both is `C+G`), with each
 /// process's SM utilization since the previous sample.
-fn read_processes(d: &Device, s: &mut Slot) -> Result<Vec<GpuProc>, Lost> {
+fn read_processes(
+    d: &Device,
+    s: &mut Slot,
+    calls: &super::procs::ProcessCalls,
+) -> Result<Vec<GpuProc>, Lost> {
     let compute = s.ask(Query::ComputeProcs, || {
-        retry_on_growth(|| d.running_compute_processes())
+        retry_on_growth(|| calls.list(d, false))
     })?;
     let graphics = s.ask(Query::GraphicsProcs, || {
-        retry_on_growth(|| d.running_graphics_processes())
+        retry_on_growth(|| calls.list(d, true))
     })?;
     let mut by_pid = merge_by_pid([
         (ProcKind::Compute, compute.unwrap_or_default()),
