@@ -104,3 +104,25 @@ fn a_gpu_whose_mig_mode_flips_on_gains_its_instances() {
         "N/A, never 0"
     );
 }
+
+#[test]
+fn the_gpu_panel_lists_each_instance_with_its_memory_and_util_na() {
+    use gpuwatch::state::{Msg, State, update};
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir, &scenario(json!(1)));
+    let lib = dir.path().join("libnvidia-ml.so.1");
+    std::fs::copy(common::fake_lib(), &lib).unwrap();
+    let mut source = NvmlSource::open(Some(&lib)).unwrap();
+    let mut state = State::new(common::config());
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    let screen = common::screen(&state, 200, 40);
+    assert!(screen.contains("MIG on"), "{screen}");
+    assert!(
+        screen.contains("3g.40gb gi1 20.0/40.0G util N/A 1 proc"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("2g.20gb gi5 8.0/20.0G util N/A 1 proc"),
+        "{screen}"
+    );
+}
