@@ -79,25 +79,32 @@ impl ProcessCalls {
     }
 }
 
-/// NVML's two-call protocol (size, then fill), retried a few times if the list grows.
+/// NVML's two-call protocol: the size (no buffer), then the fill. A list that grew in
+/// between answers INSUFFICIENT_SIZE, which the caller retries (`read::retry_on_growth`).
 fn call(f: ListFn, d: &Device, api: Api) -> Result<Vec<ProcessInfo>, NvmlError> {
     // SAFETY: `d` is a live handle of this library.
     let handle = unsafe { d.handle() }.cast::<c_void>();
-    let mut count: c_uint = 0;
-    for _ in 0..3 {
-        let capacity = count as usize + 4;
-        let mut buf = vec![SENTINEL; capacity * MAX_STRIDE];
-        let mut n = capacity as c_uint;
-        // SAFETY: `buf` holds `capacity` entries of the widest layout any driver writes.
-        let rc = unsafe { f(handle, &mut n, buf.as_mut_ptr()) };
-        match rc {
-            NVML_SUCCESS => return Ok(decode(&buf, (n as usize).min(capacity), api)),
-            NVML_ERROR_INSUFFICIENT_SIZE => count = n,
-            NVML_ERROR_FUNCTION_NOT_FOUND => return Err(NvmlError::FunctionNotFound),
-            other => nvml_try(other)?,
+    let mut n: c_uint = 0;
+    // SAFETY: a null buffer with a count of 0 is NVML's size query.
+    let rc = unsafe { f(handle, &mut n, std::ptr::null_mut()) };
+    match rc {
+        NVML_SUCCESS => return Ok(Vec::new()),
+        NVML_ERROR_INSUFFICIENT_SIZE => {}
+        NVML_ERROR_FUNCTION_NOT_FOUND => return Err(NvmlError::FunctionNotFound),
+        other => {
+            nvml_try(other)?;
         }
     }
-    Err(NvmlError::InsufficientSize(Some(count as usize)))
+    let capacity = n as usize;
+    let mut buf = vec![SENTINEL; capacity * MAX_STRIDE];
+    // SAFETY: `buf` holds `capacity` entries of the widest layout any driver writes.
+    let rc = unsafe { f(handle, &mut n, buf.as_mut_ptr()) };
+    match rc {
+        NVML_SUCCESS => Ok(decode(&buf, (n as usize).min(capacity), api)),
+        NVML_ERROR_INSUFFICIENT_SIZE => Err(NvmlError::InsufficientSize(Some(n as usize))),
+        NVML_ERROR_FUNCTION_NOT_FOUND => Err(NvmlError::FunctionNotFound),
+        other => nvml_try(other).map(|()| Vec::new()),
+    }
 }
 
 /// The entry size the driver used: the versions' own, except that a `_v3` driver that wrote
