@@ -11,14 +11,19 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub enum SourceKind {
     /// Real GPUs through NVML; fail with a hint when NVML cannot be loaded.
     Nvml,
-    /// Real GPUs when NVML loads, otherwise the simulated demo fleet.
+    /// Every vendor present (NVIDIA through NVML, AMD and Intel through the kernel's DRM
+    /// interfaces), together; the simulated demo fleet when there is none.
     Auto,
+    /// AMD GPUs through amdgpu's sysfs files and DRM fdinfo (no ROCm needed).
+    Amd,
+    /// Intel GPUs through i915/xe's DRM fdinfo and hwmon.
+    Intel,
     /// The simulated demo fleet.
     Demo,
 }
 
 /// Names `--source` accepts (the same as `source` in the config file and GPUWATCH_SOURCE).
-pub const SOURCE_NAMES: [&str; 3] = ["nvml", "auto", "demo"];
+pub const SOURCE_NAMES: [&str; 5] = ["nvml", "auto", "amd", "intel", "demo"];
 
 /// Names `--theme` accepts (the same as `theme` in the config file).
 pub const THEME_NAMES: [&str; 3] = ["dark", "light", "mono"];
@@ -67,7 +72,8 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub demo: bool,
 
-    /// Where readings come from: nvml, auto (NVML, else the demo fleet) or demo [default: nvml].
+    /// Where readings come from: nvml, amd, intel, auto (every vendor present, else the demo
+    /// fleet) or demo [default: nvml].
     // A string, not a clap value enum with a default: a clap default would hide whether the
     // flag was given (so GPUWATCH_SOURCE and the file could never apply) and shows the flag
     // as required in usage lines.
@@ -86,6 +92,15 @@ pub struct Cli {
     /// Path to libnvidia-ml.so.1 (default: the system's).
     #[arg(long, value_name = "PATH", global = true)]
     pub nvml_lib: Option<String>,
+
+    /// The sysfs root the AMD and Intel sources read (`class/drm/card*`), e.g. a captured
+    /// tree [default: /sys].
+    #[arg(long, value_name = "PATH", global = true)]
+    pub sysfs_root: Option<String>,
+
+    /// The /proc root the AMD and Intel sources scan for DRM clients (fdinfo) [default: /proc].
+    #[arg(long, value_name = "PATH", global = true)]
+    pub proc_root: Option<String>,
 
     /// The kubelet's pod-resources socket, asked which pod each GPU is allocated to
     /// [default: /var/lib/kubelet/pod-resources/kubelet.sock; nothing is asked without it].

@@ -17,12 +17,14 @@ use crate::pick::{self, wait::Outcome};
 use crate::procinfo::pods::PodDirectory;
 use crate::record::{self, RecordingSource};
 use crate::sampler;
+use crate::source::drm::DrmSource;
 use crate::source::multi::MultiSource;
 use crate::source::nvml::NvmlSource;
 use crate::source::remote;
 use crate::source::replay::{ReplayHandle, ReplaySource};
 use crate::source::sim::{SimClock, SimSource};
-use crate::source::{GpuSource, Sample, SourceError};
+use crate::source::vendors::Vendors;
+use crate::source::{GpuSource, Sample, SourceError, Vendor};
 use crate::state::{State, ViewConfig};
 use crate::text_safe::escape;
 
@@ -49,7 +51,7 @@ pub fn build(settings: &Settings) -> Result<Built, String> {
             let (source, demo) = live_source(settings)?;
             // With --source auto the fallback must be obvious on screen, not just on stderr.
             let notice = (demo && settings.source == SourceKind::Auto)
-                .then(|| "no usable NVIDIA GPU here: showing the simulated demo fleet".to_string());
+                .then(|| "no usable GPU here: showing the simulated demo fleet".to_string());
             Built {
                 source,
                 demo,
@@ -186,19 +188,40 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
             ))
         })
     };
+    let drm = |vendors: &[Vendor]| DrmSource::open(vendors, &settings.drm_roots);
+    let boxed = |s: Box<dyn GpuSource>| (s, false);
     match settings.source {
         SourceKind::Demo => Ok(demo()),
         SourceKind::Nvml => nvml()
-            .map(|s| (Box::new(s) as Box<dyn GpuSource>, false))
+            .map(|s| boxed(Box::new(s)))
             .map_err(|e| e.to_string()),
-        SourceKind::Auto => Ok(match nvml() {
-            Ok(s) => (Box::new(s), false),
-            Err(e) => {
-                eprintln!("gpuwatch: {}", escape(&e.to_string()));
-                eprintln!("gpuwatch: no usable NVIDIA GPU here; showing the simulated demo fleet");
-                demo()
+        SourceKind::Amd => drm(&[Vendor::Amd]).map(|s| boxed(Box::new(s))),
+        SourceKind::Intel => drm(&[Vendor::Intel]).map(|s| boxed(Box::new(s))),
+        SourceKind::Auto => {
+            // Every vendor present, NVIDIA first so its indices stay CUDA's.
+            let mut parts: Vec<Box<dyn GpuSource>> = Vec::new();
+            let nvml_error = match nvml() {
+                Ok(s) => {
+                    parts.push(Box::new(s));
+                    None
+                }
+                Err(e) => Some(e),
+            };
+            if let Ok(s) = drm(&[Vendor::Amd, Vendor::Intel]) {
+                parts.push(Box::new(s));
             }
-        }),
+            Ok(match parts.len() {
+                0 => {
+                    if let Some(e) = nvml_error {
+                        eprintln!("gpuwatch: {}", escape(&e.to_string()));
+                    }
+                    eprintln!("gpuwatch: no usable GPU here; showing the simulated demo fleet");
+                    demo()
+                }
+                1 => boxed(parts.remove(0)),
+                _ => boxed(Box::new(Vendors::new(parts))),
+            })
+        }
     }
 }
 

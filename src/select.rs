@@ -22,7 +22,10 @@ pub fn parse_gpu_list(text: &str) -> Result<Vec<GpuSelector>, String> {
         }
         if let Ok(index) = entry.parse::<u32>() {
             out.push(GpuSelector::Index(index));
-        } else if entry.starts_with("GPU-") || entry.starts_with("MIG-") || looks_like_uuid(entry) {
+        } else if entry.starts_with("GPU-")
+            || OTHER_ID_PREFIXES.iter().any(|p| entry.starts_with(p))
+            || looks_like_uuid(entry)
+        {
             out.push(GpuSelector::Uuid(strip_prefix(entry).to_ascii_lowercase()));
         } else {
             return Err(format!("{entry:?} is neither a GPU index nor a UUID"));
@@ -30,6 +33,10 @@ pub fn parse_gpu_list(text: &str) -> Result<Vec<GpuSelector>, String> {
     }
     Ok(out)
 }
+
+/// Ids that are not NVIDIA GPU UUIDs and keep their prefix: MIG devices, and the DRM
+/// sources' AMD and Intel GPUs (`source::drm`).
+const OTHER_ID_PREFIXES: [&str; 3] = ["MIG-", "AMD-", "INTEL-"];
 
 fn looks_like_uuid(s: &str) -> bool {
     s.len() >= 4 && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
@@ -54,7 +61,13 @@ impl std::fmt::Display for GpuSelector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             GpuSelector::Index(i) => write!(f, "{i}"),
-            GpuSelector::Uuid(prefix) if prefix.starts_with("mig-") => write!(f, "{prefix}"),
+            GpuSelector::Uuid(prefix)
+                if OTHER_ID_PREFIXES
+                    .iter()
+                    .any(|p| prefix.starts_with(&p.to_ascii_lowercase())) =>
+            {
+                write!(f, "{prefix}")
+            }
             GpuSelector::Uuid(prefix) => write!(f, "GPU-{prefix}"),
         }
     }

@@ -365,7 +365,7 @@ fn source_and_demo_come_from_the_environment() {
         .assert()
         .code(2)
         .stderr(
-            "gpuwatch: GPUWATCH_SOURCE: unknown source; use nvml, auto or demo (got \"cuda\")\n",
+            "gpuwatch: GPUWATCH_SOURCE: unknown source; use nvml, auto, amd, intel or demo (got \"cuda\")\n",
         );
 }
 

@@ -582,7 +582,7 @@ fn new_keys_name_file_line_and_key() {
         ),
         (
             "source = \"gpu\"\n",
-            "1: source: unknown source; use nvml, auto or demo (got \"gpu\")",
+            "1: source: unknown source; use nvml, auto, amd, intel or demo (got \"gpu\")",
         ),
         (
             "[serve]\nlisen = \"0.0.0.0:1\"\n",

@@ -312,3 +312,43 @@ fn a_recording_conforms_line_by_line() {
     let v1_line: Value = serde_json::from_str(v1.lines().nth(1).unwrap()).unwrap();
     assert!(!sample.is_valid(&v1_line));
 }
+
+/// The AMD source on the MI300X tree (issue 14: `vendor`, every NVML-only field null) and a
+/// MIG-mode GPU on the fake NVML (`mig_devices`) conform too.
+#[test]
+fn amd_and_mig_documents_conform() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/drm/amd-mi300x");
+    let amd = once_json(
+        common::clean_command()
+            .args(["--source", "amd"])
+            .args(["--sysfs-root", &format!("{root}/sys")])
+            .args(["--proc-root", &format!("{root}/proc")]),
+    );
+    assert_eq!(amd["gpus"][0]["vendor"], "amd");
+    assert_conforms(&amd, "amd");
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = json!({"gpus": [{
+        "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0e8f6c1a-7d55-4b3e-9a5c-1f2e3d4c5b6a",
+        "fields": {"mig_mode_current": 1, "mig_mode_pending": 1},
+        "mig_devices": [{"uuid": "MIG-4b6f1c2d-0a1b-5c3d-9e8f-112233445566",
+            "name": "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "gpu_instance_id": 9,
+            "compute_instance_id": 0, "memory_total": 10_737_418_240u64, "memory_used": 0}]
+    }]});
+    let path = dir.path().join("scenario.json");
+    std::fs::write(&path, scenario.to_string()).unwrap();
+    let mig = once_json(
+        common::clean_command()
+            .env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
+            .arg("--nvml-lib")
+            .arg(common::fake_lib()),
+    );
+    assert_eq!(mig["gpus"][0]["mig_devices"][0]["profile"], "1g.10gb");
+    assert_conforms(&mig, "mig");
+    let props = &schema()["$defs"]["gpu"]["properties"]["mig_devices"]["items"]["properties"];
+    for key in mig["gpus"][0]["mig_devices"][0].as_object().unwrap().keys() {
+        assert!(
+            props.get(key).is_some(),
+            "mig_devices[].{key} is not in the schema"
+        );
+    }
+}

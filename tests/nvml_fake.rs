@@ -520,3 +520,44 @@ fn signalling_your_own_process_from_the_tui_reaches_it() {
     t.send(&["q"]);
     t.wait_restored();
 }
+
+/// Drivers as they are in the field (issue 14): a GPU whose driver has only `_v2`, only the
+/// unversioned call, or fills 32-byte `_v3` entries lists the same processes with the same
+/// memory, never a shifted PID or a made-up size.
+#[test]
+fn every_driver_generation_lists_the_same_processes() {
+    for api in ["v3", "v3_wide", "v2", "v1"] {
+        let scenario = json!({
+            "driver_version": "535.98",
+            "gpus": [{
+                "name": "NVIDIA A100-SXM4-80GB",
+                "uuid": H100,
+                "process_api": api,
+                "fields": {"memory_total": 85_899_345_920u64, "memory_used": 12_884_901_888u64},
+                "processes": [
+                    {"pid": FOREIGN_PID, "used_memory": 4_294_967_296u64},
+                    {"pid": FOREIGN_PID - 1, "used_memory": 8_589_934_592u64},
+                    {"pid": FOREIGN_PID - 2, "used_memory": null}
+                ]
+            }]
+        });
+        let setup = Setup::new(&scenario);
+        let mut source = setup.open();
+        let s = sample(&mut source);
+        let mut got: Vec<_> = s
+            .processes
+            .iter()
+            .map(|p| (p.pid, p.gpu_memory.map(|b| b.0)))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                (FOREIGN_PID - 2, None),
+                (FOREIGN_PID - 1, Some(8_589_934_592)),
+                (FOREIGN_PID, Some(4_294_967_296)),
+            ],
+            "process_api {api}"
+        );
+    }
+}

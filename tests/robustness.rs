@@ -252,6 +252,8 @@ fn a_gpu_that_answers_not_supported_to_everything_is_shown_as_na() {
         assert_eq!(g.id, GpuId("index-1".into()), "no UUID: named by index");
         let absent = gpuwatch::source::GpuReading {
             status: GpuStatus::Ok,
+            // Which source read it is known even when the GPU answers nothing.
+            vendor: Some(gpuwatch::source::Vendor::Nvidia),
             ..gpuwatch::source::GpuReading::absent(g.id.clone(), 1, g.name.clone())
         };
         assert_eq!(g, &absent, "every reading absent, none zero");

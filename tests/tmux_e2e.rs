@@ -179,14 +179,14 @@ fn source_auto_without_a_driver_says_it_shows_the_demo() {
     );
     t.send(&[&cmd, "Enter"]);
     t.wait_for(
-        "no usable NVIDIA GPU here: showing the simulated demo fleet",
+        "no usable GPU here: showing the simulated demo fleet",
         Duration::from_secs(10),
     );
     // The notice can be drawn before the first sample lands (a loaded machine): wait for
     // the demo's host name rather than expecting it in the same frame.
     let screen = t.wait_for("demo-gpu-server", Duration::from_secs(10));
     assert!(
-        screen.contains("no usable NVIDIA GPU here: showing the simulated demo fleet"),
+        screen.contains("no usable GPU here: showing the simulated demo fleet"),
         "{screen}"
     );
     t.send(&["q"]);

@@ -59,6 +59,14 @@ pub(crate) fn with_gpu(
     f: impl FnOnce(&Gpu, u64) -> u32,
 ) -> u32 {
     with_state(symbol, |s| {
+        // A MIG handle answers as its instance (crate::mig).
+        if let Some(instance) = crate::mig::as_device(s, device) {
+            return match instance {
+                Ok(gpu) if gpu.lost_at(s.tick) => ERROR_GPU_IS_LOST,
+                Ok(gpu) => f(&gpu, s.tick),
+                Err(code) => code,
+            };
+        }
         let index = (device as usize).wrapping_sub(1);
         let Some(gpu) = s.scenario.gpus.get(index) else {
             return ERROR_INVALID_ARGUMENT;

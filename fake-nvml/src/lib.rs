@@ -21,6 +21,8 @@
 mod device;
 mod events;
 mod health;
+mod legacy;
+mod mig;
 mod processes;
 mod scenario;
 
@@ -37,6 +39,7 @@ pub(crate) const ERROR_INVALID_ARGUMENT: u32 = 2;
 pub(crate) const ERROR_NOT_SUPPORTED: u32 = 3;
 pub(crate) const ERROR_NOT_FOUND: u32 = 6;
 pub(crate) const ERROR_INSUFFICIENT_SIZE: u32 = 7;
+pub(crate) const ERROR_FUNCTION_NOT_FOUND: u32 = 13;
 pub(crate) const ERROR_GPU_IS_LOST: u32 = 15;
 pub(crate) const ERROR_ARGUMENT_VERSION_MISMATCH: u32 = 25;
 pub(crate) const ERROR_UNKNOWN: u32 = 999;

@@ -4,17 +4,17 @@
 use std::ffi::{c_uint, c_ulonglong};
 
 use crate::device::with_gpu;
-use crate::scenario::{ProcKind, Step};
+use crate::scenario::{ProcKind, ProcessApi, Step};
 use crate::{Device, ERROR_INSUFFICIENT_SIZE, ERROR_INVALID_ARGUMENT, ERROR_NOT_FOUND, SUCCESS};
 
 /// `nvmlProcessInfo_t` as used by the `_v3` process lists: 24 bytes with padding after `pid`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ProcessInfo {
-    pid: c_uint,
-    used_gpu_memory: c_ulonglong,
-    gpu_instance_id: c_uint,
-    compute_instance_id: c_uint,
+    pub(crate) pid: c_uint,
+    pub(crate) used_gpu_memory: c_ulonglong,
+    pub(crate) gpu_instance_id: c_uint,
+    pub(crate) compute_instance_id: c_uint,
 }
 
 /// `nvmlProcessUtilizationSample_t`.
@@ -43,7 +43,7 @@ const SAMPLE_BUFFER_TICKS: u64 = 10;
 
 /// The two-call protocol of NVML's list queries: with too small a buffer (or none), say how
 /// many entries there are and answer INSUFFICIENT_SIZE; otherwise fill and say how many.
-unsafe fn fill_list<T: Copy>(items: &[T], count: *mut c_uint, buf: *mut T) -> u32 {
+pub(crate) unsafe fn fill_list<T: Copy>(items: &[T], count: *mut c_uint, buf: *mut T) -> u32 {
     if count.is_null() {
         return ERROR_INVALID_ARGUMENT;
     }
@@ -69,6 +69,27 @@ fn running(
     count: *mut c_uint,
     buf: *mut ProcessInfo,
 ) -> u32 {
+    // SAFETY: NVML's contract for list queries (see fill_list).
+    listed(symbol, d, graphics, |g, listed| match g.process_api {
+        ProcessApi::V3 => unsafe { fill_list(listed, count, buf) },
+        ProcessApi::V3Wide => {
+            let wide: Vec<_> = listed.iter().map(|&p| crate::legacy::wide(p)).collect();
+            // SAFETY: the driver of that era wrote 32-byte entries into the caller's buffer.
+            unsafe { fill_list(&wide, count, buf.cast()) }
+        }
+        // Drivers before the _v3 calls (and 535.98, which dropped them) lack the symbol.
+        ProcessApi::V2 | ProcessApi::V1 => crate::ERROR_FUNCTION_NOT_FOUND,
+    })
+}
+
+/// The processes a list call of this tick sees on `d` (compute or graphics), handed to `f`
+/// with the GPU: the one listing every process-list export answers from.
+pub(crate) fn listed(
+    symbol: &'static str,
+    d: Device,
+    graphics: bool,
+    f: impl FnOnce(&crate::scenario::Gpu, &[ProcessInfo]) -> u32,
+) -> u32 {
     // Which call of this tick this is (1 = the size query), counted apart from `calls` so
     // the per-symbol call counts tests read stay one per call.
     let call = crate::lock().as_mut().map_or(0, |s| {
@@ -92,12 +113,11 @@ fn running(
             .map(|p| ProcessInfo {
                 pid: p.pid,
                 used_gpu_memory: p.used_memory.unwrap_or(VALUE_NOT_AVAILABLE),
-                gpu_instance_id: NO_INSTANCE,
-                compute_instance_id: NO_INSTANCE,
+                gpu_instance_id: p.gpu_instance_id.unwrap_or(NO_INSTANCE),
+                compute_instance_id: p.compute_instance_id.unwrap_or(NO_INSTANCE),
             })
             .collect();
-        // SAFETY: NVML's contract for list queries (see fill_list).
-        unsafe { fill_list(&listed, count, buf) }
+        f(g, &listed)
     })
 }
 

@@ -156,6 +156,12 @@ pub struct Process {
     /// later calls the new one — the race real drivers have with processes that come and go.
     #[serde(default)]
     pub between_calls: bool,
+    /// On a GPU in MIG mode: the GPU and compute instance the process runs on (the MIG
+    /// device in `Gpu::mig_devices` with these ids).
+    #[serde(default)]
+    pub gpu_instance_id: Option<u32>,
+    #[serde(default)]
+    pub compute_instance_id: Option<u32>,
 }
 
 impl Process {
@@ -171,6 +177,22 @@ impl Process {
         }
         self.alive_at(tick)
     }
+}
+
+/// Which process-list calls the fake "driver" has (drivers since R470 differ here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessApi {
+    /// `_v3`, `_v2` and the unversioned call, with the 24-byte `_v3` struct.
+    #[default]
+    V3,
+    /// `_v3` fills 32-byte entries (`usedGpuCcProtectedMemory` appended), as some
+    /// 535–545 drivers did.
+    V3Wide,
+    /// No `_v3` (FUNCTION_NOT_FOUND): `_v2` and the unversioned call only.
+    V2,
+    /// Only the unversioned call (16-byte `nvmlProcessInfo_v1_t`).
+    V1,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -200,6 +222,12 @@ pub struct Gpu {
     /// answers NOT_SUPPORTED: the most a board can refuse while still being enumerated.
     #[serde(default)]
     pub all_not_supported: bool,
+    /// Which process-list calls answer (see `ProcessApi`).
+    #[serde(default)]
+    pub process_api: ProcessApi,
+    /// Its MIG devices, listed while `mig_mode_current` reads 1 (see `mig`).
+    #[serde(default)]
+    pub mig_devices: Vec<crate::mig::MigDevice>,
     /// Critical XID errors, each due from its tick on; an event set registered on this GPU
     /// (which needs `supported_event_types` to include 8) hands each out once, in order.
     #[serde(default)]

@@ -14,6 +14,8 @@ pub const ENV_FLAGS: &[&str] = &[
     "demo-gpus",
     "seed",
     "nvml-lib",
+    "sysfs-root",
+    "proc-root",
     "kubelet-socket",
     "only",
     "interval",

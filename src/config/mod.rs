@@ -142,6 +142,8 @@ pub struct Settings {
     /// Where `only` came from (`--only` or `GPUWATCH_ONLY`), for "matches no GPU".
     pub only_origin: String,
     pub nvml_lib: Option<PathBuf>,
+    /// Where the AMD and Intel sources read sysfs and /proc (`--sysfs-root`, `--proc-root`).
+    pub drm_roots: crate::source::drm::Roots,
     /// The kubelet pod-resources socket (`--kubelet-socket`).
     pub kubelet_socket: PathBuf,
     pub thresholds: Thresholds,
@@ -270,6 +272,7 @@ impl Settings {
             only,
             only_origin,
             nvml_lib: sources::nvml_lib(cli, &r)?,
+            drm_roots: sources::drm_roots(cli, &r)?,
             kubelet_socket: sources::kubelet_socket(cli, &r)?,
             thresholds: thresholds::thresholds(cli, &r)?,
             config_path: file.as_ref().map(|f| f.path.clone()),

@@ -64,13 +64,15 @@ pub fn sort_by_name(name: &str) -> Result<SortKey, String> {
     })
 }
 
-/// `nvml`, `auto` or `demo` (`cli::SOURCE_NAMES`).
+/// One of `cli::SOURCE_NAMES`.
 pub fn source_by_name(name: &str) -> Result<SourceKind, String> {
     match name.trim() {
         "nvml" => Ok(SourceKind::Nvml),
         "auto" => Ok(SourceKind::Auto),
+        "amd" => Ok(SourceKind::Amd),
+        "intel" => Ok(SourceKind::Intel),
         "demo" => Ok(SourceKind::Demo),
-        _ => Err("unknown source; use nvml, auto or demo".into()),
+        _ => Err("unknown source; use nvml, auto, amd, intel or demo".into()),
     }
 }
 
@@ -78,6 +80,8 @@ pub fn source_config_name(kind: SourceKind) -> &'static str {
     match kind {
         SourceKind::Nvml => "nvml",
         SourceKind::Auto => "auto",
+        SourceKind::Amd => "amd",
+        SourceKind::Intel => "intel",
         SourceKind::Demo => "demo",
     }
 }

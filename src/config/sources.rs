@@ -8,6 +8,7 @@ use super::parse::{parse_addresses, parse_whole, source_by_name};
 use super::values::Resolver;
 use super::{RemoteSettings, SettingsError};
 use crate::cli::{Cli, Command, SourceKind};
+use crate::source::drm::Roots;
 use crate::source::remote::parse_address;
 use crate::source::sim::MAX_GPUS;
 
@@ -52,6 +53,20 @@ pub(super) fn kubelet_socket(cli: &Cli, r: &Resolver) -> Result<PathBuf, Setting
         || crate::procinfo::kubelet::DEFAULT_SOCKET.into(),
         |got| got.value.into(),
     ))
+}
+
+/// `--sysfs-root` and `--proc-root`: where the DRM (AMD, Intel) sources read.
+pub(super) fn drm_roots(cli: &Cli, r: &Resolver) -> Result<Roots, SettingsError> {
+    let path = |flag: &'static str, given: &Option<String>, default: &str| {
+        Ok::<PathBuf, SettingsError>(
+            r.text(flag, given)?
+                .map_or_else(|| default.into(), |got| got.value.into()),
+        )
+    };
+    Ok(Roots {
+        sys: path("sysfs-root", &cli.sysfs_root, "/sys")?,
+        proc: path("proc-root", &cli.proc_root, "/proc")?,
+    })
 }
 
 pub(super) fn nvml_lib(cli: &Cli, r: &Resolver) -> Result<Option<PathBuf>, SettingsError> {

@@ -41,8 +41,8 @@ fn top_level_keys() -> String {
 # Durations: "500ms", "2s", "5m", "1h", or a number of seconds.
 # Sizes: "1GiB", "512MiB", or a number of GiB.
 
-# Where readings come from (--source): "nvml" (real GPUs), "auto" (NVML, else the simulated
-# demo fleet) or "demo".
+# Where readings come from (--source): "nvml" (NVIDIA GPUs), "amd" (amdgpu), "intel"
+# (i915/xe), "auto" (every vendor present, else the simulated demo fleet) or "demo".
 source = "{source}"
 # Time between samples, at least 100ms (--interval).
 interval = {interval}

@@ -91,6 +91,12 @@ pub struct ProcInfo {
 impl ProcInfo {
     /// This host's /proc, with the kernel's clock tick rate and page size.
     pub fn system() -> Self {
+        Self::system_at("/proc")
+    }
+
+    /// A /proc at `root` (`--proc-root`, e.g. a captured tree) read with this host's clock
+    /// tick rate and page size, naming workloads through the system's engines.
+    pub fn system_at(root: impl Into<PathBuf>) -> Self {
         // SAFETY: sysconf only reads configuration values.
         let (tck, page) = unsafe {
             (
@@ -101,7 +107,14 @@ impl ProcInfo {
         // sysconf answers -1 when it does not know; Linux's usual values are a sane fallback.
         let tck = u64::try_from(tck).ok().filter(|&t| t > 0).unwrap_or(100);
         let page = u64::try_from(page).ok().filter(|&p| p > 0).unwrap_or(4096);
-        Self::new("/proc", tck, page).with_names(NameResolver::system())
+        Self::new(root, tck, page).with_names(NameResolver::system())
+    }
+
+    /// The PIDs asked about were found in this very /proc (DRM fdinfo), not reported by a
+    /// driver that speaks in host PIDs (NVML): they name our processes in any namespace.
+    pub fn with_local_pids(mut self) -> Self {
+        self.namespace = PidNamespace::Host;
+        self
     }
 
     /// A /proc tree at `root`, with explicit units so fixtures do not depend on the host.

@@ -2,13 +2,16 @@
 //! source (NVML, the simulated fleet, later remote hosts) implements.
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
+pub mod drm;
 pub mod health;
+pub mod mig;
 pub mod multi;
 pub mod nvml;
 pub mod remote;
 pub mod replay;
 pub mod sim;
 pub mod throttle;
+pub mod vendors;
 pub mod wire;
 pub mod workload;
 
@@ -49,6 +52,31 @@ pub struct HostInfo {
     pub cuda_version: Option<String>,
 }
 
+/// Who made a GPU, which says which source read it and which driver serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    Nvidia,
+    Amd,
+    Intel,
+}
+
+impl Vendor {
+    pub const ALL: [Vendor; 3] = [Vendor::Nvidia, Vendor::Amd, Vendor::Intel];
+
+    /// The public name (JSON, metrics labels, `--source`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "nvidia",
+            Vendor::Amd => "amd",
+            Vendor::Intel => "intel",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Vendor> {
+        Vendor::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
 /// Whether a GPU answered this poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuStatus {
@@ -66,6 +94,8 @@ pub struct GpuReading {
     pub host: Option<String>,
     pub index: u32,
     pub name: String,
+    /// Who made it; `None` from documents written before gpuwatch said (schema < 2.2).
+    pub vendor: Option<Vendor>,
     pub status: GpuStatus,
     pub util: Option<Percent>,
     pub memory_util: Option<Percent>,
@@ -116,6 +146,8 @@ pub struct GpuReading {
     pub mig_enabled: Option<bool>,
     /// Memory temperature, PCIe replays, corrected ECC, retired pages, remapped rows, XIDs.
     pub health: health::Health,
+    /// Its MIG instances while MIG is on (empty otherwise, and from sources without MIG).
+    pub mig_devices: Vec<mig::MigReading>,
     /// The Kubernetes pods this GPU is allocated to, as the kubelet says (empty off
     /// Kubernetes, and from sources that cannot tell).
     pub allocations: Vec<workload::PodAllocation>,
@@ -129,6 +161,7 @@ impl GpuReading {
             host: None,
             index,
             name: name.into(),
+            vendor: None,
             status: GpuStatus::Ok,
             util: None,
             memory_util: None,
@@ -161,6 +194,7 @@ impl GpuReading {
             ecc_errors_uncorrected: None,
             mig_enabled: None,
             health: health::Health::default(),
+            mig_devices: Vec::new(),
             allocations: Vec::new(),
         }
     }

@@ -82,6 +82,7 @@ fn lost(gpus: &[GpuReading]) -> Vec<GpuReading> {
     gpus.iter()
         .map(|g| {
             let mut l = GpuReading::absent(g.id.clone(), g.index, g.name.clone());
+            l.vendor = g.vendor;
             l.host = g.host.clone();
             l.status = GpuStatus::Lost;
             l

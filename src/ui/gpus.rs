@@ -142,6 +142,19 @@ fn detail_spans(g: &GpuReading, theme: &Theme) -> (Vec<Span<'static>>, Vec<Span<
     if let Some(mig) = g.mig_enabled {
         parts.push(format!("MIG {}", if mig { "on" } else { "off" }));
     }
+    // Each MIG instance: profile, GPU instance, memory used/total, processes; NVML gives
+    // no utilisation per instance, so it says N/A rather than nothing (or 0).
+    for m in &g.mig_devices {
+        use super::format::gib;
+        parts.push(format!(
+            "{} gi{} {}/{}G util N/A {} proc",
+            m.profile.as_deref().unwrap_or("MIG"),
+            or_na(m.gpu_instance_id, |i| i.to_string()),
+            or_na(m.memory_used, gib),
+            or_na(m.memory_total, gib),
+            m.pids.len()
+        ));
+    }
     let mut details = Vec::new();
     if !parts.is_empty() {
         let style = if unhealthy || g.ecc_errors_uncorrected.is_some_and(|e| e > 0) {

@@ -6,6 +6,8 @@
 
 mod events;
 mod health;
+mod mig;
+mod procs;
 mod read;
 
 use std::collections::HashSet;
@@ -136,6 +138,7 @@ impl Slot {
         );
         let name = self.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
         let mut g = GpuReading::absent(id, index, name);
+        g.vendor = Some(super::Vendor::Nvidia);
         g.status = GpuStatus::Lost;
         g.pci_bus_id = self.pci_bus_id.clone();
         g
@@ -148,11 +151,15 @@ struct GpuProc {
     kind: ProcKind,
     memory: Option<Bytes>,
     sm_util: Option<Percent>,
+    /// (GPU instance, compute instance) on a MIG-mode GPU.
+    instance: Option<(u32, u32)>,
 }
 
 pub struct NvmlSource {
     /// The library, with the XID event set registered on it.
     lib: events::Library,
+    /// The process-list calls of every driver generation (nvml-wrapper makes only `_v3`).
+    process_calls: procs::ProcessCalls,
     host: HostInfo,
     slots: Vec<Slot>,
     procinfo: ProcInfo,
@@ -182,6 +189,7 @@ impl NvmlSource {
         };
         Ok(NvmlSource {
             lib: events::Library::open(nvml),
+            process_calls: procs::ProcessCalls::open(lib),
             host,
             slots: Vec::new(),
             procinfo: ProcInfo::system(),
@@ -234,7 +242,7 @@ impl GpuSource for NvmlSource {
                     .nvml()
                     .device_by_index(index)
                     .map_err(|_| Lost)
-                    .and_then(|device| read_gpu(&device, index, slot))
+                    .and_then(|device| read_gpu(&device, index, slot, &self.process_calls))
             } else {
                 Err(Lost)
             };

@@ -22,6 +22,7 @@ pub(super) fn read_gpu(
     d: &Device,
     index: u32,
     s: &mut Slot,
+    calls: &super::procs::ProcessCalls,
 ) -> Result<(GpuReading, Vec<GpuProc>), Lost> {
     // The UUID doubles as the liveness probe: a lost GPU fails it first.
     let uuid = match d.uuid() {
@@ -45,6 +46,7 @@ pub(super) fn read_gpu(
     }
     let name = s.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
     let mut g = GpuReading::absent(GpuId(uuid), index, name);
+    g.vendor = Some(crate::source::Vendor::Nvidia);
     g.pci_bus_id = s.pci_bus_id.clone();
     if let Some(u) = s.ask(Query::Utilization, || d.utilization_rates())? {
         g.util = Some(Percent(u.gpu));
@@ -68,7 +70,10 @@ pub(super) fn read_gpu(
     // NVML_DEVICE_MIG_ENABLE is 1.
     g.mig_enabled = s.ask(Query::Mig, || d.mig_mode())?.map(|m| m.current == 1);
     super::health::read_health(d, s, &mut g)?;
-    let procs = read_processes(d, s)?;
+    let procs = read_processes(d, s, calls)?;
+    if g.mig_enabled == Some(true) {
+        g.mig_devices = super::mig::read_instances(d, &procs);
+    }
     Ok((g, procs))
 }
 
@@ -162,12 +167,16 @@ fn retry_on_growth<T>(mut list: impl FnMut() -> Result<T, NvmlError>) -> Result<
 
 /// Compute and graphics lists merged per PID (a process in both is `C+G`), with each
 /// process's SM utilization since the previous sample.
-fn read_processes(d: &Device, s: &mut Slot) -> Result<Vec<GpuProc>, Lost> {
+fn read_processes(
+    d: &Device,
+    s: &mut Slot,
+    calls: &super::procs::ProcessCalls,
+) -> Result<Vec<GpuProc>, Lost> {
     let compute = s.ask(Query::ComputeProcs, || {
-        retry_on_growth(|| d.running_compute_processes())
+        retry_on_growth(|| calls.list(d, false))
     })?;
     let graphics = s.ask(Query::GraphicsProcs, || {
-        retry_on_growth(|| d.running_graphics_processes())
+        retry_on_growth(|| calls.list(d, true))
     })?;
     let mut by_pid = merge_by_pid([
         (ProcKind::Compute, compute.unwrap_or_default()),
@@ -204,7 +213,8 @@ fn merge_by_pid<const N: usize>(
         for ProcessInfo {
             pid,
             used_gpu_memory,
-            ..
+            gpu_instance_id,
+            compute_instance_id,
         } in list
         {
             let memory = match used_gpu_memory {
@@ -216,6 +226,7 @@ fn merge_by_pid<const N: usize>(
                 kind,
                 memory,
                 sm_util: None,
+                instance: gpu_instance_id.zip(compute_instance_id),
             });
             if entry.kind != kind {
                 entry.kind = ProcKind::Both;

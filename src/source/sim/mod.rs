@@ -195,6 +195,7 @@ impl SimSource {
 /// What every simulated H100 reports the same way, whatever its role.
 fn fixed_reading(id: GpuId, i: usize) -> GpuReading {
     let mut g = GpuReading::absent(id, i as u32, GPU_NAME);
+    g.vendor = Some(crate::source::Vendor::Nvidia);
     g.memory_total = Some(Bytes::from_gib(VRAM_TOTAL_GIB));
     g.temperature_slowdown = Some(Celsius(SLOWDOWN_C));
     g.power_limit = Some(Watts(POWER_CAP_W));

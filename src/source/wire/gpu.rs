@@ -5,9 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::source::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
+use crate::source::mig::MigReading;
 use crate::source::throttle::ThrottleReason;
 use crate::source::workload::PodAllocation;
-use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::source::{GpuId, GpuReading, GpuStatus, Vendor};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// Whether the GPU answered this poll.
@@ -28,6 +29,9 @@ pub struct Gpu {
     #[serde(default)]
     pub host: Option<String>,
     pub name: String,
+    /// `nvidia`, `amd` or `intel` (2.2); `null` when the writer did not say.
+    #[serde(default)]
+    pub vendor: Option<String>,
     pub status: Status,
     pub pci_bus_id: Option<String>,
     /// % (nvidia-smi `utilization.gpu`).
@@ -77,6 +81,9 @@ pub struct Gpu {
     /// Uncorrected ECC errors since the driver loaded (`ecc.errors.uncorrected.volatile.total`).
     pub ecc_errors_uncorrected_volatile: Option<u64>,
     pub mig_enabled: Option<bool>,
+    /// (2.2) Its MIG instances while MIG is on; `[]` otherwise.
+    #[serde(default)]
+    pub mig_devices: Vec<MigDoc>,
     /// The Kubernetes pods the kubelet allocated this GPU to (2.1); `[]` off Kubernetes.
     #[serde(default)]
     pub pods: Vec<PodDoc>,
@@ -164,6 +171,51 @@ fn health_doc(h: &Health) -> (Option<RetiredPagesDoc>, Option<RemappedRowsDoc>) 
     )
 }
 
+/// One MIG instance (a compute instance in a GPU instance) of a GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MigDoc {
+    /// `MIG-…`, what `CUDA_VISIBLE_DEVICES` takes.
+    pub uuid: String,
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
+    /// e.g. `3g.40gb`.
+    pub profile: Option<String>,
+    pub memory_total: Option<u64>,
+    pub memory_used: Option<u64>,
+    /// Always `null` today: NVML gives no utilisation per instance.
+    pub utilization_gpu: Option<u32>,
+    /// The GPU's processes (in `processes`) on this instance.
+    pub pids: Vec<u32>,
+}
+
+impl MigDoc {
+    fn from_reading(m: &MigReading) -> MigDoc {
+        MigDoc {
+            uuid: m.id.0.clone(),
+            gpu_instance_id: m.gpu_instance_id,
+            compute_instance_id: m.compute_instance_id,
+            profile: m.profile.clone(),
+            memory_total: m.memory_total.map(|b| b.0),
+            memory_used: m.memory_used.map(|b| b.0),
+            utilization_gpu: m.util.map(|p| p.0),
+            pids: m.pids.clone(),
+        }
+    }
+
+    fn into_reading(self) -> MigReading {
+        MigReading {
+            id: GpuId(self.uuid),
+            gpu_instance_id: self.gpu_instance_id,
+            compute_instance_id: self.compute_instance_id,
+            profile: self.profile,
+            memory_total: self.memory_total.map(Bytes),
+            memory_used: self.memory_used.map(Bytes),
+            util: self.utilization_gpu.map(Percent),
+            pids: self.pids,
+        }
+    }
+}
+
 /// One allocation of a GPU to a pod's container, as the kubelet reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodDoc {
@@ -194,6 +246,7 @@ impl Gpu {
             uuid: g.id.0.clone(),
             host: g.host.clone(),
             name: g.name.clone(),
+            vendor: g.vendor.map(|v| v.name().to_string()),
             status: match g.status {
                 GpuStatus::Ok => Status::Ok,
                 GpuStatus::Lost => Status::Lost,
@@ -228,6 +281,7 @@ impl Gpu {
             clocks_throttle_reasons: throttle_reason_names(g),
             ecc_errors_uncorrected_volatile: g.ecc_errors_uncorrected,
             mig_enabled: g.mig_enabled,
+            mig_devices: g.mig_devices.iter().map(MigDoc::from_reading).collect(),
             pods: g
                 .allocations
                 .iter()
@@ -250,6 +304,8 @@ impl Gpu {
         let health = self.health();
         let mut g = GpuReading::absent(GpuId(self.uuid), self.index, self.name);
         g.host = self.host;
+        // A vendor this build does not know reads as unknown, not as an error.
+        g.vendor = self.vendor.as_deref().and_then(Vendor::from_name);
         g.status = match self.status {
             Status::Ok => GpuStatus::Ok,
             Status::Lost => GpuStatus::Lost,
@@ -284,6 +340,11 @@ impl Gpu {
         g.throttle_reasons = throttle_reasons_from_names(self.clocks_throttle_reasons);
         g.ecc_errors_uncorrected = self.ecc_errors_uncorrected_volatile;
         g.mig_enabled = self.mig_enabled;
+        g.mig_devices = self
+            .mig_devices
+            .into_iter()
+            .map(MigDoc::into_reading)
+            .collect();
         g.allocations = self
             .pods
             .into_iter()

@@ -1,0 +1,128 @@
+//! MIG through the fake NVML: a GPU whose instances (MIG devices) come from the scenario,
+//! read by the real `NvmlSource` and written by the real binary's `--once --json`: their
+//! ids, profiles, memory and processes; utilisation `null`, never 0; a GPU whose MIG mode
+//! flips on between two samples.
+
+mod common;
+
+use gpuwatch::source::GpuSource;
+use gpuwatch::source::nvml::NvmlSource;
+use serde_json::{Value, json};
+
+const MIG_A: &str = "MIG-4b6f1c2d-0a1b-5c3d-9e8f-112233445566";
+const MIG_B: &str = "MIG-9a8b7c6d-5e4f-5a3b-8c2d-665544332211";
+
+/// An H100 whose MIG mode reads `mode` per tick, with a 3g.40gb and a 2g.20gb instance,
+/// a process on each and one on no instance (listed before MIG came on).
+fn scenario(mode: Value) -> Value {
+    json!({
+        "driver_version": "550.54.15",
+        "cuda_version": 12040,
+        "gpus": [{
+            "name": "NVIDIA H100 80GB HBM3",
+            "uuid": "GPU-0e8f6c1a-7d55-4b3e-9a5c-1f2e3d4c5b6a",
+            "fields": {
+                "memory_total": 85_899_345_920u64, "memory_used": 30_064_771_072u64,
+                "util_gpu": 0, "util_memory": 0,
+                "mig_mode_current": mode, "mig_mode_pending": 1
+            },
+            "mig_devices": [
+                {"uuid": MIG_A, "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+                 "gpu_instance_id": 1, "compute_instance_id": 0,
+                 "memory_total": 42_949_672_960u64, "memory_used": 21_474_836_480u64},
+                {"uuid": MIG_B, "name": "NVIDIA H100 80GB HBM3 MIG 2g.20gb",
+                 "gpu_instance_id": 5, "compute_instance_id": 0,
+                 "memory_total": 21_474_836_480u64, "memory_used": 8_589_934_592u64}
+            ],
+            "processes": [
+                {"pid": 4_000_001, "used_memory": 21_474_836_480u64,
+                 "gpu_instance_id": 1, "compute_instance_id": 0},
+                {"pid": 4_000_002, "used_memory": 8_589_934_592u64,
+                 "gpu_instance_id": 5, "compute_instance_id": 0}
+            ]
+        }]
+    })
+}
+
+fn write(dir: &tempfile::TempDir, scenario: &Value) -> std::path::PathBuf {
+    let path = dir.path().join("scenario.json");
+    std::fs::write(&path, serde_json::to_string(scenario).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn once_json_lists_the_instances_with_their_ids_profiles_memory_and_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::clean_command()
+        .env(
+            "GPUWATCH_FAKE_NVML_SCENARIO",
+            write(&dir, &scenario(json!(1))),
+        )
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["--once", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = &doc["gpus"][0];
+    assert_eq!(g["mig_enabled"], true);
+    let migs = g["mig_devices"].as_array().unwrap();
+    assert_eq!(migs.len(), 2);
+    assert_eq!(
+        migs[0],
+        json!({"uuid": MIG_A, "gpu_instance_id": 1, "compute_instance_id": 0,
+               "profile": "3g.40gb", "memory_total": 42_949_672_960u64,
+               "memory_used": 21_474_836_480u64, "utilization_gpu": null,
+               "pids": [4_000_001]})
+    );
+    assert_eq!(migs[1]["profile"], "2g.20gb");
+    assert_eq!(migs[1]["pids"], json!([4_000_002]));
+}
+
+#[test]
+fn a_gpu_whose_mig_mode_flips_on_gains_its_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir, &scenario(json!([0, 1])));
+    let lib = dir.path().join("libnvidia-ml.so.1");
+    std::fs::copy(common::fake_lib(), &lib).unwrap();
+    let mut source = NvmlSource::open(Some(&lib)).unwrap();
+    let first = source.sample().unwrap();
+    assert_eq!(first.gpus[0].mig_enabled, Some(false));
+    assert!(first.gpus[0].mig_devices.is_empty());
+    let second = source.sample().unwrap();
+    let g = &second.gpus[0];
+    assert_eq!(g.mig_enabled, Some(true));
+    let ids: Vec<_> = g.mig_devices.iter().map(|m| m.id.0.as_str()).collect();
+    assert_eq!(ids, [MIG_A, MIG_B]);
+    assert!(
+        g.mig_devices.iter().all(|m| m.util.is_none()),
+        "N/A, never 0"
+    );
+}
+
+#[test]
+fn the_gpu_panel_lists_each_instance_with_its_memory_and_util_na() {
+    use gpuwatch::state::{Msg, State, update};
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir, &scenario(json!(1)));
+    let lib = dir.path().join("libnvidia-ml.so.1");
+    std::fs::copy(common::fake_lib(), &lib).unwrap();
+    let mut source = NvmlSource::open(Some(&lib)).unwrap();
+    let mut state = State::new(common::config());
+    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    let screen = common::screen(&state, 200, 40);
+    assert!(screen.contains("MIG on"), "{screen}");
+    assert!(
+        screen.contains("3g.40gb gi1 20.0/40.0G util N/A 1 proc"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("2g.20gb gi5 8.0/20.0G util N/A 1 proc"),
+        "{screen}"
+    );
+}
