@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::parse::{parse_addresses, parse_whole, source_by_name};
 use super::values::Resolver;
-use super::{RemoteSettings, SettingsError};
+use super::{PrometheusSettings, RemoteSettings, SettingsError};
 use crate::cli::{Cli, Command, SourceKind};
 use crate::source::remote::parse_address;
 use crate::source::sim::MAX_GPUS;
@@ -98,4 +98,104 @@ pub(super) fn remote(cli: &Cli, r: &Resolver) -> Result<RemoteSettings, Settings
         hosts_file: hosts_file.value,
         with_local: with_local.value,
     })
+}
+
+/// `--prometheus URL` with `--selector` and credentials, each flag > env > `[prometheus]` key.
+/// The URL is checked here (plain `http://`); the credentials' files are read by `launch`.
+pub(super) fn prometheus(
+    cli: &Cli,
+    r: &Resolver,
+) -> Result<Option<PrometheusSettings>, SettingsError> {
+    let t = &r.file_config().prometheus;
+    let text = |s: &str| Ok(Some(s.to_string()));
+    let url = r.layer(
+        ("prometheus", &cli.prometheus),
+        ("prometheus.url", &t.url),
+        parse_url,
+        |s| parse_url(s),
+        None,
+    )?;
+    let selector = r.layer(
+        ("selector", &cli.selector),
+        ("prometheus.selector", &t.selector),
+        |s| crate::source::prometheus::parse_selector(s).map(Some),
+        |s| crate::source::prometheus::parse_selector(s).map(Some),
+        None,
+    )?;
+    let user = r.layer(
+        ("prometheus-user", &cli.prometheus_user),
+        ("prometheus.user", &t.user),
+        text,
+        |s| text(s),
+        None,
+    )?;
+    let path = |s: &str| Ok(Some(PathBuf::from(s)));
+    let password_file = r.layer(
+        ("prometheus-password-file", &cli.prometheus_password_file),
+        ("prometheus.password_file", &t.password_file),
+        path,
+        |s| path(s),
+        None,
+    )?;
+    let token_file = r.layer(
+        ("prometheus-token-file", &cli.prometheus_token_file),
+        ("prometheus.token_file", &t.token_file),
+        path,
+        |s| path(s),
+        None,
+    )?;
+    let needs = |at: String, why: &str| Err(SettingsError::new(at, why.to_string(), None));
+    let Some(url_value) = url.value.clone() else {
+        for (given, at) in [
+            (selector.value.is_some(), selector.at()),
+            (user.value.is_some(), user.at()),
+            (password_file.value.is_some(), password_file.at()),
+            (token_file.value.is_some(), token_file.at()),
+        ] {
+            if given {
+                return Err(SettingsError::new(
+                    at,
+                    "only with --prometheus".into(),
+                    None,
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    if user.value.is_some() != password_file.value.is_some() {
+        if user.value.is_some() {
+            return needs(user.at(), "needs --prometheus-password-file");
+        }
+        return needs(password_file.at(), "needs --prometheus-user");
+    }
+    if user.value.is_some() && token_file.value.is_some() {
+        return needs(
+            token_file.at(),
+            "either basic auth or a bearer token, not both",
+        );
+    }
+    Ok(Some(PrometheusSettings {
+        url: url_value,
+        matchers: selector.value.unwrap_or_default(),
+        user: user.value,
+        password_file: password_file.value,
+        token_file: token_file.value,
+    }))
+}
+
+/// `http://HOST:PORT[/prefix]`: plain HTTP only (no TLS stack in gpuwatch yet).
+fn parse_url(text: &str) -> Result<Option<String>, String> {
+    let t = text.trim().trim_end_matches('/');
+    let Some(rest) = t.strip_prefix("http://") else {
+        return Err(if t.starts_with("https://") {
+            "https is not supported yet: reach Prometheus over plain http:// (e.g. through a local proxy)".into()
+        } else {
+            format!("{t:?} is not an http:// URL, e.g. http://prometheus:9090")
+        });
+    };
+    let host = rest.split('/').next().unwrap_or("");
+    if host.is_empty() || host.contains(['?', '#', '@']) {
+        return Err(format!("{t:?} has no HOST[:PORT] after http://"));
+    }
+    Ok(Some(t.to_string()))
 }

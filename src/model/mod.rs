@@ -240,7 +240,15 @@ impl Model {
                 .histories
                 .entry(gpu.id.clone())
                 .or_insert_with(|| GpuHistory::new(config.history_len));
-            history.push(now, gpu);
+            match sample.history.as_ref() {
+                // A source with its own history: its points, none twice.
+                Some(kept) => kept
+                    .get(&gpu.id)
+                    .into_iter()
+                    .flatten()
+                    .for_each(|p| history.push_point(p)),
+                None => history.push(now, gpu),
+            }
             let prev = self.alarms.get(&gpu.id).cloned().unwrap_or_default();
             let on_gpu = by_gpu.get(&gpu.id).map_or(&[][..], Vec::as_slice);
             let (alarm, mut raised) =

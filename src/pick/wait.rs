@@ -219,6 +219,7 @@ mod tests {
             gpus: vec![g],
             processes: Vec::new(),
             hosts: Vec::new(),
+            history: None,
         }))
     }
 

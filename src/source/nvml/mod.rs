@@ -253,6 +253,7 @@ impl GpuSource for NvmlSource {
             gpus,
             processes,
             hosts: Vec::new(),
+            history: None,
         })
     }
 }

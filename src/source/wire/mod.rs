@@ -231,6 +231,7 @@ fn into_sample(
                 error: h.error,
             })
             .collect(),
+        history: None,
     })
 }
 
