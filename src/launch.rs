@@ -257,6 +257,7 @@ pub fn view_config(settings: &Settings, interval: Duration) -> ViewConfig {
         sort: settings.sort,
         sort_dir: settings.sort_dir,
         only: settings.only.clone(),
+        processes_known: settings.prometheus.is_none(),
     }
 }
 

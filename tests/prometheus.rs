@@ -2,6 +2,7 @@
 //! HTTP API sees the fleet: the exporter works with the real consumer, not just a parser.
 //! Skipped, with a message, only when `prometheus` is not installed (CI installs it).
 
+mod common;
 mod serve_support;
 
 use std::io::{BufRead, BufReader, Write};
@@ -292,4 +293,26 @@ fn the_fleet_a_real_prometheus_scrapes_is_drawn_from_it() {
             .len(),
         8
     );
+    the_tui_shows_them(&url);
+}
+
+/// The TUI over the same Prometheus: every host's GPUs, with history charts from the range
+/// queries, and the notice that process rows are unknown.
+fn the_tui_shows_them(url: &str) {
+    let Some(t) = common::tmux::Tmux::start("prometheus", 160, 60) else {
+        return;
+    };
+    let cmd = format!("{} --prometheus {url} --history 30s", env!("CARGO_BIN_EXE_gpuwatch"));
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for("dcgm-node:1", Duration::from_secs(20));
+    assert!(screen.contains("prometheus 127.0.0.1:"), "{screen}");
+    assert!(screen.contains("8 GPUs"), "{screen}");
+    assert!(screen.contains("dcgm-node:0 · NVIDIA A100-SXM4-40GB"), "{screen}");
+    assert!(screen.contains("k8s ml/trainer-0"), "the pod dcgm-exporter names:\n{screen}");
+    assert!(screen.contains("process rows unknown"), "{screen}");
+    // Unknown processes are not "VRAM held by no process".
+    assert!(!screen.contains("no process "), "{screen}");
+    assert!(screen.contains("temp") && screen.contains("util"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
 }

@@ -47,6 +47,9 @@ pub struct ViewConfig {
     pub sort_dir: procs::SortDir,
     /// Only these GPUs are shown (`--only`); `None` shows all.
     pub only: Option<Vec<crate::select::GpuSelector>>,
+    /// Whether the source lists processes at all. `false` (`--prometheus`): no rows is
+    /// "unknown", so VRAM no process accounts for is not a stale allocation.
+    pub processes_known: bool,
 }
 
 impl Default for ViewConfig {
@@ -63,6 +66,7 @@ impl Default for ViewConfig {
             sort: SortKey::Vram,
             sort_dir: procs::SortDir::Descending,
             only: None,
+            processes_known: true,
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct Model {
     source_error: Option<String>,
     /// Whether any process of the latest sample runs in a container, pod, job or service.
     any_job: bool,
+    /// Whether the source lists processes (see `ViewConfig::processes_known`).
+    processes_known: bool,
 }
 
 impl Model {
@@ -103,6 +109,7 @@ impl Model {
             holders: HashMap::new(),
             source_error: None,
             any_job: false,
+            processes_known: config.processes_known,
         }
     }
 
@@ -153,6 +160,11 @@ impl Model {
     /// Whether the JOB column has anything to show.
     pub fn any_job(&self) -> bool {
         self.any_job
+    }
+
+    /// Whether the source lists processes; when not, an empty table means unknown.
+    pub fn processes_known(&self) -> bool {
+        self.processes_known
     }
 
     pub fn source_error(&self) -> Option<&str> {
@@ -255,6 +267,10 @@ impl Model {
                 warnings::evaluate(&prev, gpu, on_gpu, history, &config.thresholds, now);
             self.alarms.insert(gpu.id.clone(), alarm);
             out.append(&mut raised);
+        }
+        if !config.processes_known {
+            // VRAM "held by no process" is only known where processes are listed.
+            out.retain(|w| !matches!(w.kind, warnings::WarningKind::StaleVram { .. }));
         }
         for h in sample.hosts.iter().filter(|h| h.error.is_some()) {
             out.push(warnings::host_down(
