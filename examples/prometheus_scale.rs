@@ -95,10 +95,14 @@ fn instant(hosts: usize) -> String {
                 (dcgm_labels(h, g), DCGM)
             };
             for (name, v) in table {
-                result.push(json!({"metric": with_name(&labels, name), "value": [0.0, v.to_string()]}));
+                result.push(
+                    json!({"metric": with_name(&labels, name), "value": [0.0, v.to_string()]}),
+                );
             }
         }
-        result.push(json!({"metric": {"__name__": "up", "instance": format!("h{h}")}, "value": [0.0, "1"]}));
+        result.push(
+            json!({"metric": {"__name__": "up", "instance": format!("h{h}")}, "value": [0.0, "1"]}),
+        );
     }
     json!({"status": "success", "data": {"resultType": "vector", "result": result}}).to_string()
 }
@@ -109,7 +113,11 @@ fn range(hosts: usize, points: usize) -> String {
     let mut result = Vec::new();
     for h in 0..hosts {
         for g in 0..GPUS {
-            let labels = if h % 2 == 0 { native_labels(h, g) } else { dcgm_labels(h, g) };
+            let labels = if h % 2 == 0 {
+                native_labels(h, g)
+            } else {
+                dcgm_labels(h, g)
+            };
             result.push(json!({"metric": labels, "values": values}));
         }
     }
@@ -167,7 +175,10 @@ fn status_mib(field: &str) -> f64 {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let hosts = args.first().copied().unwrap_or(1000);
     let refreshes = args.get(1).copied().unwrap_or(10);
     let (i, w, s) = (instant(hosts), range(hosts, 300), range(hosts, 1));
@@ -180,7 +191,12 @@ fn main() {
     let canned = (i.len() + w.len() + s.len()) as f64 / 1_048_576.0;
     let address = stand_in(i, w, s);
     let before = status_mib("VmRSS:");
-    let api = HttpApi::new(&format!("http://{address}"), &Auth::None, Duration::from_secs(60)).unwrap();
+    let api = HttpApi::new(
+        &format!("http://{address}"),
+        &Auth::None,
+        Duration::from_secs(60),
+    )
+    .unwrap();
     let tick = Arc::new(Mutex::new(SystemTime::now()));
     let clock = move || {
         let mut t = tick.lock().unwrap();
@@ -195,7 +211,10 @@ fn main() {
         Duration::from_secs(300),
         Box::new(clock),
     );
-    let mut state = State::new(ViewConfig { processes_known: false, ..ViewConfig::default() });
+    let mut state = State::new(ViewConfig {
+        processes_known: false,
+        ..ViewConfig::default()
+    });
     for n in 0..=refreshes {
         let (wall, cpu) = (Instant::now(), thread_cpu());
         let sample = source.sample().unwrap();

@@ -302,17 +302,73 @@ fn the_tui_shows_them(url: &str) {
     let Some(t) = common::tmux::Tmux::start("prometheus", 160, 60) else {
         return;
     };
-    let cmd = format!("{} --prometheus {url} --history 30s", env!("CARGO_BIN_EXE_gpuwatch"));
+    let cmd = format!(
+        "{} --prometheus {url} --history 30s",
+        env!("CARGO_BIN_EXE_gpuwatch")
+    );
     t.send(&[&cmd, "Enter"]);
     let screen = t.wait_for("dcgm-node:1", Duration::from_secs(20));
     assert!(screen.contains("prometheus 127.0.0.1:"), "{screen}");
     assert!(screen.contains("8 GPUs"), "{screen}");
-    assert!(screen.contains("dcgm-node:0 · NVIDIA A100-SXM4-40GB"), "{screen}");
-    assert!(screen.contains("k8s ml/trainer-0"), "the pod dcgm-exporter names:\n{screen}");
+    assert!(
+        screen.contains("dcgm-node:0 · NVIDIA A100-SXM4-40GB"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("k8s ml/trainer-0"),
+        "the pod dcgm-exporter names:\n{screen}"
+    );
     assert!(screen.contains("process rows unknown"), "{screen}");
     // Unknown processes are not "VRAM held by no process".
     assert!(!screen.contains("no process "), "{screen}");
-    assert!(screen.contains("temp") && screen.contains("util"), "{screen}");
+    assert!(
+        screen.contains("temp") && screen.contains("util"),
+        "{screen}"
+    );
     t.send(&["q"]);
     t.wait_restored();
+}
+
+/// Without a server to ask, or with settings that cannot work, one line says why.
+#[test]
+fn a_prometheus_that_cannot_be_read_is_one_line() {
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let out = gpuwatch()
+        .args([
+            "--prometheus",
+            &format!("http://127.0.0.1:{closed}"),
+            "--once",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "gpuwatch: reading GPUs failed: Prometheus 127.0.0.1:{closed}: "
+        )),
+        "{err}"
+    );
+    assert!(
+        err.to_lowercase().contains("refused") && err.lines().count() == 1,
+        "{err}"
+    );
+    let out = gpuwatch()
+        .args([
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--remote",
+            "a:1",
+            "--once",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "gpuwatch: --prometheus: not with --remote/--hosts-file (pick one)\n"
+    );
 }
