@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::parse::{parse_addresses, parse_whole, source_by_name};
-use super::values::Resolver;
+use super::values::{Got, Resolver};
 use super::{PrometheusSettings, RemoteSettings, SettingsError};
 use crate::cli::{Cli, Command, SourceKind};
 use crate::source::remote::parse_address;
@@ -107,7 +107,6 @@ pub(super) fn prometheus(
     r: &Resolver,
 ) -> Result<Option<PrometheusSettings>, SettingsError> {
     let t = &r.file_config().prometheus;
-    let text = |s: &str| Ok(Some(s.to_string()));
     let url = r.layer(
         ("prometheus", &cli.prometheus),
         ("prometheus.url", &t.url),
@@ -122,6 +121,43 @@ pub(super) fn prometheus(
         |s| crate::source::prometheus::parse_selector(s).map(Some),
         None,
     )?;
+    let (user, password_file, token_file) = credentials(cli, r)?;
+    let Some(url_value) = url.value.clone() else {
+        for (given, at) in [
+            (selector.value.is_some(), selector.at()),
+            (user.value.is_some(), user.at()),
+            (password_file.value.is_some(), password_file.at()),
+            (token_file.value.is_some(), token_file.at()),
+        ] {
+            if given {
+                return Err(SettingsError::new(
+                    at,
+                    "only with --prometheus".into(),
+                    None,
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    Ok(Some(PrometheusSettings {
+        url: url_value,
+        matchers: selector.value.unwrap_or_default(),
+        user: user.value,
+        password_file: password_file.value,
+        token_file: token_file.value,
+    }))
+}
+
+type Credentials = (
+    Got<Option<String>>,
+    Got<Option<PathBuf>>,
+    Got<Option<PathBuf>>,
+);
+
+/// `--prometheus-user` with `--prometheus-password-file`, or `--prometheus-token-file`.
+fn credentials(cli: &Cli, r: &Resolver) -> Result<Credentials, SettingsError> {
+    let t = &r.file_config().prometheus;
+    let text = |s: &str| Ok(Some(s.to_string()));
     let user = r.layer(
         ("prometheus-user", &cli.prometheus_user),
         ("prometheus.user", &t.user),
@@ -145,42 +181,15 @@ pub(super) fn prometheus(
         None,
     )?;
     let needs = |at: String, why: &str| Err(SettingsError::new(at, why.to_string(), None));
-    let Some(url_value) = url.value.clone() else {
-        for (given, at) in [
-            (selector.value.is_some(), selector.at()),
-            (user.value.is_some(), user.at()),
-            (password_file.value.is_some(), password_file.at()),
-            (token_file.value.is_some(), token_file.at()),
-        ] {
-            if given {
-                return Err(SettingsError::new(
-                    at,
-                    "only with --prometheus".into(),
-                    None,
-                ));
-            }
-        }
-        return Ok(None);
-    };
-    if user.value.is_some() != password_file.value.is_some() {
-        if user.value.is_some() {
-            return needs(user.at(), "needs --prometheus-password-file");
-        }
-        return needs(password_file.at(), "needs --prometheus-user");
-    }
-    if user.value.is_some() && token_file.value.is_some() {
-        return needs(
+    match (&user.value, &password_file.value, &token_file.value) {
+        (Some(_), None, _) => needs(user.at(), "needs --prometheus-password-file"),
+        (None, Some(_), _) => needs(password_file.at(), "needs --prometheus-user"),
+        (Some(_), Some(_), Some(_)) => needs(
             token_file.at(),
             "either basic auth or a bearer token, not both",
-        );
+        ),
+        _ => Ok((user, password_file, token_file)),
     }
-    Ok(Some(PrometheusSettings {
-        url: url_value,
-        matchers: selector.value.unwrap_or_default(),
-        user: user.value,
-        password_file: password_file.value,
-        token_file: token_file.value,
-    }))
 }
 
 /// `http://HOST:PORT[/prefix]`: plain HTTP only (no TLS stack in gpuwatch yet).

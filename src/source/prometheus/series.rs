@@ -226,7 +226,7 @@ pub fn set(g: &mut GpuReading, field: Field, value: f64) {
         Field::PcieWidth => g.pcie_link_width = whole(value),
         Field::PcieTx => g.pcie_tx_per_second = bytes(value),
         Field::PcieRx => g.pcie_rx_per_second = bytes(value),
-        Field::EccUncorrected => g.ecc_errors_uncorrected = (value >= 0.0).then(|| value as u64),
+        Field::EccUncorrected => g.ecc_errors_uncorrected = (value >= 0.0).then_some(value as u64),
         Field::Mig => g.mig_enabled = Some(value != 0.0),
         Field::Lost => {
             if value != 0.0 {
