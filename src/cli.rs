@@ -164,17 +164,17 @@ pub struct Cli {
     #[arg(long, value_name = "SELECTOR", global = true)]
     pub selector: Option<String>,
 
-    /// With --prometheus: the basic-auth user (the password from --prometheus-password-file).
+    /// With --prometheus: the basic-auth user (the password from --password-file).
     #[arg(long, value_name = "USER", global = true)]
     pub prometheus_user: Option<String>,
 
     /// With --prometheus-user: a file holding the basic-auth password.
     #[arg(long, value_name = "FILE", global = true)]
-    pub prometheus_password_file: Option<String>,
+    pub password_file: Option<String>,
 
     /// With --prometheus: a file holding a bearer token to send.
     #[arg(long, value_name = "FILE", global = true)]
-    pub prometheus_token_file: Option<String>,
+    pub bearer_token_file: Option<String>,
 
     /// With --remote or --hosts-file: show this machine's GPUs too.
     #[arg(long, global = true)]

@@ -151,12 +151,12 @@ fn prometheus_source(p: &PrometheusSettings, settings: &Settings) -> Result<Buil
             .map(|s| s.trim_end_matches(['\n', '\r']).to_string())
             .map_err(|e| format!("{what} {}: {e}", path.display()))
     };
-    let auth = match (&p.user, &p.password_file, &p.token_file) {
+    let auth = match (&p.user, &p.password_file, &p.bearer_token_file) {
         (Some(user), Some(file), _) => Auth::Basic {
             user: user.clone(),
-            password: secret(file, "--prometheus-password-file")?,
+            password: secret(file, "--password-file")?,
         },
-        (_, _, Some(file)) => Auth::Bearer(secret(file, "--prometheus-token-file")?),
+        (_, _, Some(file)) => Auth::Bearer(secret(file, "--bearer-token-file")?),
         _ => Auth::None,
     };
     let api = HttpApi::new(&p.url, &auth, prometheus::TIMEOUT)

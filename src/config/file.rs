@@ -52,7 +52,7 @@ pub struct PrometheusTable {
     pub selector: Entry<String>,
     pub user: Entry<String>,
     pub password_file: Entry<String>,
-    pub token_file: Entry<String>,
+    pub bearer_token_file: Entry<String>,
 }
 
 /// `--record`, `--record-max-size`.

@@ -112,7 +112,7 @@ pub struct PrometheusSettings {
     pub user: Option<String>,
     /// Read when the source is built (resolving reads no file but the config).
     pub password_file: Option<PathBuf>,
-    pub token_file: Option<PathBuf>,
+    pub bearer_token_file: Option<PathBuf>,
 }
 
 /// `gpuwatch serve`: where to listen and which extra metric families to export.

@@ -121,13 +121,13 @@ pub(super) fn prometheus(
         |s| crate::source::prometheus::parse_selector(s).map(Some),
         None,
     )?;
-    let (user, password_file, token_file) = credentials(cli, r)?;
+    let (user, password_file, bearer_token_file) = credentials(cli, r)?;
     let Some(url_value) = url.value.clone() else {
         for (given, at) in [
             (selector.value.is_some(), selector.at()),
             (user.value.is_some(), user.at()),
             (password_file.value.is_some(), password_file.at()),
-            (token_file.value.is_some(), token_file.at()),
+            (bearer_token_file.value.is_some(), bearer_token_file.at()),
         ] {
             if given {
                 return Err(SettingsError::new(
@@ -144,7 +144,7 @@ pub(super) fn prometheus(
         matchers: selector.value.unwrap_or_default(),
         user: user.value,
         password_file: password_file.value,
-        token_file: token_file.value,
+        bearer_token_file: bearer_token_file.value,
     }))
 }
 
@@ -154,7 +154,7 @@ type Credentials = (
     Got<Option<PathBuf>>,
 );
 
-/// `--prometheus-user` with `--prometheus-password-file`, or `--prometheus-token-file`.
+/// `--prometheus-user` with `--password-file`, or `--bearer-token-file`.
 fn credentials(cli: &Cli, r: &Resolver) -> Result<Credentials, SettingsError> {
     let t = &r.file_config().prometheus;
     let text = |s: &str| Ok(Some(s.to_string()));
@@ -167,28 +167,28 @@ fn credentials(cli: &Cli, r: &Resolver) -> Result<Credentials, SettingsError> {
     )?;
     let path = |s: &str| Ok(Some(PathBuf::from(s)));
     let password_file = r.layer(
-        ("prometheus-password-file", &cli.prometheus_password_file),
+        ("password-file", &cli.password_file),
         ("prometheus.password_file", &t.password_file),
         path,
         |s| path(s),
         None,
     )?;
-    let token_file = r.layer(
-        ("prometheus-token-file", &cli.prometheus_token_file),
-        ("prometheus.token_file", &t.token_file),
+    let bearer_token_file = r.layer(
+        ("bearer-token-file", &cli.bearer_token_file),
+        ("prometheus.bearer_token_file", &t.bearer_token_file),
         path,
         |s| path(s),
         None,
     )?;
     let needs = |at: String, why: &str| Err(SettingsError::new(at, why.to_string(), None));
-    match (&user.value, &password_file.value, &token_file.value) {
-        (Some(_), None, _) => needs(user.at(), "needs --prometheus-password-file"),
+    match (&user.value, &password_file.value, &bearer_token_file.value) {
+        (Some(_), None, _) => needs(user.at(), "needs --password-file"),
         (None, Some(_), _) => needs(password_file.at(), "needs --prometheus-user"),
         (Some(_), Some(_), Some(_)) => needs(
-            token_file.at(),
+            bearer_token_file.at(),
             "either basic auth or a bearer token, not both",
         ),
-        _ => Ok((user, password_file, token_file)),
+        _ => Ok((user, password_file, bearer_token_file)),
     }
 }
 

@@ -165,11 +165,11 @@ process_metrics = false
 # Only series matching this selector (--selector).
 # selector = '{{cluster="a"}}'
 # Basic auth: the user, and a file holding the password (--prometheus-user,
-# --prometheus-password-file).
+# --password-file).
 # user = "gpuwatch"
 # password_file = "/etc/gpuwatch/prometheus-password"
-# Or a file holding a bearer token (--prometheus-token-file).
-# token_file = "/var/run/secrets/prometheus-token"
+# Or a file holding a bearer token (--bearer-token-file).
+# bearer_token_file = "/var/run/secrets/prometheus-token"
 "#,
         listen = DEFAULT_LISTEN,
     )

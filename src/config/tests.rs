@@ -282,7 +282,7 @@ fn prometheus_settings_layer_and_check() {
     assert_eq!(resolve(&[]).unwrap().prometheus, None);
     let env = |k: &str| match k {
         "GPUWATCH_PROMETHEUS" => Some("http://from-env:9090".to_string()),
-        "GPUWATCH_PROMETHEUS_TOKEN_FILE" => Some("/run/token".to_string()),
+        "GPUWATCH_BEARER_TOKEN_FILE" => Some("/run/token".to_string()),
         _ => None,
     };
     let cli = Cli::parse_from(["gpuwatch"]);
@@ -291,7 +291,7 @@ fn prometheus_settings_layer_and_check() {
         .prometheus
         .unwrap();
     assert_eq!(
-        (s.url.as_str(), s.token_file.as_deref()),
+        (s.url.as_str(), s.bearer_token_file.as_deref()),
         (
             "http://from-env:9090",
             Some(std::path::Path::new("/run/token"))
@@ -323,6 +323,6 @@ fn prometheus_settings_layer_and_check() {
     );
     assert_eq!(
         err(&["--prometheus", "http://p:1", "--prometheus-user", "u"]),
-        "--prometheus-user: needs --prometheus-password-file"
+        "--prometheus-user: needs --password-file"
     );
 }

@@ -116,7 +116,7 @@ impl Api for HttpApi {
         match status {
             200..=299 => Ok(body),
             401 | 403 => Err(format!(
-                "HTTP {status}: check --prometheus-user/--prometheus-password-file or --prometheus-token-file"
+                "HTTP {status}: check --prometheus-user/--password-file or --bearer-token-file"
             )),
             // Prometheus answers bad queries with 400/422 and its reason in the JSON.
             _ => Err(error_text(&body).unwrap_or_else(|| format!("HTTP {status}"))),
