@@ -172,6 +172,26 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub hosts_file: Option<String>,
 
+    /// Draw the fleet a Prometheus server scrapes (gpuwatch or dcgm-exporter series): http://HOST:PORT.
+    #[arg(long, value_name = "URL", global = true)]
+    pub prometheus: Option<String>,
+
+    /// With --prometheus: only series matching this selector, e.g. '{cluster="a"}'.
+    #[arg(long, value_name = "SELECTOR", global = true)]
+    pub selector: Option<String>,
+
+    /// With --prometheus: the basic-auth user (the password from --password-file).
+    #[arg(long, value_name = "USER", global = true)]
+    pub prometheus_user: Option<String>,
+
+    /// With --prometheus-user: a file holding the basic-auth password.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub password_file: Option<String>,
+
+    /// With --prometheus: a file holding a bearer token to send.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub bearer_token_file: Option<String>,
+
     /// With --remote or --hosts-file: show this machine's GPUs too.
     #[arg(long, global = true)]
     pub with_local: bool,

@@ -108,6 +108,19 @@ impl GpuHistory {
         self.memory_used.push(reading.memory_used.map(|b| b.0));
     }
 
+    /// Appends a point a source kept (Prometheus), unless it is not newer than the latest.
+    pub fn push_point(&mut self, p: &crate::source::HistoryPoint) {
+        if self.times.latest().is_some_and(|t| *t >= p.time) {
+            return;
+        }
+        self.pushed += 1;
+        self.times.push(p.time);
+        self.temperature.push(p.temperature);
+        self.power.push(p.power);
+        self.util.push(p.util);
+        self.memory_used.push(p.memory_used);
+    }
+
     /// Growth rate of used VRAM in bytes per second over the samples taken at or after
     /// `since`, by a least-squares fit. `None` with fewer than three known points.
     pub fn memory_growth_per_sec(&self, since: SystemTime) -> Option<f64> {

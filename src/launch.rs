@@ -9,7 +9,7 @@ use color_eyre::eyre::Result;
 
 use crate::app::{self, Exit};
 use crate::cli::SourceKind;
-use crate::config::{PickRequest, Settings};
+use crate::config::{PickRequest, PrometheusSettings, Settings};
 use crate::headless;
 use crate::model::jobs::JobKey;
 use crate::model::warnings::{Subject, WarningKind};
@@ -20,6 +20,8 @@ use crate::sampler;
 use crate::source::drm::DrmSource;
 use crate::source::multi::MultiSource;
 use crate::source::nvml::NvmlSource;
+use crate::source::prometheus::api::{Auth, HttpApi};
+use crate::source::prometheus::{self, PrometheusSource};
 use crate::source::remote;
 use crate::source::replay::{ReplayHandle, ReplaySource};
 use crate::source::sim::{SimClock, SimSource};
@@ -44,10 +46,15 @@ pub struct Built {
 /// usable source).
 pub fn build(settings: &Settings) -> Result<Built, String> {
     let remote = &settings.remote;
-    let mut built = match &settings.replay {
-        Some(file) => replay_source(file)?,
-        None if remote.any() => remote_source(settings)?,
-        None => {
+    let mut built = match (&settings.replay, &settings.prometheus) {
+        (Some(_), Some(_)) => return Err("--prometheus: not with replay".into()),
+        (None, Some(_)) if remote.any() => {
+            return Err("--prometheus: not with --remote/--hosts-file (pick one)".into());
+        }
+        (Some(file), None) => replay_source(file)?,
+        (None, Some(p)) => prometheus_source(p, settings)?,
+        (None, None) if remote.any() => remote_source(settings)?,
+        (None, None) => {
             let (source, demo) = live_source(settings)?;
             // With --source auto the fallback must be obvious on screen, not just on stderr.
             let notice = (demo && settings.source == SourceKind::Auto)
@@ -126,6 +133,7 @@ fn remote_source(settings: &Settings) -> Result<Built, String> {
     if let Some(path) = &remote.hosts_file {
         addresses.extend(remote::read_hosts_file(path)?);
     }
+    remote::check_host_count(addresses.len())?;
     let local = if remote.with_local {
         let (source, _) = live_source(settings)?;
         Some((crate::source::hostname(), source))
@@ -141,6 +149,42 @@ fn remote_source(settings: &Settings) -> Result<Built, String> {
         interval: settings.interval,
         replay: None,
         notice: None,
+    })
+}
+
+/// The fleet as a Prometheus server knows it (`--prometheus`); credentials read here.
+fn prometheus_source(p: &PrometheusSettings, settings: &Settings) -> Result<Built, String> {
+    let secret = |path: &std::path::Path, what: &str| {
+        std::fs::read_to_string(path)
+            .map(|s| s.trim_end_matches(['\n', '\r']).to_string())
+            .map_err(|e| format!("{what} {}: {e}", path.display()))
+    };
+    let auth = match (&p.user, &p.password_file, &p.bearer_token_file) {
+        (Some(user), Some(file), _) => Auth::Basic {
+            user: user.clone(),
+            password: secret(file, "--password-file")?,
+        },
+        (_, _, Some(file)) => Auth::Bearer(secret(file, "--bearer-token-file")?),
+        _ => Auth::None,
+    };
+    let api = HttpApi::new(&p.url, &auth, prometheus::TIMEOUT)
+        .map_err(|e| format!("--prometheus: {e}"))?;
+    let server = p.url.trim_start_matches("http://").to_string();
+    let source = PrometheusSource::new(
+        Box::new(api),
+        &server,
+        &p.matchers,
+        settings.interval,
+        settings.history,
+        Box::new(std::time::SystemTime::now),
+    );
+    Ok(Built {
+        source: Box::new(source),
+        // Nothing listed can be signalled: there are no process rows.
+        demo: false,
+        interval: settings.interval,
+        replay: None,
+        notice: Some(prometheus::NOTICE.to_string()),
     })
 }
 
@@ -243,6 +287,7 @@ pub fn view_config(settings: &Settings, interval: Duration) -> ViewConfig {
         sort: settings.sort,
         sort_dir: settings.sort_dir,
         only: settings.only.clone(),
+        processes_known: settings.prometheus.is_none(),
     }
 }
 

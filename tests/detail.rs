@@ -227,6 +227,7 @@ fn sample_with(secs: u64, vram_gib: f64) -> Sample {
             host: HostProc::OtherNamespace,
         }],
         hosts: Vec::new(),
+        history: None,
     }
 }
 

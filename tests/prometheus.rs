@@ -2,14 +2,17 @@
 //! HTTP API sees the fleet: the exporter works with the real consumer, not just a parser.
 //! Skipped, with a message, only when `prometheus` is not installed (CI installs it).
 
+mod common;
 mod serve_support;
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use serve_support::{Exporter, encode_query, free_port, on_path, request, wait_until};
+use serve_support::{Exporter, encode_query, free_port, gpuwatch, on_path, request, wait_until};
 
 /// Prometheus starts, scrapes every second, and answers: well within this on CI.
 const SCRAPED: Duration = Duration::from_secs(30);
@@ -22,10 +25,17 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(dir: &Path, target: &str) -> Self {
+        Self::start_many(dir, &[target])
+    }
+
+    /// One scrape job over all of `targets`, every second.
+    fn start_many(dir: &Path, targets: &[&str]) -> Self {
+        let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
              scrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      \
-             - targets: ['{target}']\n"
+             - targets: [{}]\n        labels:\n          cluster: a\n",
+            list.join(", ")
         );
         let config_path = dir.join("prom.yml");
         std::fs::write(&config_path, config).unwrap();
@@ -110,4 +120,255 @@ fn prometheus_scrapes_the_exporter_and_promql_sees_the_fleet() {
     );
     assert_eq!(mib_gap, 0.0);
     assert_eq!(prometheus.single_value("up"), 1.0);
+}
+
+/// What dcgm-exporter serves for two GPUs of a Kubernetes node (its names, units and labels,
+/// trimmed to a few of its default counters).
+fn dcgm_text() -> String {
+    let mut out = String::new();
+    let families = [
+        (
+            "DCGM_FI_DEV_GPU_UTIL",
+            "gauge",
+            "GPU utilization (in %).",
+            [87.0, 0.0],
+        ),
+        (
+            "DCGM_FI_DEV_FB_USED",
+            "gauge",
+            "Framebuffer memory used (in MiB).",
+            [30_000.0, 0.0],
+        ),
+        (
+            "DCGM_FI_DEV_FB_FREE",
+            "gauge",
+            "Framebuffer memory free (in MiB).",
+            [10_960.0, 40_960.0],
+        ),
+        (
+            "DCGM_FI_DEV_GPU_TEMP",
+            "gauge",
+            "GPU temperature (in C).",
+            [66.0, 31.0],
+        ),
+        (
+            "DCGM_FI_DEV_POWER_USAGE",
+            "gauge",
+            "Power draw (in W).",
+            [301.5, 52.25],
+        ),
+        (
+            "DCGM_FI_DEV_SM_CLOCK",
+            "gauge",
+            "SM clock frequency (in MHz).",
+            [1410.0, 210.0],
+        ),
+    ];
+    for (name, kind, help, values) in families {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for (gpu, value) in values.iter().enumerate() {
+            let pod = if gpu == 0 {
+                r#",container="main",namespace="ml",pod="trainer-0""#
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "{name}{{gpu=\"{gpu}\",UUID=\"GPU-dcgm-{gpu}\",pci_bus_id=\"00000000:0{gpu}:00.0\",\
+                 device=\"nvidia{gpu}\",modelName=\"NVIDIA A100-SXM4-40GB\",Hostname=\"dcgm-node\",\
+                 DCGM_FI_DRIVER_VERSION=\"550.54.15\"{pod}}} {value}\n"
+            ));
+        }
+    }
+    out
+}
+
+/// A stand-in dcgm-exporter on 127.0.0.1: every request gets `dcgm_text()`.
+fn dcgm_stand_in() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let body = dcgm_text();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    address
+}
+
+/// Issue 13: a real Prometheus scrapes two `gpuwatch serve --demo` (4 and 2 GPUs) and a
+/// stand-in dcgm-exporter (2 GPUs); `gpuwatch --prometheus URL --once --json` shows all 8
+/// GPUs with their hosts and readings, nothing invented, and charts their history.
+#[test]
+fn the_fleet_a_real_prometheus_scrapes_is_drawn_from_it() {
+    if !on_path("prometheus") {
+        println!("prometheus is not installed: skipping the --prometheus test");
+        return;
+    }
+    let a = Exporter::demo(&["--demo-gpus", "4", "--seed", "1"]);
+    let b = Exporter::demo(&["--demo-gpus", "2", "--seed", "2"]);
+    let dcgm = dcgm_stand_in();
+    let dir = tempfile::tempdir().unwrap();
+    let (ta, tb) = (a.addr.to_string(), b.addr.to_string());
+    let prometheus = Prometheus::start_many(dir.path(), &[&ta, &tb, &dcgm]);
+    let url = format!("http://127.0.0.1:{}", prometheus.port);
+    let log = || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    // Three scrapes in, so the range query has history to give.
+    wait_until("every target scraped 3 times", SCRAPED, || {
+        let rows = prometheus.query("count(count_over_time(up[1m]) >= 3)")?;
+        rows.first().map(|r| r.1).filter(|n| *n == 3.0)
+    });
+    let once = |extra: &[&str]| {
+        let out = gpuwatch()
+            .args(["--prometheus", &url, "--history", "30s", "--once", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}\n{}", log());
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let doc = once(&[]);
+    let gpus = doc["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 8, "{doc:#}");
+    let on = |host: &str| gpus.iter().filter(|g| g["host"] == host).count();
+    assert_eq!((on(&ta), on(&tb), on("dcgm-node")), (4, 2, 2), "{doc:#}");
+    let d0 = gpus.iter().find(|g| g["uuid"] == "GPU-dcgm-0").unwrap();
+    assert_eq!(d0["name"], "NVIDIA A100-SXM4-40GB");
+    assert_eq!(d0["utilization_gpu"], 87);
+    assert_eq!(d0["memory_used"], 30_000u64 << 20);
+    assert_eq!(d0["memory_total"], 40_960u64 << 20, "used + free");
+    assert_eq!(d0["temperature_gpu"], 66);
+    assert_eq!(d0["power_draw"], 301.5);
+    assert_eq!(
+        d0["fan_speed"],
+        Value::Null,
+        "no fan series: unknown, not 0"
+    );
+    let native = gpus.iter().find(|g| g["host"] == ta.as_str()).unwrap();
+    assert!(
+        native["memory_total"].as_u64().unwrap() > 70 << 30,
+        "{native:#}"
+    );
+    assert!(
+        native["enforced_power_limit"].as_f64().is_some(),
+        "{native:#}"
+    );
+    assert_eq!(
+        doc["processes"].as_array().unwrap().len(),
+        0,
+        "none invented"
+    );
+    // --selector narrows: no GPU is in cluster b.
+    let out = gpuwatch()
+        .args([
+            "--prometheus",
+            &url,
+            "--selector",
+            r#"{cluster="b"}"#,
+            "--once",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let narrowed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        narrowed["gpus"].as_array().unwrap().len(),
+        0,
+        "{narrowed:#}"
+    );
+    assert_eq!(
+        once(&["--selector", r#"{cluster="a"}"#])["gpus"]
+            .as_array()
+            .unwrap()
+            .len(),
+        8
+    );
+    the_tui_shows_them(&url);
+}
+
+/// The TUI over the same Prometheus: every host's GPUs, with history charts from the range
+/// queries, and the notice that process rows are unknown.
+fn the_tui_shows_them(url: &str) {
+    let Some(t) = common::tmux::Tmux::start("prometheus", 160, 60) else {
+        return;
+    };
+    let cmd = format!(
+        "{} --prometheus {url} --history 30s",
+        env!("CARGO_BIN_EXE_gpuwatch")
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for("dcgm-node:1", Duration::from_secs(20));
+    assert!(screen.contains("prometheus 127.0.0.1:"), "{screen}");
+    assert!(screen.contains("8 GPUs"), "{screen}");
+    assert!(
+        screen.contains("dcgm-node:0 · NVIDIA A100-SXM4-40GB"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("k8s ml/trainer-0"),
+        "the pod dcgm-exporter names:\n{screen}"
+    );
+    assert!(screen.contains("process rows unknown"), "{screen}");
+    // Unknown processes are not "VRAM held by no process".
+    assert!(!screen.contains("no process "), "{screen}");
+    assert!(
+        screen.contains("temp") && screen.contains("util"),
+        "{screen}"
+    );
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+/// Without a server to ask, or with settings that cannot work, one line says why.
+#[test]
+fn a_prometheus_that_cannot_be_read_is_one_line() {
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let out = gpuwatch()
+        .args([
+            "--prometheus",
+            &format!("http://127.0.0.1:{closed}"),
+            "--once",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "gpuwatch: reading GPUs failed: Prometheus 127.0.0.1:{closed}: "
+        )),
+        "{err}"
+    );
+    assert!(
+        err.to_lowercase().contains("refused") && err.lines().count() == 1,
+        "{err}"
+    );
+    let out = gpuwatch()
+        .args([
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--remote",
+            "a:1",
+            "--once",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "gpuwatch: --prometheus: not with --remote/--hosts-file (pick one)\n"
+    );
 }

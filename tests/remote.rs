@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::source::multi::MultiSource;
-use gpuwatch::source::remote::{HttpTransport, Transport};
 use gpuwatch::source::{GpuSource, GpuStatus, Sample};
 use gpuwatch::state::{Msg, State, update};
 use gpuwatch::ui::text::warning_line;
@@ -27,6 +26,11 @@ struct Exporter {
 
 impl Exporter {
     fn start(body: String) -> Exporter {
+        Exporter::answering("200 OK", "", body)
+    }
+
+    /// Answers with this status line and extra header lines (each ending in CRLF).
+    fn answering(status: &'static str, headers: &'static str, body: String) -> Exporter {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let body = Arc::new(Mutex::new(body));
@@ -43,7 +47,7 @@ impl Exporter {
                 let body = shared.lock().unwrap().clone();
                 let _ = write!(
                     stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
             }
@@ -216,12 +220,76 @@ fn the_http_transport_gives_up_at_its_timeout() {
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = silent.local_addr().unwrap().to_string();
     let started = Instant::now();
-    let err = HttpTransport::default()
-        .fetch(&address, Duration::from_millis(300))
-        .unwrap_err();
-    assert_eq!(err, "no answer within 300ms");
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let mut multi = MultiSource::new(
+        None,
+        std::slice::from_ref(&address),
+        Duration::from_millis(100),
+    );
+    let s = sample_until(&mut multi, |s| {
+        s.hosts[0].error.as_deref() != Some("waiting for the first answer")
+    });
+    assert_eq!(s.hosts[0].error.as_deref(), Some("no answer within 2s"));
+    assert!(started.elapsed() < Duration::from_secs(8));
     drop(silent);
+}
+
+/// Issue 15, item 4: a hostile exporter's redirect is not followed (every watcher would
+/// fetch the URL it names); the host is shown failing, and the reason says so.
+#[test]
+fn redirects_are_not_followed_and_the_reason_says_so() {
+    let elsewhere = Exporter::start(demo_snapshot("1", "1"));
+    let location: &'static str = Box::leak(
+        format!("Location: http://{}/api/v1/snapshot\r\n", elsewhere.address).into_boxed_str(),
+    );
+    let hostile = Exporter::answering("302 Found", location, String::new());
+    let mut multi = MultiSource::new(
+        None,
+        std::slice::from_ref(&hostile.address),
+        Duration::from_millis(100),
+    );
+    let s = sample_until(&mut multi, |s| {
+        s.hosts[0].error.as_deref() != Some("waiting for the first answer")
+    });
+    assert_eq!(
+        s.hosts[0].error.as_deref(),
+        Some(
+            format!(
+                "HTTP 302 redirect to http://{}/api/v1/snapshot not followed",
+                elsewhere.address
+            )
+            .as_str()
+        )
+    );
+    assert!(s.gpus.is_empty(), "nothing from the redirect's target");
+}
+
+/// Issue 15, item 6: a hosts file of 20,000 hosts is refused with one line naming the
+/// file, the line and the limit — not a thread per host until spawning fails.
+#[test]
+fn a_hosts_file_past_the_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hosts");
+    let lines: String = (0..20_000)
+        .map(|i| format!("10.0.{}.{}:9400\n", i / 250, i % 250))
+        .collect();
+    std::fs::write(&path, lines).unwrap();
+    let out = common::clean_command()
+        .args(["--hosts-file", path.to_str().unwrap(), "--once"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    assert_eq!(
+        err,
+        format!(
+            "gpuwatch: {}:1001: more than 1000 hosts: gpuwatch watches at most 1000 with \
+             --remote/--hosts-file (for a larger fleet, let Prometheus scrape it and use --prometheus)\n",
+            path.display()
+        )
+    );
 }
 
 #[test]
@@ -311,4 +379,131 @@ fn an_old_host_is_read_and_a_newer_major_is_named() {
         err.contains("is not one this gpuwatch reads (2.x, or 1)"),
         "{err}"
     );
+}
+
+/// 200 stand-in hosts on one thread: `live` answer with `body`, `slow` accept the connection
+/// (the kernel's backlog) and never answer, `dead` are closed ports. Returns the addresses.
+fn stand_in_fleet(body: String, live: usize, slow: usize, dead: usize) -> Vec<String> {
+    let mut addresses = Vec::new();
+    let mut listeners = Vec::new();
+    for _ in 0..live {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        addresses.push(l.local_addr().unwrap().to_string());
+        listeners.push(l);
+    }
+    for _ in 0..slow {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        addresses.push(l.local_addr().unwrap().to_string());
+        // Kept open, never accepted, for the rest of the test process.
+        std::mem::forget(l);
+    }
+    addresses.extend((0..dead).map(|_| closed_port()));
+    let body: Arc<str> = body.into();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            for l in listeners {
+                let l = tokio::net::TcpListener::from_std(l).unwrap();
+                tokio::spawn(serve_forever(l, body.clone()));
+            }
+            std::future::pending::<()>().await
+        })
+    });
+    addresses
+}
+
+async fn serve_forever(listener: tokio::net::TcpListener, body: Arc<str>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let body = body.clone();
+        tokio::spawn(async move {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+        });
+    }
+}
+
+/// A `/proc/PID/status` field's number (kB for memory, a count for Threads).
+fn proc_status(pid: &str, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = text.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// CPU seconds (user + system) the process has used.
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// Issue 13: the TUI over 200 stand-in hosts (150 answering, 25 hanging, 25 refusing) stays
+/// responsive — a key is answered while dead hosts wait out their timeouts — and polls them
+/// from a handful of threads (not one per host) in bounded memory. Prints threads, memory and
+/// CPU (`GPUWATCH_BIN=target/release/gpuwatch cargo test --test remote two_hundred --
+/// --nocapture` for a release build's numbers).
+#[test]
+fn two_hundred_hosts_keep_the_tui_responsive_on_a_few_threads() {
+    let Some(t) = common::tmux::Tmux::start("remote200", 200, 60) else {
+        return;
+    };
+    let addresses = stand_in_fleet(demo_snapshot("1", "3"), 150, 25, 25);
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, addresses.join("\n")).unwrap();
+    // GPUWATCH_BIN measures another build (a release one), as scripts/overhead.sh does.
+    let bin =
+        std::env::var("GPUWATCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_gpuwatch").into());
+    let cmd = format!("{bin} --hosts-file {}", hosts.display());
+    t.send(&[&cmd, "Enter"]);
+    t.wait_for("not answering", Duration::from_secs(30));
+    let pid = t.child_pid();
+    // While the hanging hosts time out again and again, keys are still answered.
+    for _ in 0..3 {
+        t.send(&["?"]);
+        t.wait_for("Help — keys", Duration::from_secs(10));
+        t.send(&["?"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while t.capture().contains("Help — keys") {
+            assert!(Instant::now() < deadline, "help did not close");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let (cpu0, at0) = (cpu_seconds(&pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(10));
+    let cpu = (cpu_seconds(&pid) - cpu0) / at0.elapsed().as_secs_f64();
+    let threads = proc_status(&pid, "Threads:");
+    let rss_kib = proc_status(&pid, "VmRSS:");
+    let peak_kib = proc_status(&pid, "VmHWM:");
+    println!(
+        "200 hosts: {threads} threads, RSS {} MiB (peak {} MiB), CPU {:.1} % of a core",
+        rss_kib / 1024,
+        peak_kib / 1024,
+        cpu * 100.0
+    );
+    // A thread per host was 200+; the poller is one, the rest are the runtime's.
+    assert!(threads < 40, "{threads} threads for 200 hosts");
+    assert!(rss_kib < 256 * 1024, "RSS {rss_kib} KiB");
+    t.send(&["q"]);
+    t.wait_restored();
 }

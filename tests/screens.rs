@@ -138,6 +138,7 @@ fn absent_zero_lost_sample() -> Sample {
         gpus: vec![absent, zero, lost],
         processes: vec![],
         hosts: Vec::new(),
+        history: None,
     }
 }
 

@@ -40,6 +40,19 @@ pub struct FileConfig {
     pub remote: RemoteTable,
     #[serde(default)]
     pub serve: ServeTable,
+    #[serde(default)]
+    pub prometheus: PrometheusTable,
+}
+
+/// `--prometheus`, `--selector` and the credentials' files.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrometheusTable {
+    pub url: Entry<String>,
+    pub selector: Entry<String>,
+    pub user: Entry<String>,
+    pub password_file: Entry<String>,
+    pub bearer_token_file: Entry<String>,
 }
 
 /// `--record`, `--record-max-size`.

@@ -102,6 +102,19 @@ impl RemoteSettings {
     }
 }
 
+/// `--prometheus`: the server to read the fleet from, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrometheusSettings {
+    /// `http://HOST:PORT[/prefix]`, checked.
+    pub url: String,
+    /// The selector's matchers without braces (`cluster="a"`), or empty.
+    pub matchers: String,
+    pub user: Option<String>,
+    /// Read when the source is built (resolving reads no file but the config).
+    pub password_file: Option<PathBuf>,
+    pub bearer_token_file: Option<PathBuf>,
+}
+
 /// `gpuwatch serve`: where to listen and which extra metric families to export.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeSettings {
@@ -123,6 +136,7 @@ pub struct Settings {
     pub replay: Option<PathBuf>,
     pub record: Option<RecordSettings>,
     pub remote: RemoteSettings,
+    pub prometheus: Option<PrometheusSettings>,
     pub serve: ServeSettings,
     pub interval: Duration,
     pub history: Duration,
@@ -257,6 +271,7 @@ impl Settings {
             replay: sources::replay(cli),
             record: outputs::record(cli, &r)?,
             remote: sources::remote(cli, &r)?,
+            prometheus: sources::prometheus(cli, &r)?,
             serve: outputs::serve(cli, &r)?,
             interval,
             history,

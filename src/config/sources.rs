@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use super::parse::{parse_addresses, parse_whole, source_by_name};
-use super::values::Resolver;
-use super::{RemoteSettings, SettingsError};
+use super::values::{Got, Resolver};
+use super::{PrometheusSettings, RemoteSettings, SettingsError};
 use crate::cli::{Cli, Command, SourceKind};
 use crate::source::drm::Roots;
 use crate::source::remote::parse_address;
@@ -113,4 +113,113 @@ pub(super) fn remote(cli: &Cli, r: &Resolver) -> Result<RemoteSettings, Settings
         hosts_file: hosts_file.value,
         with_local: with_local.value,
     })
+}
+
+/// `--prometheus URL` with `--selector` and credentials, each flag > env > `[prometheus]` key.
+/// The URL is checked here (plain `http://`); the credentials' files are read by `launch`.
+pub(super) fn prometheus(
+    cli: &Cli,
+    r: &Resolver,
+) -> Result<Option<PrometheusSettings>, SettingsError> {
+    let t = &r.file_config().prometheus;
+    let url = r.layer(
+        ("prometheus", &cli.prometheus),
+        ("prometheus.url", &t.url),
+        parse_url,
+        |s| parse_url(s),
+        None,
+    )?;
+    let selector = r.layer(
+        ("selector", &cli.selector),
+        ("prometheus.selector", &t.selector),
+        |s| crate::source::prometheus::parse_selector(s).map(Some),
+        |s| crate::source::prometheus::parse_selector(s).map(Some),
+        None,
+    )?;
+    let (user, password_file, bearer_token_file) = credentials(cli, r)?;
+    let Some(url_value) = url.value.clone() else {
+        for (given, at) in [
+            (selector.value.is_some(), selector.at()),
+            (user.value.is_some(), user.at()),
+            (password_file.value.is_some(), password_file.at()),
+            (bearer_token_file.value.is_some(), bearer_token_file.at()),
+        ] {
+            if given {
+                return Err(SettingsError::new(
+                    at,
+                    "only with --prometheus".into(),
+                    None,
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    Ok(Some(PrometheusSettings {
+        url: url_value,
+        matchers: selector.value.unwrap_or_default(),
+        user: user.value,
+        password_file: password_file.value,
+        bearer_token_file: bearer_token_file.value,
+    }))
+}
+
+type Credentials = (
+    Got<Option<String>>,
+    Got<Option<PathBuf>>,
+    Got<Option<PathBuf>>,
+);
+
+/// `--prometheus-user` with `--password-file`, or `--bearer-token-file`.
+fn credentials(cli: &Cli, r: &Resolver) -> Result<Credentials, SettingsError> {
+    let t = &r.file_config().prometheus;
+    let text = |s: &str| Ok(Some(s.to_string()));
+    let user = r.layer(
+        ("prometheus-user", &cli.prometheus_user),
+        ("prometheus.user", &t.user),
+        text,
+        |s| text(s),
+        None,
+    )?;
+    let path = |s: &str| Ok(Some(PathBuf::from(s)));
+    let password_file = r.layer(
+        ("password-file", &cli.password_file),
+        ("prometheus.password_file", &t.password_file),
+        path,
+        |s| path(s),
+        None,
+    )?;
+    let bearer_token_file = r.layer(
+        ("bearer-token-file", &cli.bearer_token_file),
+        ("prometheus.bearer_token_file", &t.bearer_token_file),
+        path,
+        |s| path(s),
+        None,
+    )?;
+    let needs = |at: String, why: &str| Err(SettingsError::new(at, why.to_string(), None));
+    match (&user.value, &password_file.value, &bearer_token_file.value) {
+        (Some(_), None, _) => needs(user.at(), "needs --password-file"),
+        (None, Some(_), _) => needs(password_file.at(), "needs --prometheus-user"),
+        (Some(_), Some(_), Some(_)) => needs(
+            bearer_token_file.at(),
+            "either basic auth or a bearer token, not both",
+        ),
+        _ => Ok((user, password_file, bearer_token_file)),
+    }
+}
+
+/// `http://HOST:PORT[/prefix]`: plain HTTP only (no TLS stack in gpuwatch yet).
+fn parse_url(text: &str) -> Result<Option<String>, String> {
+    let t = text.trim().trim_end_matches('/');
+    let Some(rest) = t.strip_prefix("http://") else {
+        return Err(if t.starts_with("https://") {
+            "https is not supported yet: reach Prometheus over plain http:// (e.g. through a local proxy)".into()
+        } else {
+            format!("{t:?} is not an http:// URL, e.g. http://prometheus:9090")
+        });
+    };
+    let host = rest.split('/').next().unwrap_or("");
+    if host.is_empty() || host.contains(['?', '#', '@']) {
+        return Err(format!("{t:?} has no HOST[:PORT] after http://"));
+    }
+    Ok(Some(t.to_string()))
 }

@@ -132,7 +132,7 @@ stale_after = {stale_after}
     )
 }
 
-/// `[record]`, `[remote]` and `[serve]`: the other modes' settings, mostly off by default.
+/// `[record]`, `[remote]`, `[serve]` and `[prometheus]`: the other modes' settings, mostly off by default.
 fn record_remote_serve_tables() -> String {
     format!(
         r#"[record]
@@ -157,6 +157,19 @@ listen = "{listen}"
 dcgm_compat = false
 # Also export per-process series labelled by PID, user and command (--process-metrics).
 process_metrics = false
+
+[prometheus]
+# Draw the fleet a Prometheus server scrapes (gpuwatch's or dcgm-exporter's series), as
+# http://HOST:PORT (--prometheus); off by default.
+# url = "http://prometheus:9090"
+# Only series matching this selector (--selector).
+# selector = '{{cluster="a"}}'
+# Basic auth: the user, and a file holding the password (--prometheus-user,
+# --password-file).
+# user = "gpuwatch"
+# password_file = "/etc/gpuwatch/prometheus-password"
+# Or a file holding a bearer token (--bearer-token-file).
+# bearer_token_file = "/var/run/secrets/prometheus-token"
 "#,
         listen = DEFAULT_LISTEN,
     )

@@ -265,3 +265,64 @@ fn pick_takes_the_inherited_cuda_visible_devices_from_the_injected_env() {
     );
     assert!(s.is_ok());
 }
+
+#[test]
+fn prometheus_settings_layer_and_check() {
+    let s = resolve(&[
+        "--prometheus",
+        "http://prom:9090/",
+        "--selector",
+        r#"{cluster="a"}"#,
+    ])
+    .unwrap()
+    .prometheus
+    .unwrap();
+    assert_eq!(s.url, "http://prom:9090");
+    assert_eq!(s.matchers, r#"cluster="a""#);
+    assert_eq!(resolve(&[]).unwrap().prometheus, None);
+    let env = |k: &str| match k {
+        "GPUWATCH_PROMETHEUS" => Some("http://from-env:9090".to_string()),
+        "GPUWATCH_BEARER_TOKEN_FILE" => Some("/run/token".to_string()),
+        _ => None,
+    };
+    let cli = Cli::parse_from(["gpuwatch"]);
+    let s = Settings::resolve(&cli, &env, true)
+        .unwrap()
+        .prometheus
+        .unwrap();
+    assert_eq!(
+        (s.url.as_str(), s.bearer_token_file.as_deref()),
+        (
+            "http://from-env:9090",
+            Some(std::path::Path::new("/run/token"))
+        )
+    );
+    let cli = Cli::parse_from(["gpuwatch", "--prometheus", "http://flag:1"]);
+    assert_eq!(
+        Settings::resolve(&cli, &env, true)
+            .unwrap()
+            .prometheus
+            .unwrap()
+            .url,
+        "http://flag:1",
+        "flag beats env"
+    );
+    let err = |args: &[&str]| resolve(args).unwrap_err().to_string();
+    assert_eq!(
+        err(&["--selector", "{a=\"b\"}"]),
+        "--selector: only with --prometheus"
+    );
+    assert!(
+        err(&["--prometheus", "https://prom"])
+            .starts_with("--prometheus: https is not supported yet")
+    );
+    assert!(err(&["--prometheus", "prom:9090"]).contains("is not an http:// URL"));
+    assert!(
+        err(&["--prometheus", "http://p:1", "--selector", "cluster=a"])
+            .contains("not a series selector")
+    );
+    assert_eq!(
+        err(&["--prometheus", "http://p:1", "--prometheus-user", "u"]),
+        "--prometheus-user: needs --password-file"
+    );
+}

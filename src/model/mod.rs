@@ -53,6 +53,9 @@ pub struct ViewConfig {
     pub sort_dir: procs::SortDir,
     /// Only these GPUs are shown (`--only`); `None` shows all.
     pub only: Option<Vec<crate::select::GpuSelector>>,
+    /// Whether the source lists processes at all. `false` (`--prometheus`): no rows is
+    /// "unknown", so VRAM no process accounts for is not a stale allocation.
+    pub processes_known: bool,
 }
 
 impl Default for ViewConfig {
@@ -70,6 +73,7 @@ impl Default for ViewConfig {
             sort: SortKey::Vram,
             sort_dir: procs::SortDir::Descending,
             only: None,
+            processes_known: true,
         }
     }
 }
@@ -98,6 +102,8 @@ pub struct Model {
     /// The detail views' series: every reading per GPU, and per GPU process.
     gpu_points: GpuPoints,
     proc_histories: ProcHistories,
+    /// Whether the source lists processes (see `ViewConfig::processes_known`).
+    processes_known: bool,
 }
 
 impl Model {
@@ -118,6 +124,7 @@ impl Model {
             any_job: false,
             gpu_points: GpuPoints::default(),
             proc_histories: ProcHistories::default(),
+            processes_known: config.processes_known,
         }
     }
 
@@ -186,6 +193,11 @@ impl Model {
     /// Whether the JOB column has anything to show.
     pub fn any_job(&self) -> bool {
         self.any_job
+    }
+
+    /// Whether the source lists processes; when not, an empty table means unknown.
+    pub fn processes_known(&self) -> bool {
+        self.processes_known
     }
 
     pub fn source_error(&self) -> Option<&str> {
@@ -295,13 +307,25 @@ impl Model {
                 .histories
                 .entry(gpu.id.clone())
                 .or_insert_with(|| GpuHistory::new(config.history_len));
-            history.push(now, gpu);
+            match sample.history.as_ref() {
+                // A source with its own history: its points, none twice.
+                Some(kept) => kept
+                    .get(&gpu.id)
+                    .into_iter()
+                    .flatten()
+                    .for_each(|p| history.push_point(p)),
+                None => history.push(now, gpu),
+            }
             let prev = self.alarms.get(&gpu.id).cloned().unwrap_or_default();
             let on_gpu = by_gpu.get(&gpu.id).map_or(&[][..], Vec::as_slice);
             let (alarm, mut raised) =
                 warnings::evaluate(&prev, gpu, on_gpu, history, &config.thresholds, now);
             self.alarms.insert(gpu.id.clone(), alarm);
             out.append(&mut raised);
+        }
+        if !config.processes_known {
+            // VRAM "held by no process" is only known where processes are listed.
+            out.retain(|w| !matches!(w.kind, warnings::WarningKind::StaleVram { .. }));
         }
         for h in sample.hosts.iter().filter(|h| h.error.is_some()) {
             out.push(warnings::host_down(

@@ -21,6 +21,9 @@ pub fn owners<'a>(model: &'a Model, gpu: &GpuReading) -> &'a [(String, Bytes)] {
 /// VRAM used on the GPU that no listed process accounts for, when that is significant
 /// and every process's usage is known (otherwise the difference means nothing).
 pub fn unattributed(model: &Model, gpu: &GpuReading) -> Option<Bytes> {
+    if !model.processes_known() {
+        return None;
+    }
     let used = gpu.memory_used?;
     let listed = match model.holders(&gpu.id) {
         // A pod the kubelet names holds what no visible process accounts for.

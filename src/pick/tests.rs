@@ -51,6 +51,7 @@ fn state(gpus: Vec<GpuReading>, processes: Vec<ProcReading>) -> State {
         gpus,
         processes,
         hosts: Vec::new(),
+        history: None,
     };
     update(&mut s, Msg::Sample(Box::new(sample)));
     s

@@ -227,6 +227,7 @@ mod tests {
             gpus: vec![g],
             processes: Vec::new(),
             hosts: Vec::new(),
+            history: None,
         }))
     }
 

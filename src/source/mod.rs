@@ -7,6 +7,7 @@ pub mod health;
 pub mod mig;
 pub mod multi;
 pub mod nvml;
+pub mod prometheus;
 pub mod remote;
 pub mod replay;
 pub mod sim;
@@ -34,6 +35,33 @@ pub struct Sample {
     pub processes: Vec<ProcReading>,
     /// Remote hosts and whether they answer, when watching several (`--remote`).
     pub hosts: Vec<HostStatus>,
+    /// Chart points from a source that keeps history itself (Prometheus): when `Some`, the
+    /// charts take these (per GPU, oldest first, only those newer than what they hold)
+    /// instead of this sample's readings. `None` for sources that only know the present.
+    pub history: Option<std::collections::HashMap<GpuId, Vec<HistoryPoint>>>,
+}
+
+/// One point of the charted readings, in the units the history keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPoint {
+    pub time: SystemTime,
+    pub temperature: Option<u32>,
+    pub power: Option<f64>,
+    pub util: Option<u32>,
+    pub memory_used: Option<u64>,
+}
+
+impl HistoryPoint {
+    /// A point at `time` with nothing known yet.
+    pub fn at(time: SystemTime) -> Self {
+        HistoryPoint {
+            time,
+            temperature: None,
+            power: None,
+            util: None,
+            memory_used: None,
+        }
+    }
 }
 
 /// One watched host's reachability.

@@ -4,27 +4,42 @@
 //! slots (shown lost) and its reason in `Sample::hosts`, while the others keep updating.
 //! The network and the clock come in through [`PollIo`], so tests script both.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
-use super::remote::{HostSlot, PollIo, RemoteHost, Wake};
+use super::remote::poller::{Fleet, Runtime};
+use super::remote::{HostSlot, HttpTransport, Transport};
 use super::{GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
 
 pub struct MultiSource {
     local: Option<(String, Box<dyn GpuSource>)>,
-    remotes: Vec<RemoteHost>,
-    io: PollIo,
-    /// Raised by every poller after each poll (the first sample waits on it).
-    answered: Arc<Wake>,
-    /// What each remote is called on screen, in `remotes` order.
+    fleet: Fleet,
+    /// What each remote is called on screen, in the fleet's order.
     names: Vec<String>,
     /// Whether the first sample was taken (it waits for every host's first answer).
     started: bool,
 }
 
+/// The outside world of the pollers: the network, and the runtime the polling runs on.
+#[derive(Clone)]
+pub struct PollIo {
+    pub transport: Arc<dyn Transport>,
+    pub runtime: Runtime,
+}
+
+impl PollIo {
+    /// HTTP, polled on a thread of its own.
+    pub fn system() -> PollIo {
+        PollIo {
+            transport: Arc::new(HttpTransport),
+            runtime: Runtime::OwnThread,
+        }
+    }
+}
+
 impl MultiSource {
-    /// `local`: this machine's source and the name to show for it. Polls over HTTP on
-    /// the system clock.
+    /// `local`: this machine's source and the name to show for it. Polls over HTTP.
     pub fn new(
         local: Option<(String, Box<dyn GpuSource>)>,
         addresses: &[String],
@@ -33,25 +48,17 @@ impl MultiSource {
         Self::with_io(local, addresses, interval, PollIo::system())
     }
 
-    /// The same with the network and the clock given.
+    /// The same with the network and the runtime given.
     pub fn with_io(
         local: Option<(String, Box<dyn GpuSource>)>,
         addresses: &[String],
         interval: Duration,
         io: PollIo,
     ) -> Self {
-        let answered = Wake::new();
-        let remotes = addresses
-            .iter()
-            .map(|a| RemoteHost::start(a, interval, io.clone(), answered.clone()))
-            .collect();
-        let names = display_names(addresses);
         MultiSource {
             local,
-            remotes,
-            io,
-            answered,
-            names,
+            fleet: Fleet::start(addresses, interval, io.transport, io.runtime),
+            names: display_names(addresses),
             started: false,
         }
     }
@@ -61,12 +68,16 @@ impl MultiSource {
 /// unless two addresses share a host, which then keep their ports.
 pub fn display_names(addresses: &[String]) -> Vec<String> {
     let host = |a: &str| a.rsplit_once(':').map_or(a, |(h, _)| h).to_string();
+    // Counted once (not every address against every other: 20,000 hosts made that 4e8 steps).
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for a in addresses {
+        *seen.entry(host(a)).or_default() += 1;
+    }
     addresses
         .iter()
         .map(|a| {
             let h = host(a);
-            let shared = addresses.iter().filter(|b| host(b) == h).count() > 1;
-            if shared { a.clone() } else { h }
+            if seen[&h] > 1 { a.clone() } else { h }
         })
         .collect()
 }
@@ -93,18 +104,10 @@ fn lost(gpus: &[GpuReading]) -> Vec<GpuReading> {
 impl MultiSource {
     /// Waits (at most one poll timeout) until every host has answered or failed once, so
     /// the first sample — all that `--once` and `pick` see — is not just "waiting".
-    /// A host whose transport overruns its timeout is shown as still waiting.
+    /// A host still queued behind the bounded concurrency is shown as still waiting.
     fn wait_for_first_answers(&self) {
-        let clock = &self.io.clock;
-        let deadline = clock.now() + super::remote::TIMEOUT + Duration::from_millis(500);
-        loop {
-            // Lowered before looking, so an answer that lands after the look wakes the sleep.
-            self.answered.take();
-            if self.remotes.iter().all(|r| r.latest().settled()) || clock.now() >= deadline {
-                return;
-            }
-            clock.sleep_until(deadline, &self.answered);
-        }
+        let deadline = Instant::now() + super::remote::TIMEOUT + Duration::from_millis(500);
+        self.fleet.wait_settled(deadline);
     }
 }
 
@@ -115,11 +118,12 @@ impl GpuSource for MultiSource {
             self.wait_for_first_answers();
         }
         let mut out = Sample {
-            time: self.io.clock.wall(),
+            time: SystemTime::now(),
             host: HostInfo::default(),
             gpus: Vec::new(),
             processes: Vec::new(),
             hosts: Vec::new(),
+            history: None,
         };
         // Driver and CUDA versions are shown only when every host agrees.
         let mut versions: Vec<(Option<String>, Option<String>)> = Vec::new();
@@ -138,8 +142,8 @@ impl GpuSource for MultiSource {
                 error,
             });
         }
-        for (remote, name) in self.remotes.iter().zip(&self.names) {
-            let slot = remote.latest();
+        for (i, name) in self.names.iter().enumerate() {
+            let slot = self.fleet.latest(i);
             if let Some(latest) = &slot.latest {
                 versions.push((
                     latest.host.driver_version.clone(),

@@ -1,143 +1,47 @@
-//! One remote host: a background thread polls its `gpuwatch serve` snapshot
-//! (`/api/v1/snapshot`) through a [`Transport`] with a timeout, keeps the latest sample, and
-//! backs off while the host fails. Reading the latest never waits on the network, so a slow
-//! or dead host cannot stall the others or the UI. The network and time are injected
-//! ([`Transport`], [`Clock`]) so the polling is tested without sockets and without sleeping.
+//! Remote hosts: what polling one host's `gpuwatch serve` snapshot (`/api/v1/snapshot`)
+//! means — addresses, the hosts file, the timeout, the backoff, what is kept of a host — and
+//! the [`Transport`] that fetches a document. The polling itself runs on a tokio runtime
+//! with bounded concurrency (`poller`); the HTTP client is `http`. The network is injected
+//! ([`Transport`]) and time is tokio's, so the schedule is tested on paused time without
+//! sockets.
 
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+mod http;
+pub mod poller;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, SystemTime};
 
 use super::Sample;
+
+pub use http::HttpTransport;
 
 /// How long one poll may take before the host counts as failing.
 pub const TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest wait between retries of a failing host.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Most hosts one gpuwatch watches (`--remote` + `--hosts-file`). Past this the screen is no
+/// longer a useful view, and a fleet that size is better read from Prometheus.
+pub const MAX_HOSTS: usize = 1000;
+/// Most polls in flight at once: 200 hosts cost this many sockets, not 200, and dead hosts
+/// waiting out their timeout cannot hold more than this many of them.
+pub const CONCURRENCY: usize = 32;
+
+/// What a [`Transport`] returns: the document's text, or a short reason.
+pub type Fetch = Pin<Box<dyn Future<Output = Result<String, String>> + Send>>;
 
 /// Fetches one host's snapshot document.
-pub trait Transport: Send + Sync {
+pub trait Transport: Send + Sync + 'static {
     /// The document's text from `address` (HOST:PORT), or a short reason it could not be
-    /// had. Returns within `timeout`: a host that takes longer is failing.
-    fn fetch(&self, address: &str, timeout: Duration) -> Result<String, String>;
-}
-
-/// Plain HTTP with ureq: `GET http://HOST:PORT/api/v1/snapshot`.
-pub struct HttpTransport {
-    agent: ureq::Agent,
-}
-
-impl Default for HttpTransport {
-    fn default() -> Self {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(true)
-            .build()
-            .into();
-        HttpTransport { agent }
-    }
-}
-
-impl Transport for HttpTransport {
-    fn fetch(&self, address: &str, timeout: Duration) -> Result<String, String> {
-        let url = format!("http://{address}/api/v1/snapshot");
-        let describe = |e| describe(e, timeout);
-        let request = self.agent.get(&url).config().timeout_global(Some(timeout));
-        let mut response = request.build().call().map_err(describe)?;
-        response.body_mut().read_to_string().map_err(describe)
-    }
-}
-
-/// A short reason for the header, without the URL noise.
-fn describe(e: ureq::Error, timeout: Duration) -> String {
-    match e {
-        ureq::Error::StatusCode(code) => format!("HTTP {code}"),
-        ureq::Error::Timeout(_) => format!("no answer within {timeout:?}"),
-        ureq::Error::Io(io) => io.to_string(),
-        other => other.to_string(),
-    }
+    /// had. The poller cuts it off at [`TIMEOUT`] (dropping the future), so a transport need
+    /// not time itself.
+    fn fetch(&self, address: &str) -> Fetch;
 }
 
 /// The one place a fetched document becomes a sample (the wire format lives elsewhere).
 /// `received` stamps a document that carries no time of its own.
 pub fn parse_snapshot(text: &str, received: SystemTime) -> Result<Sample, String> {
     crate::source::wire::read_snapshot(text, received)
-}
-
-/// Time as the pollers see it: readings, and waiting that a [`Wake`] can cut short.
-pub trait Clock: Send + Sync {
-    /// Monotonic time, for deadlines and backoff.
-    fn now(&self) -> Instant;
-    /// Wall time, to stamp samples.
-    fn wall(&self) -> SystemTime;
-    /// Blocks until `deadline` or until `wake` is raised, whichever comes first; returns
-    /// whether `wake` was raised.
-    fn sleep_until(&self, deadline: Instant, wake: &Arc<Wake>) -> bool;
-}
-
-/// The real clock.
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-    fn wall(&self) -> SystemTime {
-        SystemTime::now()
-    }
-    fn sleep_until(&self, deadline: Instant, wake: &Arc<Wake>) -> bool {
-        let mut raised = wake.raised.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            let now = Instant::now();
-            if *raised || now >= deadline {
-                return *raised;
-            }
-            raised = match wake.changed.wait_timeout(raised, deadline - now) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-        }
-    }
-}
-
-/// A flag a sleeping thread can be woken by: a poller's "stop", or "a host answered" for
-/// whoever waits on the first answers.
-#[derive(Debug, Default)]
-pub struct Wake {
-    raised: Mutex<bool>,
-    changed: Condvar,
-}
-
-impl Wake {
-    pub fn new() -> Arc<Wake> {
-        Arc::new(Wake::default())
-    }
-
-    pub fn raise(&self) {
-        *self.raised.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.changed.notify_all();
-    }
-
-    /// Whether it was raised, lowering it again.
-    pub fn take(&self) -> bool {
-        std::mem::take(&mut *self.raised.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Blocks while it is not raised and `keep_waiting` holds, re-checking both whenever
-    /// [`Wake::notify`] is called; returns whether it was raised. For clocks other than the
-    /// system's (a test's clock notifies its sleepers when it moves).
-    pub fn wait_while(&self, keep_waiting: impl Fn() -> bool) -> bool {
-        let mut raised = self.raised.lock().unwrap_or_else(|e| e.into_inner());
-        while !*raised && keep_waiting() {
-            raised = self.changed.wait(raised).unwrap_or_else(|e| e.into_inner());
-        }
-        *raised
-    }
-
-    /// Wakes the waiters to re-check, without raising.
-    pub fn notify(&self) {
-        let _guard = self.raised.lock().unwrap_or_else(|e| e.into_inner());
-        self.changed.notify_all();
-    }
 }
 
 /// What the poller last learned about a host.
@@ -154,31 +58,6 @@ impl HostSlot {
     pub fn settled(&self) -> bool {
         self.latest.is_some() || self.error.is_some()
     }
-}
-
-/// The outside world of the pollers: the network and time.
-#[derive(Clone)]
-pub struct PollIo {
-    pub transport: Arc<dyn Transport>,
-    pub clock: Arc<dyn Clock>,
-}
-
-impl PollIo {
-    /// HTTP on the system clock.
-    pub fn system() -> PollIo {
-        PollIo {
-            transport: Arc::new(HttpTransport::default()),
-            clock: Arc::new(SystemClock),
-        }
-    }
-}
-
-/// A remote host being polled. Dropping it stops the poller.
-pub struct RemoteHost {
-    pub name: String,
-    slot: Arc<Mutex<HostSlot>>,
-    stop: Arc<Wake>,
-    thread: Option<JoinHandle<()>>,
 }
 
 /// Parses `host:port` (the port is required: it is the exporter's).
@@ -209,6 +88,15 @@ pub fn read_hosts_file(path: &std::path::Path) -> Result<Vec<String>, String> {
             continue;
         }
         hosts.push(parse_address(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+        // Stops at the first host past the limit: a huge file is refused, never held.
+        if hosts.len() > MAX_HOSTS {
+            return Err(format!(
+                "{}:{}: {}",
+                path.display(),
+                i + 1,
+                too_many(hosts.len())
+            ));
+        }
     }
     if hosts.is_empty() {
         return Err(format!("{}: no HOST:PORT lines", path.display()));
@@ -216,40 +104,25 @@ pub fn read_hosts_file(path: &std::path::Path) -> Result<Vec<String>, String> {
     Ok(hosts)
 }
 
-impl RemoteHost {
-    /// Starts polling `address` (HOST:PORT) every `interval`; `answered` is raised after
-    /// every poll.
-    pub fn start(address: &str, interval: Duration, io: PollIo, answered: Arc<Wake>) -> RemoteHost {
-        let slot = Arc::new(Mutex::new(HostSlot::default()));
-        let stop = Wake::new();
-        let thread = {
-            let (slot, stop, address) = (slot.clone(), stop.clone(), address.to_string());
-            std::thread::Builder::new()
-                .name(format!("poll {address}"))
-                .spawn(move || poll_loop(&address, interval, &io, &slot, &stop, &answered))
-                .ok()
-        };
-        RemoteHost {
-            name: address.to_string(),
-            slot,
-            stop,
-            thread,
-        }
-    }
-
-    /// The latest state, without waiting.
-    pub fn latest(&self) -> HostSlot {
-        self.slot.lock().map(|s| s.clone()).unwrap_or_default()
+/// Refuses a fleet of more than [`MAX_HOSTS`] hosts (`--remote` and `--hosts-file` together).
+pub fn check_host_count(n: usize) -> Result<(), String> {
+    if n > MAX_HOSTS {
+        Err(too_many(n))
+    } else {
+        Ok(())
     }
 }
 
-impl Drop for RemoteHost {
-    fn drop(&mut self) {
-        // Wakes the poller from its wait; one in the middle of a fetch ends after it (within
-        // the timeout). No need to wait for it.
-        self.stop.raise();
-        drop(self.thread.take());
-    }
+fn too_many(n: usize) -> String {
+    let shown = if n > MAX_HOSTS + 1 {
+        n.to_string()
+    } else {
+        format!("more than {MAX_HOSTS}")
+    };
+    format!(
+        "{shown} hosts: gpuwatch watches at most {MAX_HOSTS} with --remote/--hosts-file \
+         (for a larger fleet, let Prometheus scrape it and use --prometheus)"
+    )
 }
 
 /// When to poll again: every interval while the host answers; while it fails, twice as
@@ -279,39 +152,6 @@ impl Backoff {
     }
 }
 
-/// Polls until `stop` is raised, raising `answered` after each poll.
-fn poll_loop(
-    address: &str,
-    interval: Duration,
-    io: &PollIo,
-    slot: &Mutex<HostSlot>,
-    stop: &Arc<Wake>,
-    answered: &Wake,
-) {
-    let mut backoff = Backoff::new(interval);
-    loop {
-        let result = io
-            .transport
-            .fetch(address, TIMEOUT)
-            .and_then(|text| parse_snapshot(&text, io.clock.wall()));
-        // Timed from the end of this poll, before anyone is told of it.
-        let next = io.clock.now() + backoff.after(result.is_ok());
-        if let Ok(mut s) = slot.lock() {
-            match result {
-                Ok(sample) => {
-                    s.latest = Some(sample);
-                    s.error = None;
-                }
-                Err(why) => s.error = Some(why),
-            }
-        }
-        answered.raise();
-        if io.clock.sleep_until(next, stop) {
-            return;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,18 +164,6 @@ mod tests {
         assert_eq!(failing, [2, 4, 8, 16, 30, 30, 30]);
         assert_eq!(secs(&mut b, true), 1);
         assert_eq!(secs(&mut b, false), 2);
-    }
-
-    #[test]
-    fn a_raised_wake_cuts_a_real_sleep_short() {
-        let wake = Wake::new();
-        wake.raise();
-        let far = Instant::now() + Duration::from_secs(3600);
-        assert!(SystemClock.sleep_until(far, &wake));
-        assert!(wake.take());
-        assert!(!wake.take(), "take lowers it");
-        // A deadline already past returns at once, not raised.
-        assert!(!SystemClock.sleep_until(Instant::now(), &wake));
     }
 
     #[test]

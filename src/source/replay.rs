@@ -106,6 +106,7 @@ mod tests {
                 gpus: vec![],
                 processes: vec![],
                 hosts: Vec::new(),
+                history: None,
             })
             .collect();
         Recording {

@@ -95,6 +95,7 @@ fn empty() -> Sample {
         gpus: Vec::new(),
         processes: Vec::new(),
         hosts: Vec::new(),
+        history: None,
     }
 }
 

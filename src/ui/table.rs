@@ -173,6 +173,8 @@ fn draw_empty(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let msg = Rect::new(area.x + 1, area.y + 2, area.width.saturating_sub(2), 1);
     let text = if state.model.now().is_none() {
         "waiting for the first sample…"
+    } else if !state.model.processes_known() {
+        "process rows unknown: the source has no per-process data"
     } else if state.model.procs().all.is_empty() {
         "no GPU processes"
     } else {

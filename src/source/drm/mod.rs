@@ -147,6 +147,7 @@ impl DrmSource {
             gpus,
             processes,
             hosts: Vec::new(),
+            history: None,
         }
     }
 

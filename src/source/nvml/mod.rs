@@ -281,6 +281,7 @@ impl GpuSource for NvmlSource {
             gpus,
             processes,
             hosts: Vec::new(),
+            history: None,
         })
     }
 }

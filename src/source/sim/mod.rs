@@ -264,6 +264,7 @@ impl GpuSource for SimSource {
             gpus,
             processes,
             hosts: Vec::new(),
+            history: None,
         };
         self.tick += 1;
         Ok(sample)

@@ -242,6 +242,7 @@ fn into_sample(
                 error: h.error,
             })
             .collect(),
+        history: None,
     })
 }
 

@@ -211,6 +211,7 @@ pub fn read_recorded_sample(line: &str) -> Result<Sample, String> {
                 error: h.error,
             })
             .collect(),
+        history: None,
     })
 }
 
@@ -281,5 +282,6 @@ pub fn read_snapshot(text: &str, fallback_time: SystemTime) -> Result<Sample, St
         gpus: doc.gpus.into_iter().map(GpuReading::from).collect(),
         processes,
         hosts: Vec::new(),
+        history: None,
     })
 }

@@ -1,0 +1,115 @@
+//! The charts' history from range queries: on the first refresh the whole window, after
+//! that the steps since the last refresh; one query per chart (both exporters' series, in
+//! gpuwatch's units), for every GPU at once. Steps are aligned to the interval, so two
+//! refreshes never fetch the same point twice.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, SystemTime};
+
+use super::api::{self, Api};
+use super::series::{self, Chart};
+use crate::source::{GpuId, HistoryPoint};
+
+pub struct Window {
+    step: Duration,
+    /// Points in the whole window.
+    len: u32,
+    /// The last step fetched, in seconds since the epoch.
+    last_end: Option<f64>,
+}
+
+impl Window {
+    pub fn new(step: Duration, window: Duration) -> Window {
+        let step = step.max(Duration::from_millis(100));
+        let len = (window.as_secs_f64() / step.as_secs_f64())
+            .ceil()
+            .clamp(1.0, 1e6) as u32;
+        Window {
+            step,
+            len,
+            last_end: None,
+        }
+    }
+
+    /// The points since the last call, per GPU, oldest first; `Some` of an empty map when no
+    /// step has passed. `None` when a query failed: the caller's readings are charted instead,
+    /// and the next call fetches from where the last good one ended.
+    pub fn fetch(
+        &mut self,
+        api: &dyn Api,
+        matchers: &str,
+        now: f64,
+    ) -> Option<HashMap<GpuId, Vec<HistoryPoint>>> {
+        let step = self.step.as_secs_f64();
+        let end = (now / step).floor() * step;
+        let start = match self.last_end {
+            Some(last) => last + step,
+            None => end - f64::from(self.len - 1) * step,
+        };
+        if start > end + step / 2.0 {
+            return Some(HashMap::new());
+        }
+        // Keyed by milliseconds, so the four charts' points of one step meet.
+        let mut points: HashMap<GpuId, BTreeMap<i64, HistoryPoint>> = HashMap::new();
+        for (chart, native, dcgm) in series::HISTORY {
+            let promql = series::history_query(native, dcgm, matchers);
+            let body = api
+                .get(&api::range_path(&promql, start, end, self.step))
+                .ok()?;
+            let answer = api::parse_answer(&body).ok()?;
+            add_chart(&mut points, chart, &answer);
+        }
+        self.last_end = Some(end);
+        Some(
+            points
+                .into_iter()
+                .map(|(id, by_time)| (id, by_time.into_values().collect()))
+                .collect(),
+        )
+    }
+}
+
+/// Adds one chart's series. A GPU scraped as both exporters (`serve --dcgm-compat`) has two
+/// series: gpuwatch's own (labelled `uuid`) wins.
+fn add_chart(
+    points: &mut HashMap<GpuId, BTreeMap<i64, HistoryPoint>>,
+    chart: Chart,
+    answer: &[api::Series],
+) {
+    let mut native: Vec<&api::Series> = answer
+        .iter()
+        .filter(|s| s.labels.contains_key("uuid"))
+        .collect();
+    let done: std::collections::HashSet<&String> =
+        native.iter().filter_map(|s| s.labels.get("uuid")).collect();
+    let dcgm = answer.iter().filter(|s| {
+        s.labels.get("UUID").is_some_and(|u| !done.contains(u)) && !s.labels.contains_key("uuid")
+    });
+    native.extend(dcgm);
+    for s in native {
+        let Some(uuid) = s.labels.get("uuid").or_else(|| s.labels.get("UUID")) else {
+            continue;
+        };
+        let gpu = points.entry(GpuId(uuid.clone())).or_default();
+        for &(t, v) in &s.points {
+            let ms = (t * 1000.0).round() as i64;
+            let p = gpu
+                .entry(ms)
+                .or_insert_with(|| HistoryPoint::at(time_of(ms)));
+            match chart {
+                Chart::Temperature => p.temperature = whole(v),
+                Chart::Power => p.power = (v >= 0.0).then_some(v),
+                Chart::Util => p.util = whole(v),
+                Chart::MemoryUsed => p.memory_used = (v >= 0.0).then(|| v.round() as u64),
+            }
+        }
+    }
+}
+
+fn whole(v: f64) -> Option<u32> {
+    (v >= 0.0 && v <= f64::from(u32::MAX)).then(|| v.round() as u32)
+}
+
+fn time_of(ms: i64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
+}

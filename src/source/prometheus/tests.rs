@@ -1,0 +1,336 @@
+//! The Prometheus source on a scripted API: both exporters' series become readings in
+//! gpuwatch's units, absent series stay `None`, history comes from one range query per chart,
+//! and a host (or the server) that fails is shown lost while the rest updates.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use super::api::Api;
+use super::*;
+use crate::units::{Bytes, Celsius, Percent, Watts};
+
+/// Answers instant queries with `instant` and range queries with `range` (a function of the
+/// query); records every path asked.
+struct FakeApi {
+    instant: Arc<Mutex<Result<String, String>>>,
+    range: fn(&str) -> String,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl Api for FakeApi {
+    fn get(&self, path: &str) -> Result<String, String> {
+        self.calls.lock().unwrap().push(path.to_string());
+        if path.starts_with("/api/v1/query_range") {
+            Ok((self.range)(path))
+        } else {
+            self.instant.lock().unwrap().clone()
+        }
+    }
+}
+
+fn vector(series: &[(serde_json::Value, f64)]) -> String {
+    let result: Vec<_> = series
+        .iter()
+        .map(|(m, v)| json!({"metric": m, "value": [1767603600.0, v.to_string()]}))
+        .collect();
+    json!({"status": "success", "data": {"resultType": "vector", "result": result}}).to_string()
+}
+
+fn empty_matrix(_: &str) -> String {
+    json!({"status": "success", "data": {"resultType": "matrix", "result": []}}).to_string()
+}
+
+/// gpuwatch's native series for one GPU on the scrape target `instance`.
+fn native(instance: &str, uuid: &str, gpu: u32) -> Vec<(serde_json::Value, f64)> {
+    let l = |name: &str| {
+        json!({"__name__": name, "instance": instance, "job": "gpuwatch",
+               "gpu": gpu.to_string(), "uuid": uuid, "name": "NVIDIA H100 80GB HBM3"})
+    };
+    vec![
+        (l("gpuwatch_gpu_info"), 1.0),
+        (l("gpuwatch_gpu_utilization_ratio"), 0.42),
+        (l("gpuwatch_gpu_memory_used_bytes"), 2.0 * 1073741824.0),
+        (l("gpuwatch_gpu_memory_total_bytes"), 80.0 * 1073741824.0),
+        (l("gpuwatch_gpu_temperature_celsius"), 61.0),
+        (l("gpuwatch_gpu_power_watts"), 312.5),
+        (l("gpuwatch_gpu_sm_clock_hertz"), 1.98e9),
+        (l("gpuwatch_gpu_lost"), 0.0),
+    ]
+}
+
+/// dcgm-exporter's series for one GPU (its units: %, MiB, MHz, mJ).
+fn dcgm(hostname: &str, uuid: &str, gpu: u32) -> Vec<(serde_json::Value, f64)> {
+    let l = |name: &str| {
+        json!({"__name__": name, "instance": "10.0.0.9:9400", "job": "dcgm",
+               "gpu": gpu.to_string(), "UUID": uuid, "modelName": "NVIDIA A100-SXM4-40GB",
+               "Hostname": hostname, "DCGM_FI_DRIVER_VERSION": "550.54.15",
+               "pod": "trainer-0", "namespace": "ml", "container": "main"})
+    };
+    vec![
+        (l("DCGM_FI_DEV_GPU_UTIL"), 87.0),
+        (l("DCGM_FI_DEV_FB_USED"), 1024.0),
+        (l("DCGM_FI_DEV_FB_FREE"), 39_936.0),
+        (l("DCGM_FI_DEV_GPU_TEMP"), 55.0),
+        (l("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), 123_456.0),
+    ]
+}
+
+fn source(instant: String, range: fn(&str) -> String) -> (PrometheusSource, FakeApi) {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let instant = Arc::new(Mutex::new(Ok(instant)));
+    let api = FakeApi {
+        instant: instant.clone(),
+        range,
+        calls: calls.clone(),
+    };
+    let handle = FakeApi {
+        instant,
+        range,
+        calls,
+    };
+    let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+    let tick = Arc::new(Mutex::new(start));
+    let clock = move || {
+        let mut t = tick.lock().unwrap();
+        *t += Duration::from_secs(1);
+        *t
+    };
+    let s = PrometheusSource::new(
+        Box::new(api),
+        "prom:9090",
+        r#"cluster="a""#,
+        Duration::from_secs(1),
+        Duration::from_secs(300),
+        Box::new(clock),
+    );
+    (s, handle)
+}
+
+#[test]
+fn both_exporters_become_readings_in_gpuwatch_units() {
+    let mut all = native("node1:9401", "GPU-n0", 0);
+    all.extend(native("node1:9401", "GPU-n1", 1));
+    all.extend(dcgm("node2", "GPU-d0", 0));
+    let (mut src, _) = source(vector(&all), empty_matrix);
+    let s = src.sample().unwrap();
+    let ids: Vec<(&str, Option<&str>)> = s
+        .gpus
+        .iter()
+        .map(|g| (g.id.0.as_str(), g.host.as_deref()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("GPU-n0", Some("node1")),
+            ("GPU-n1", Some("node1")),
+            ("GPU-d0", Some("node2"))
+        ]
+    );
+    let n = &s.gpus[0];
+    assert_eq!(n.name, "NVIDIA H100 80GB HBM3");
+    assert_eq!(n.util, Some(Percent(42)));
+    assert_eq!(n.memory_used, Some(Bytes(2 << 30)));
+    assert_eq!(n.memory_total, Some(Bytes(80 << 30)));
+    assert_eq!(
+        (n.temperature, n.power),
+        (Some(Celsius(61)), Some(Watts(312.5)))
+    );
+    assert_eq!(n.sm_clock.map(|c| c.0), Some(1980));
+    assert_eq!(n.status, GpuStatus::Ok);
+    // What no series said stays unknown.
+    assert_eq!(
+        (n.fan, n.memory_free, n.pstate, n.throttle_reasons.as_ref()),
+        (None, None, None, None)
+    );
+    let d = &s.gpus[2];
+    assert_eq!(d.name, "NVIDIA A100-SXM4-40GB");
+    assert_eq!(d.util, Some(Percent(87)));
+    assert_eq!(d.memory_used, Some(Bytes::from_mib(1024)));
+    assert_eq!(d.memory_total, Some(Bytes::from_mib(40_960)), "used + free");
+    assert_eq!(d.energy_joules, Some(123.456));
+    assert_eq!(d.power, None, "no power series");
+    assert_eq!(d.allocations[0].pod, "trainer-0");
+    assert!(s.processes.is_empty(), "no process series: none invented");
+    let hosts: Vec<(&str, Option<&str>)> = s
+        .hosts
+        .iter()
+        .map(|h| (h.name.as_str(), h.error.as_deref()))
+        .collect();
+    assert_eq!(hosts, [("node1", None), ("node2", None)]);
+    assert_eq!(s.host.driver_version.as_deref(), Some("550.54.15"));
+}
+
+#[test]
+fn one_instant_query_and_one_range_query_per_chart_carry_the_selector() {
+    let mut all = Vec::new();
+    for i in 0..50 {
+        all.extend(native(&format!("node{i}:9401"), &format!("GPU-{i}"), 0));
+    }
+    let (mut src, api) = source(vector(&all), empty_matrix);
+    src.sample().unwrap();
+    let calls = api.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 5, "{calls:#?}");
+    let decoded: Vec<String> = calls.iter().map(|c| decode(c)).collect();
+    assert!(
+        decoded[0].starts_with("/api/v1/query?query={__name__=~\"gpuwatch_gpu_info|"),
+        "{}",
+        decoded[0]
+    );
+    assert!(
+        decoded[0].contains(r#"|up",cluster="a"}"#),
+        "{}",
+        decoded[0]
+    );
+    for (c, chart) in
+        decoded[1..]
+            .iter()
+            .zip(["temperature", "power", "utilization", "memory_used"])
+    {
+        assert!(c.starts_with("/api/v1/query_range?query=("), "{c}");
+        assert!(c.contains(chart) && c.contains(r#"{cluster="a"}"#), "{c}");
+    }
+    // The first refresh asks for the whole window (300 one-second steps).
+    let range = &decoded[1];
+    let (start, end) = (param(range, "start"), param(range, "end"));
+    assert_eq!(end - start, 299.0);
+}
+
+fn decode(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn param(path: &str, name: &str) -> f64 {
+    let at = path.find(&format!("&{name}=")).unwrap() + name.len() + 2;
+    path[at..].split('&').next().unwrap().parse().unwrap()
+}
+
+/// Two points for GPU-n0 (native) and one for GPU-d0 (dcgm) in every chart.
+fn two_points(path: &str) -> String {
+    let q = decode(path);
+    let (start, end) = (param(&q, "start"), param(&q, "end"));
+    let v = if q.contains("temperature") {
+        60.0
+    } else {
+        50.0
+    };
+    json!({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"uuid": "GPU-n0"}, "values": [[start, v.to_string()], [end, (v + 1.0).to_string()]]},
+        {"metric": {"UUID": "GPU-d0"}, "values": [[end, v.to_string()]]},
+    ]}})
+    .to_string()
+}
+
+#[test]
+fn history_comes_from_the_range_queries_into_the_charts() {
+    let mut all = native("node1:9401", "GPU-n0", 0);
+    all.extend(dcgm("node2", "GPU-d0", 0));
+    let (mut src, api) = source(vector(&all), two_points);
+    let mut state = crate::state::State::new(crate::state::ViewConfig::default());
+    let s = src.sample().unwrap();
+    let kept = s.history.as_ref().unwrap();
+    assert_eq!(kept[&GpuId("GPU-n0".into())].len(), 2);
+    let p = &kept[&GpuId("GPU-n0".into())][1];
+    assert_eq!(
+        (p.temperature, p.util, p.power, p.memory_used),
+        (Some(61), Some(51), Some(51.0), Some(51))
+    );
+    crate::state::update(&mut state, crate::state::Msg::Sample(Box::new(s)));
+    let h = state.model.history(&GpuId("GPU-n0".into())).unwrap();
+    assert_eq!(
+        h.temperature.iter().copied().collect::<Vec<_>>(),
+        [Some(60), Some(61)]
+    );
+    // The next refresh asks only for the step since: start = last end + 1 s.
+    let ends: Vec<f64> = api
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .take(1)
+        .map(|c| param(&decode(c), "end"))
+        .collect();
+    let s = src.sample().unwrap();
+    let last = api.calls.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(param(&decode(&last), "start"), ends[0] + 1.0);
+    crate::state::update(&mut state, crate::state::Msg::Sample(Box::new(s)));
+    let h = state.model.history(&GpuId("GPU-n0".into())).unwrap();
+    assert_eq!(
+        h.temperature.len(),
+        3,
+        "the repeated start point is not charted twice"
+    );
+}
+
+#[test]
+fn a_vanished_host_is_lost_with_the_reason_and_the_rest_update() {
+    let mut all = native("node1:9401", "GPU-n0", 0);
+    all.extend(native("node2:9401", "GPU-m0", 0));
+    let (mut src, api) = source(vector(&all), empty_matrix);
+    src.sample().unwrap();
+    let mut now = native("node1:9401", "GPU-n0", 0);
+    now.push((
+        json!({"__name__": "up", "instance": "node2:9401", "job": "gpuwatch"}),
+        0.0,
+    ));
+    *api.instant.lock().unwrap() = Ok(vector(&now));
+    let s = src.sample().unwrap();
+    let status: Vec<(&str, GpuStatus)> =
+        s.gpus.iter().map(|g| (g.id.0.as_str(), g.status)).collect();
+    assert_eq!(
+        status,
+        [("GPU-n0", GpuStatus::Ok), ("GPU-m0", GpuStatus::Lost)]
+    );
+    assert_eq!(s.gpus[1].util, None);
+    let down = s.hosts.iter().find(|h| h.name == "node2").unwrap();
+    assert_eq!(
+        down.error.as_deref(),
+        Some("Prometheus cannot scrape node2:9401 (up = 0)")
+    );
+
+    // Prometheus itself stops answering: every GPU known is lost, the server says why.
+    *api.instant.lock().unwrap() = Err("connection refused".into());
+    let s = src.sample().unwrap();
+    assert!(s.gpus.iter().all(|g| g.status == GpuStatus::Lost));
+    assert_eq!(
+        s.hosts[0].error.as_deref(),
+        Some("Prometheus prom:9090: connection refused")
+    );
+}
+
+#[test]
+fn a_server_that_never_answered_is_a_source_error() {
+    let (mut src, api) = source(String::new(), empty_matrix);
+    *api.instant.lock().unwrap() = Err("connection refused".into());
+    let err = src.sample().unwrap_err().to_string();
+    assert_eq!(err, "Prometheus prom:9090: connection refused");
+}
+
+#[test]
+fn selectors_are_checked() {
+    assert_eq!(
+        parse_selector(r#"{cluster="a", env=~"prod.*"}"#).unwrap(),
+        r#"cluster="a", env=~"prod.*""#
+    );
+    assert_eq!(parse_selector("{}").unwrap(), "");
+    assert!(
+        parse_selector(r#"cluster="a""#)
+            .unwrap_err()
+            .contains("not a series selector")
+    );
+    assert!(parse_selector(r#"{a="}"}"#).is_err());
+}
