@@ -9,7 +9,7 @@ use crate::model::procs::{Column, ProcRow};
 use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::sampler::{self, SamplerEvent};
 use crate::source::wire;
-use crate::source::{GpuSource, Visibility};
+use crate::source::{GpuSource, Sample, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::ui::format::{NA, bytes_short, gib, or_na};
 use crate::ui::table::{cell_text, right_aligned};
@@ -17,6 +17,16 @@ use crate::ui::text::warning_line;
 
 /// Runs the sampler until the first sample and returns the state it produces.
 pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<State> {
+    snapshot_after(source, config, Vec::new()).await
+}
+
+/// The same after applying `prelude` (the demo's back-filled history), so warnings that
+/// need time (an idle holder, a stale allocation) are already raised.
+pub async fn snapshot_after(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    prelude: Vec<Sample>,
+) -> Result<State> {
     let interval = config.interval;
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, interval, tx));
@@ -24,6 +34,9 @@ pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<
     drop(rx);
     task.abort();
     let mut state = State::new(config);
+    for sample in prelude {
+        update(&mut state, Msg::Sample(Box::new(sample)));
+    }
     match event {
         Some(SamplerEvent::Sample(sample)) => {
             update(&mut state, Msg::Sample(sample));

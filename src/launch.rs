@@ -32,19 +32,34 @@ pub struct Built {
     /// Time between samples (a replay goes at its recording's pace).
     pub interval: Duration,
     replay: Option<(ReplayHandle, i64)>,
+    /// Samples to apply before the first frame: the demo's back-filled history.
+    prelude: Vec<Sample>,
     /// Something to say on the status line at start (e.g. skipped recording lines).
     notice: Option<String>,
 }
 
+/// Whether the demo fleet opens mid-story (the monitor, `--once`) or from its first second
+/// (`serve`, `pick`: they answer about now, and their tests count from the start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    MidStory,
+    Fresh,
+}
+
 /// Builds the source `settings` ask for. Errors are one line (exit 2: bad input or no
 /// usable source).
-pub fn build(settings: &Settings) -> Result<Built, String> {
+pub fn build(settings: &Settings, opening: Opening) -> Result<Built, String> {
     let remote = &settings.remote;
     let mut built = match &settings.replay {
         Some(file) => replay_source(file)?,
         None if remote.any() => remote_source(settings)?,
         None => {
-            let (source, demo) = live_source(settings)?;
+            let opening = if settings.pick.is_some() {
+                Opening::Fresh
+            } else {
+                opening
+            };
+            let (source, demo, prelude) = live_source(settings, opening)?;
             // With --source auto the fallback must be obvious on screen, not just on stderr.
             let notice = (demo && settings.source == SourceKind::Auto)
                 .then(|| "no usable NVIDIA GPU here: showing the simulated demo fleet".to_string());
@@ -53,6 +68,7 @@ pub fn build(settings: &Settings) -> Result<Built, String> {
                 demo,
                 interval: settings.interval,
                 replay: None,
+                prelude,
                 notice,
             }
         }
@@ -119,7 +135,8 @@ fn remote_source(settings: &Settings) -> Result<Built, String> {
         addresses.extend(remote::read_hosts_file(path)?);
     }
     let local = if remote.with_local {
-        let (source, _) = live_source(settings)?;
+        // Without the back-fill: the hosts' histories start together.
+        let (source, _, _) = live_source(settings, Opening::Fresh)?;
         Some((crate::source::hostname(), source))
     } else {
         None
@@ -132,6 +149,7 @@ fn remote_source(settings: &Settings) -> Result<Built, String> {
         demo: remote.with_local && settings.source == SourceKind::Demo,
         interval: settings.interval,
         replay: None,
+        prelude: Vec::new(),
         notice: None,
     })
 }
@@ -157,20 +175,29 @@ fn replay_source(file: &std::path::Path) -> Result<Built, String> {
         demo: true,
         interval,
         replay: Some((handle, seek)),
+        prelude: Vec::new(),
         notice,
     })
 }
 
-/// The source for live monitoring, and whether it is the simulated fleet.
-fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String> {
-    let demo = || -> (Box<dyn GpuSource>, bool) {
-        let sim = SimSource::new(
+/// The source for live monitoring, whether it is the simulated fleet, and the demo's
+/// back-filled history.
+type Live = (Box<dyn GpuSource>, bool, Vec<Sample>);
+
+fn live_source(settings: &Settings, opening: Opening) -> Result<Live, String> {
+    let demo = || -> Live {
+        let mut sim = SimSource::new(
             settings.demo_gpus,
             settings.seed,
             settings.interval,
             SimClock::Real,
         );
-        (Box::new(sim), true)
+        let prelude = if opening == Opening::MidStory {
+            sim.backfill(demo_lead(settings), settings.history)
+        } else {
+            Vec::new()
+        };
+        (Box::new(sim), true, prelude)
     };
     let nvml = || {
         NvmlSource::open(settings.nvml_lib.as_deref()).map(|s| {
@@ -183,10 +210,10 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
     match settings.source {
         SourceKind::Demo => Ok(demo()),
         SourceKind::Nvml => nvml()
-            .map(|s| (Box::new(s) as Box<dyn GpuSource>, false))
+            .map(|s| (Box::new(s) as Box<dyn GpuSource>, false, Vec::new()))
             .map_err(|e| e.to_string()),
         SourceKind::Auto => Ok(match nvml() {
-            Ok(s) => (Box::new(s), false),
+            Ok(s) => (Box::new(s), false, Vec::new()),
             Err(e) => {
                 eprintln!("gpuwatch: {e}");
                 eprintln!("gpuwatch: no usable NVIDIA GPU here; showing the simulated demo fleet");
@@ -194,6 +221,20 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
             }
         }),
     }
+}
+
+/// How much scenario time the demo runs before its first frame: the history window, and
+/// long enough for every warning that needs time to be raised (an idle holder, a stale
+/// allocation, a temperature held). Capped so a huge `--idle-after` cannot stall start-up.
+fn demo_lead(settings: &Settings) -> Duration {
+    let th = &settings.thresholds;
+    let margin = Duration::from_secs(60);
+    let lead = settings
+        .history
+        .max(th.idle_after + margin)
+        .max(th.stale_after + margin)
+        .max(th.temp_hold + margin);
+    lead.min(Duration::from_secs(6 * 3600))
 }
 
 /// What the state and views need from the settings, at the source's pace (`interval`: a
@@ -224,7 +265,7 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         return pick(source, config, request).await;
     }
     if settings.once {
-        return once(source, config, settings.json).await;
+        return once(source, config, settings.json, built.prelude).await;
     }
     let options = app::Options {
         compact: settings.compact,
@@ -235,6 +276,7 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         replay: built.replay.map(|r| r.0),
         notice: built.notice,
         theme: settings.theme,
+        prelude: built.prelude,
     };
     Ok(match app::run(source, config, options).await? {
         Exit::Quit => ExitCode::SUCCESS,
@@ -244,8 +286,13 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
 
 /// `--once`: the snapshot in full, then exit 1 naming each remote host that did not answer
 /// (a script must not mistake a partial fleet for the whole one).
-async fn once(source: Box<dyn GpuSource>, config: ViewConfig, json: bool) -> Result<ExitCode> {
-    let state = headless::snapshot(source, config).await?;
+async fn once(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    json: bool,
+    prelude: Vec<Sample>,
+) -> Result<ExitCode> {
+    let state = headless::snapshot_after(source, config, prelude).await?;
     let text = if json {
         headless::render_json(&state)
     } else {

@@ -8,6 +8,7 @@ pub mod format;
 pub mod gpus;
 mod header;
 mod help;
+mod host;
 pub mod hit;
 pub mod table;
 pub mod text;
@@ -32,6 +33,7 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
     }
     let areas = layout::areas(&state.layout_input(), area);
     header::draw(frame, areas.header, state, theme);
+    host::draw(frame, areas.host, state, theme);
     gpus::draw(frame, &areas, state, theme);
     warnings_bar::draw(frame, areas.warnings, state, theme);
     match state.view.panel {
