@@ -21,6 +21,11 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
     let mut spans = vec![Span::raw(" ")];
     spans.extend(spans_for(&state.model.host().load, theme));
+    // The CPU count is the first thing to go on a narrow line.
+    let width: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    if width > area.width as usize && state.model.host().load.cpus.is_some() {
+        spans.pop();
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -44,9 +49,6 @@ pub fn spans_for(load: &HostLoad, theme: &Theme) -> Vec<Span<'static>> {
             busy(cpu.map(|p| p / 100.0)),
         ),
     ];
-    if let Some(n) = load.cpus {
-        spans.push(Span::styled(format!(" of {n}"), theme.dim));
-    }
     spans.extend([
         sep(),
         Span::styled("RAM ", theme.dim),
@@ -61,6 +63,9 @@ pub fn spans_for(load: &HostLoad, theme: &Theme) -> Vec<Span<'static>> {
             theme.text,
         ),
     ]);
+    if let Some(n) = load.cpus {
+        spans.push(Span::styled(format!(" ({n} CPUs)"), theme.dim));
+    }
     spans
 }
 
@@ -107,7 +112,7 @@ mod tests {
         };
         assert_eq!(
             text(&load),
-            "CPU 38% of 32 · RAM N/A/512.0 GiB · swap 0.0/0.0 GiB · load 12.00 11.50 9.25"
+            "CPU 38% · RAM N/A/512.0 GiB · swap 0.0/0.0 GiB · load 12.00 11.50 9.25 (32 CPUs)"
         );
     }
 }

@@ -62,8 +62,10 @@ pub(super) fn draw_compact(
     let columns = compact_column_rects(areas);
     let per_column = areas.gpus.height.saturating_sub(1).max(1) as usize;
     let last = columns.len().saturating_sub(1);
+    // The same fields in every column, as the narrowest allows.
+    let narrowest = columns.iter().map(|c| c.width).min().unwrap_or(0);
+    let cols = CompactColumns::for_width(narrowest, state);
     for (c, area) in columns.iter().enumerate() {
-        let cols = CompactColumns::for_width(area.width, state);
         // The scroll range goes on the last column's title line.
         let range = (c == last).then_some((shown.len(), start));
         let mut lines = vec![compact_title(&cols, state, range, area.width, theme)];

@@ -46,13 +46,15 @@ impl PanelWords {
         let (parts, details_style) = detail_parts(g, theme);
         let throttle = throttle_spans(g, theme);
         let panel = panel_width as usize;
-        let name_width = g.name.chars().count() + g.label().chars().count() + 9;
+        // The title ` 3 · NAME ` (and `▶ ` when focused), two corners, a space either side
+        // of the owners and one cell between the two titles.
+        let title = g.name.chars().count() + g.label().chars().count() + 5 + 2;
         PanelWords {
             owners: owner_entries(state, g, theme),
             parts,
             details_style,
             dim: theme.dim,
-            owner_room: panel.saturating_sub(name_width + 4),
+            owner_room: panel.saturating_sub(title + 2 + 2 + 1),
             details_room: panel.saturating_sub(width(&throttle) + 4),
             throttle,
             inner: panel.saturating_sub(2),
@@ -60,7 +62,16 @@ impl PanelWords {
     }
 
     fn owners_fit(&self) -> bool {
-        width(&joined(self.owners.clone(), self.dim)) + 2 <= self.owner_room
+        width(&joined(self.owners.clone(), self.dim)) <= self.owner_room
+    }
+
+    /// The owners after `held by `, wrapped whole at the inner width.
+    fn owner_lines(&self) -> Vec<Line<'static>> {
+        let mut entries = self.owners.clone();
+        if let Some(first) = entries.first_mut() {
+            first.content = format!("held by {}", first.content).into();
+        }
+        wrap_entries(entries, self.inner, self.dim)
     }
 
     fn details_fit(&self) -> bool {
@@ -74,7 +85,12 @@ impl PanelWords {
         } else {
             wrap_parts(&self.parts, self.inner).len()
         };
-        (details + usize::from(!self.owners_fit())) as u16
+        let owners = if self.owners_fit() {
+            0
+        } else {
+            self.owner_lines().len()
+        };
+        (details + owners) as u16
     }
 
     /// Fits the words into the borders and `lines` inner lines: the details get lines
@@ -102,13 +118,11 @@ impl PanelWords {
         let owners = if self.owners_fit() {
             joined(self.owners, self.dim)
         } else {
-            let line = (left > 0).then(|| {
-                let mut spans = vec![Span::styled("held by ", self.dim)];
-                spans.extend(joined(self.owners.clone(), self.dim));
-                Line::from(fit_spans(spans, self.inner))
-            });
-            out.extend(line);
-            whole_owners(self.owners, self.owner_room.saturating_sub(2), self.dim)
+            let lines = self.owner_lines();
+            if lines.len() <= left {
+                out.extend(lines);
+            }
+            whole_owners(self.owners, self.owner_room, self.dim)
         };
         PanelText {
             owners,
@@ -131,9 +145,15 @@ pub fn joined(entries: Vec<Span<'static>>, sep: Style) -> Vec<Span<'static>> {
     out
 }
 
-/// As many whole owners as fit in `room`, then `+N` for the rest (never half a name).
+/// As many whole owners as fit in `room`, then `+N` for the rest (never half a name);
+/// a first owner too long for the room on its own is cut.
 fn whole_owners(entries: Vec<Span<'static>>, room: usize, dim: Style) -> Vec<Span<'static>> {
     let total = entries.len();
+    let first = entries.first().map_or(0, |e| e.content.chars().count());
+    let more = if total > 1 { format!(" +{}", total - 1).len() } else { 0 };
+    if first + more > room {
+        return fit_spans(joined(entries, dim), room);
+    }
     let mut out: Vec<Span<'static>> = Vec::new();
     let mut used = 0;
     for (shown, e) in entries.into_iter().enumerate() {
@@ -159,6 +179,23 @@ fn whole_owners(entries: Vec<Span<'static>>, room: usize, dim: Style) -> Vec<Spa
         out.push(e);
     }
     out
+}
+
+/// Spans joined with ` · ` into lines of at most `width`, each span kept whole where it
+/// fits on a line at all.
+fn wrap_entries(entries: Vec<Span<'static>>, max: usize, sep: Style) -> Vec<Line<'static>> {
+    let mut lines: Vec<Vec<Span<'static>>> = Vec::new();
+    for e in entries {
+        let len = e.content.chars().count();
+        match lines.last_mut() {
+            Some(line) if width(line) + 3 + len <= max => {
+                line.push(Span::styled(" · ", sep));
+                line.push(e);
+            }
+            _ => lines.push(fit_spans(vec![e], max)),
+        }
+    }
+    lines.into_iter().map(Line::from).collect()
 }
 
 /// ` PCIe … · enc … ` as one span for the bottom border.
@@ -248,7 +285,7 @@ mod tests {
     fn parts_wrap_whole_at_the_width() {
         let parts = vec!["PCIe 5×16 ↑1.2G/s ↓3.4G/s".to_string(), "enc 0% dec 0%".into(), "ECC 0".into()];
         assert_eq!(
-            wrap_parts(&parts, 40),
+            wrap_parts(&parts, 41),
             vec!["PCIe 5×16 ↑1.2G/s ↓3.4G/s · enc 0% dec 0%", "ECC 0"]
         );
         assert_eq!(wrap_parts(&parts, 200).len(), 1);
