@@ -186,7 +186,11 @@ pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
 /// panels do not change height as warnings come and go). Depends on the size alone,
 /// never on how many processes there are, so a process starting never moves the panels.
 fn grown_panel_height(height: u16, host_h: u16, panel_rows: u16) -> u16 {
-    let reserve = if height >= 40 { 5 } else { RESERVED_WARNING_LINES };
+    let reserve = if height >= 40 {
+        5
+    } else {
+        RESERVED_WARNING_LINES
+    };
     // The footer line is counted as always there for the same reason.
     let left = height.saturating_sub(1 + host_h + reserve + 1);
     let table = (left / 2).max(TABLE_CHROME + COMFORT_TABLE_ROWS);

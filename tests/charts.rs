@@ -24,7 +24,9 @@ fn util_chart(buf: &Buffer) -> (std::ops::Range<u16>, u16) {
     let label_y = (0..buf.area.height)
         .find(|&y| row(y).contains("util  ") && row(y).contains("temp"))
         .expect("a chart row");
-    let text: Vec<String> = (0..w).map(|x| buf[(x, label_y)].symbol().to_string()).collect();
+    let text: Vec<String> = (0..w)
+        .map(|x| buf[(x, label_y)].symbol().to_string())
+        .collect();
     let at = (0..w as usize - 4)
         .find(|&i| text[i..i + 4].concat() == "util")
         .expect("the util label") as u16;
@@ -91,7 +93,10 @@ fn spare_rows_make_taller_panels_with_their_details_uncut() {
     let state = demo_state(8, 76, 200, 60);
     let text = screen(&state, 200, 60);
     let lines: Vec<&str> = text.lines().collect();
-    let top = lines.iter().position(|l| l.contains(" 0 · NVIDIA")).unwrap();
+    let top = lines
+        .iter()
+        .position(|l| l.contains(" 0 · NVIDIA"))
+        .unwrap();
     let bottom = lines[top..]
         .iter()
         .position(|l| l.starts_with("\"┗") || l.starts_with("\"╰"))
@@ -110,7 +115,10 @@ fn spare_rows_make_taller_panels_with_their_details_uncut() {
     // The same fleet at 120x40 has no spare row: the smallest panels.
     let text = screen(&demo_state(8, 76, 120, 40), 120, 40);
     let lines: Vec<&str> = text.lines().collect();
-    let top = lines.iter().position(|l| l.contains(" 0 · NVIDIA")).unwrap();
+    let top = lines
+        .iter()
+        .position(|l| l.contains(" 0 · NVIDIA"))
+        .unwrap();
     assert!(lines[top + 5].starts_with("\"┗") || lines[top + 5].starts_with("\"╰"));
 }
 
@@ -118,7 +126,10 @@ fn spare_rows_make_taller_panels_with_their_details_uncut() {
 fn sixty_four_gpus_at_200x60_fit_in_two_compact_columns() {
     let state = demo_state(64, 76, 200, 60);
     let text = screen(&state, 200, 60);
-    assert!(!text.contains("scroll)"), "all fit, nothing to scroll:\n{text}");
+    assert!(
+        !text.contains("scroll)"),
+        "all fit, nothing to scroll:\n{text}"
+    );
     let lines: Vec<&str> = text.lines().collect();
     let gpu0 = lines
         .iter()
@@ -134,7 +145,10 @@ fn sixty_four_gpus_at_200x60_fit_in_two_compact_columns() {
 fn the_host_line_shows_cpu_memory_swap_and_load_from_proc() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
-    write("stat", "cpu  100 0 100 700 100 0 0 0\ncpu0 1 0 0 0\ncpu1 1 0 0 0\n");
+    write(
+        "stat",
+        "cpu  100 0 100 700 100 0 0 0\ncpu0 1 0 0 0\ncpu1 1 0 0 0\n",
+    );
     write(
         "meminfo",
         "MemTotal: 16384000 kB\nMemAvailable: 3801088 kB\nSwapTotal: 2097152 kB\nSwapFree: 1048576 kB\n",
@@ -142,7 +156,10 @@ fn the_host_line_shows_cpu_memory_swap_and_load_from_proc() {
     write("loadavg", "1.50 0.75 0.25 2/345 6789\n");
     let mut reader = HostReader::new(dir.path());
     reader.read();
-    write("stat", "cpu  150 0 100 850 100 0 0 0\ncpu0 1 0 0 0\ncpu1 1 0 0 0\n");
+    write(
+        "stat",
+        "cpu  150 0 100 850 100 0 0 0\ncpu0 1 0 0 0\ncpu1 1 0 0 0\n",
+    );
     let load = reader.read();
 
     let mut sample = common::sim(1).sample().unwrap();
@@ -170,9 +187,12 @@ fn the_host_line_shows_cpu_memory_swap_and_load_from_proc() {
 
 #[test]
 fn the_demo_opens_mid_story_with_full_charts_and_every_warning() {
-    let mut sim = SimSource::new(8, 42, Duration::from_secs(1), SimClock::Virtual {
-        start: epoch(),
-    });
+    let mut sim = SimSource::new(
+        8,
+        42,
+        Duration::from_secs(1),
+        SimClock::Virtual { start: epoch() },
+    );
     let prelude = sim.backfill(Duration::from_secs(31 * 60), Duration::from_secs(300));
     let mut state = State::new(config());
     update(

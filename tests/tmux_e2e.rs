@@ -60,7 +60,9 @@ fn the_demo_opens_mid_story_with_full_charts_warnings_and_the_host_line() {
     // A panel whose charts are full: every column of its bottom chart row is filled.
     let full = "█".repeat(14);
     assert!(
-        screen.lines().any(|l| l.matches(full.as_str()).count() >= 3),
+        screen
+            .lines()
+            .any(|l| l.matches(full.as_str()).count() >= 3),
         "full charts:\n{screen}"
     );
     assert!(screen.lines().next().unwrap().contains("CPU "), "{screen}");

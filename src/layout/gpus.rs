@@ -15,8 +15,8 @@ const COMPACT_COLUMN_GAP: u16 = 1;
 /// Columns of compact lines: one if every GPU fits in `room` lines (a title line plus one
 /// per GPU), else as few as show them all, as many as the width allows at most.
 pub fn compact_columns(width: u16, gpus: usize, room: u16) -> u16 {
-    let max = ((width + COMPACT_COLUMN_GAP) / (COMPACT_COLUMN_MIN_WIDTH + COMPACT_COLUMN_GAP))
-        .max(1);
+    let max =
+        ((width + COMPACT_COLUMN_GAP) / (COMPACT_COLUMN_MIN_WIDTH + COMPACT_COLUMN_GAP)).max(1);
     let lines = room.saturating_sub(1).max(1) as usize;
     (1..=max)
         .find(|c| gpus.div_ceil(*c as usize) <= lines)
@@ -81,8 +81,7 @@ pub fn gpu_rects(areas: &Areas, gpus: usize, scroll: usize) -> Vec<(usize, Rect)
     }
     let columns = areas.columns.max(1) as usize;
     let rows = (end - start).div_ceil(columns);
-    let row_areas =
-        Layout::vertical(vec![Constraint::Length(areas.panel_height); rows]).split(a);
+    let row_areas = Layout::vertical(vec![Constraint::Length(areas.panel_height); rows]).split(a);
     let mut out = Vec::new();
     for (r, row_area) in row_areas.iter().enumerate() {
         let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
@@ -160,7 +159,11 @@ mod tests {
         assert!(rects[32].1.x >= 100 && rects[32].1.y == a.gpus.y + 1);
         for (n, (_, r)) in rects.iter().enumerate() {
             assert!(a.gpus.contains(r.as_position()), "line {n} outside");
-            assert!(rects[n + 1..].iter().all(|(_, o)| o.intersection(*r).is_empty()));
+            assert!(
+                rects[n + 1..]
+                    .iter()
+                    .all(|(_, o)| o.intersection(*r).is_empty())
+            );
         }
         // One column when it is enough; narrow screens never split.
         assert_eq!(compact_columns(200, 16, 40), 1);

@@ -141,7 +141,10 @@ mod tests {
         assert_eq!(first.cpu_percent, None, "one read has no delta");
         assert_eq!(first.cpus, Some(2));
         assert_eq!(first.memory_total, Some(Bytes(16_384_000 * 1024)));
-        assert_eq!(first.memory_used, Some(Bytes((16_384_000 - 4_096_000) * 1024)));
+        assert_eq!(
+            first.memory_used,
+            Some(Bytes((16_384_000 - 4_096_000) * 1024))
+        );
         assert_eq!(first.swap_total, Some(Bytes(2_048_000 * 1024)));
         assert_eq!(first.swap_used, Some(Bytes(1_024_000 * 1024)));
         assert_eq!(first.load_average, Some([1.5, 0.75, 0.25]));

@@ -69,7 +69,10 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
         Paragraph::new(gauge_line(g, inner.width as usize, theme)),
         rows.gauges,
     );
-    frame.render_widget(Paragraph::new(readings_line(state, g, theme)), rows.readings);
+    frame.render_widget(
+        Paragraph::new(readings_line(state, g, theme)),
+        rows.readings,
+    );
     frame.render_widget(Paragraph::new(text.lines), rows.details);
     if let Some(h) = state.model.history(&g.id) {
         charts::draw_panel_charts(frame, rows.charts, h, g, theme);

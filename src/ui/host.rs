@@ -52,14 +52,19 @@ pub fn spans_for(load: &HostLoad, theme: &Theme) -> Vec<Span<'static>> {
     spans.extend([
         sep(),
         Span::styled("RAM ", theme.dim),
-        Span::styled(used_of(load.memory_used, load.memory_total), busy(mem_ratio)),
+        Span::styled(
+            used_of(load.memory_used, load.memory_total),
+            busy(mem_ratio),
+        ),
         sep(),
         Span::styled("swap ", theme.dim),
         Span::styled(used_of(load.swap_used, load.swap_total), theme.text),
         sep(),
         Span::styled("load ", theme.dim),
         Span::styled(
-            or_na(load.load_average, |[a, b, c]| format!("{a:.2} {b:.2} {c:.2}")),
+            or_na(load.load_average, |[a, b, c]| {
+                format!("{a:.2} {b:.2} {c:.2}")
+            }),
             theme.text,
         ),
     ]);

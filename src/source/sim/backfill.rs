@@ -24,7 +24,9 @@ impl SimSource {
     /// the same story. Only meant for a source that has not sampled yet.
     pub fn backfill(&mut self, lead: Duration, history: Duration) -> Vec<Sample> {
         let interval = self.interval;
-        let fine = (history.as_secs_f64() / interval.as_secs_f64()).ceil().max(1.0) as u32;
+        let fine = (history.as_secs_f64() / interval.as_secs_f64())
+            .ceil()
+            .max(1.0) as u32;
         let wanted = lead.max(interval * fine).as_secs_f64();
         // The OOM job's cycle repeats: open at the same point of it whatever the lead.
         let period = oom_period();
@@ -70,8 +72,15 @@ mod tests {
         let times: Vec<SystemTime> = samples.iter().map(|s| s.time).collect();
         assert!(times.windows(2).all(|w| w[0] < w[1]));
         let tail = &times[times.len() - 300..];
-        assert!(tail.windows(2).all(|w| w[1].duration_since(w[0]).unwrap().as_secs() == 1));
-        assert!(samples.len() <= 300 + COARSE_SAMPLES as usize + 1, "{}", samples.len());
+        assert!(
+            tail.windows(2)
+                .all(|w| w[1].duration_since(w[0]).unwrap().as_secs() == 1)
+        );
+        assert!(
+            samples.len() <= 300 + COARSE_SAMPLES as usize + 1,
+            "{}",
+            samples.len()
+        );
         let first = samples[0].time;
         assert!(start.duration_since(first).unwrap() >= Duration::from_secs(1900));
         // The live story goes on from there.

@@ -15,8 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use super::throttle::ThrottleReason;
 use super::{
-    GpuId, GpuReading, GpuSource, HostInfo, HostLoad, HostProc, ProcDetails, ProcKind,
-    ProcReading, Sample, SourceError,
+    GpuId, GpuReading, GpuSource, HostInfo, HostLoad, HostProc, ProcDetails, ProcKind, ProcReading,
+    Sample, SourceError,
 };
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 use scenario::{
@@ -283,13 +283,14 @@ impl SimSource {
 fn host_load(gpus: usize, procs: &[ProcReading]) -> HostLoad {
     let blocks = gpus.div_ceil(8) as u32;
     let cpus = 32 * blocks;
-    let (cpu, rss) = procs
-        .iter()
-        .filter_map(ProcReading::details)
-        .fold((0.0, 0u64), |(c, m), d| {
-            let cpu = f64::from(d.cpu_percent.unwrap_or(0.0));
-            (c + cpu, m + d.host_memory.map_or(0, |b| b.0))
-        });
+    let (cpu, rss) =
+        procs
+            .iter()
+            .filter_map(ProcReading::details)
+            .fold((0.0, 0u64), |(c, m), d| {
+                let cpu = f64::from(d.cpu_percent.unwrap_or(0.0));
+                (c + cpu, m + d.host_memory.map_or(0, |b| b.0))
+            });
     let percent = (18.0 + cpu / f64::from(cpus)).min(100.0);
     let load = percent / 100.0 * f64::from(cpus);
     HostLoad {

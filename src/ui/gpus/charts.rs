@@ -55,8 +55,7 @@ pub fn draw_panel_charts(
     ];
     for (cell, (label, columns, max, style)) in cells.iter().zip(series) {
         let [label_area, spark_area] =
-            Layout::horizontal([Constraint::Length(LABEL_WIDTH), Constraint::Fill(1)])
-                .areas(*cell);
+            Layout::horizontal([Constraint::Length(LABEL_WIDTH), Constraint::Fill(1)]).areas(*cell);
         frame.render_widget(Paragraph::new(Span::styled(label, theme.dim)), label_area);
         let bars: Vec<SparklineBar> = columns.into_iter().map(SparklineBar::from).collect();
         frame.render_widget(

@@ -150,7 +150,11 @@ pub fn joined(entries: Vec<Span<'static>>, sep: Style) -> Vec<Span<'static>> {
 fn whole_owners(entries: Vec<Span<'static>>, room: usize, dim: Style) -> Vec<Span<'static>> {
     let total = entries.len();
     let first = entries.first().map_or(0, |e| e.content.chars().count());
-    let more = if total > 1 { format!(" +{}", total - 1).len() } else { 0 };
+    let more = if total > 1 {
+        format!(" +{}", total - 1).len()
+    } else {
+        0
+    };
     if first + more > room {
         return fit_spans(joined(entries, dim), room);
     }
@@ -283,7 +287,11 @@ mod tests {
 
     #[test]
     fn parts_wrap_whole_at_the_width() {
-        let parts = vec!["PCIe 5×16 ↑1.2G/s ↓3.4G/s".to_string(), "enc 0% dec 0%".into(), "ECC 0".into()];
+        let parts = vec![
+            "PCIe 5×16 ↑1.2G/s ↓3.4G/s".to_string(),
+            "enc 0% dec 0%".into(),
+            "ECC 0".into(),
+        ];
         assert_eq!(
             wrap_parts(&parts, 41),
             vec!["PCIe 5×16 ↑1.2G/s ↓3.4G/s · enc 0% dec 0%", "ECC 0"]
