@@ -232,3 +232,26 @@ fn the_demo_opens_mid_story_with_full_charts_and_every_warning() {
     }
     assert_snapshot!(text);
 }
+
+#[test]
+fn a_click_on_the_right_compact_column_focuses_the_gpu_drawn_there() {
+    let mut state = demo_state(64, 20, 200, 60);
+    let text = screen(&state, 200, 60);
+    let (y, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.starts_with("\"  8 "))
+        .expect("GPU 8's line");
+    let line: Vec<char> = line.trim_start_matches('"').chars().collect();
+    let x = (100..line.len() - 4)
+        .find(|&i| line[i..i + 4].iter().collect::<String>() == " 40 ")
+        .expect("GPU 40 beside GPU 8") as u16;
+    let input = gpuwatch::ui::hit::MouseInput {
+        kind: gpuwatch::ui::hit::MouseKind::LeftClick,
+        column: x + 2,
+        row: y as u16,
+    };
+    let actions = gpuwatch::ui::hit::actions(&state, input);
+    update(&mut state, Msg::Actions(actions));
+    assert_eq!(state.focus(), Some(&state.model.gpus()[40].id));
+}
