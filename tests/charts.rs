@@ -255,3 +255,33 @@ fn a_click_on_the_right_compact_column_focuses_the_gpu_drawn_there() {
     update(&mut state, Msg::Actions(actions));
     assert_eq!(state.focus(), Some(&state.model.gpus()[40].id));
 }
+
+#[test]
+fn every_size_from_the_smallest_up_draws_without_panicking() {
+    for gpus in [1, 8, 64] {
+        let mut state = demo_state(gpus, 3, 60, 15);
+        for (w, h) in [
+            (60, 15),
+            (61, 16),
+            (80, 24),
+            (99, 30),
+            (179, 45),
+            (180, 50),
+            (201, 61),
+            (320, 90),
+        ] {
+            update(
+                &mut state,
+                Msg::Resize {
+                    width: w,
+                    height: h,
+                },
+            );
+            let text = screen(&state, w, h);
+            assert!(
+                text.contains("Processes ("),
+                "{gpus} GPUs at {w}x{h}:\n{text}"
+            );
+        }
+    }
+}
