@@ -56,6 +56,10 @@ const COMFORT_TABLE_ROWS: u16 = 8;
 /// Warning lines the automatic choice reserves whether or not any are showing, so the
 /// layout does not flip between compact and full as warnings come and go.
 const RESERVED_WARNING_LINES: u16 = 3;
+/// Process rows the table keeps before panels may grow: a busy shared server's processes
+/// (20 in `scripts/overhead.sh`'s 200x50 pane, which so keeps the smallest panels and its
+/// 3 KB/s terminal budget; 200x60 grows).
+const TABLE_ROWS_BEFORE_GROWTH: u16 = 23;
 /// Title line plus column header above the table rows.
 const TABLE_CHROME: u16 = 2;
 
@@ -182,7 +186,8 @@ pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
 
 /// How tall full panels are: taller than the minimum only with rows to spare, that is
 /// when every row of panels still fits and the process table keeps at least half of what
-/// is left after the header and the warnings (reserved whether or not any show, so
+/// is left after the header and the warnings, and at least `TABLE_ROWS_BEFORE_GROWTH`
+/// (warnings reserved whether or not any show, so
 /// panels do not change height as warnings come and go). Depends on the size alone,
 /// never on how many processes there are, so a process starting never moves the panels.
 fn grown_panel_height(height: u16, host_h: u16, panel_rows: u16) -> u16 {
@@ -193,7 +198,7 @@ fn grown_panel_height(height: u16, host_h: u16, panel_rows: u16) -> u16 {
     };
     // The footer line is counted as always there for the same reason.
     let left = height.saturating_sub(1 + host_h + reserve + 1);
-    let table = (left / 2).max(TABLE_CHROME + COMFORT_TABLE_ROWS);
+    let table = (left / 2).max(TABLE_CHROME + TABLE_ROWS_BEFORE_GROWTH);
     let per_panel = left.saturating_sub(table) / panel_rows.max(1);
     per_panel.clamp(PANEL_HEIGHT, PANEL_MAX_HEIGHT)
 }
