@@ -1,5 +1,6 @@
 //! Renders the demo fleet with the real draw code and writes `assets/screenshot.svg`
-//! (colours included), so the README's picture is always what the program draws.
+//! (colours included), so the README's picture is always what the program draws. The
+//! fleet opens mid-story as `--demo` does (its history back-filled), then runs SECONDS more.
 //!
 //! cargo run --example screenshot [-- WIDTH HEIGHT GPUS SECONDS OUT.svg]
 
@@ -24,7 +25,7 @@ fn main() {
     let width: u16 = arg(0, "120").parse().expect("WIDTH");
     let height: u16 = arg(1, "40").parse().expect("HEIGHT");
     let gpus: usize = arg(2, "8").parse().expect("GPUS");
-    let seconds: usize = arg(3, "70").parse().expect("SECONDS");
+    let seconds: usize = arg(3, "0").parse().expect("SECONDS");
     let out = arg(4, "assets/screenshot.svg");
 
     let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
@@ -39,7 +40,11 @@ fn main() {
         ..ViewConfig::default()
     });
     update(&mut state, Msg::Resize { width, height });
-    for _ in 0..seconds {
+    // As `--demo` opens: 31 minutes of story (so the idle holder is up), 5 of them in full.
+    for sample in source.backfill(Duration::from_secs(31 * 60), Duration::from_secs(300)) {
+        update(&mut state, Msg::Sample(Box::new(sample)));
+    }
+    for _ in 0..=seconds {
         update(
             &mut state,
             Msg::Sample(Box::new(source.sample().expect("simulation"))),
@@ -50,7 +55,7 @@ fn main() {
         .draw(|f| ui::draw(f, &state, &Theme::new(true)))
         .expect("draw");
     std::fs::write(&out, to_svg(terminal.backend().buffer())).expect("write the SVG");
-    println!("wrote {out} ({width}x{height}, {gpus} GPUs, {seconds} s into the demo)");
+    println!("wrote {out} ({width}x{height}, {gpus} GPUs, {seconds} s after the demo opens)");
 }
 
 /// xterm's default 16-colour palette.

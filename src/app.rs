@@ -65,6 +65,8 @@ pub struct Options {
     /// A line for the status bar at start.
     pub notice: Option<String>,
     pub theme: crate::ui::theme::ThemeName,
+    /// Samples applied before the first frame (the demo's back-filled history).
+    pub prelude: Vec<crate::source::Sample>,
 }
 
 /// Terminal input as crossterm's `EventStream` yields it.
@@ -138,7 +140,7 @@ impl Session {
         io: &mut Io<B>,
         samples: mpsc::Receiver<SamplerEvent>,
         config: ViewConfig,
-        options: Options,
+        mut options: Options,
     ) -> Result<Session>
     where
         B: Backend,
@@ -146,6 +148,9 @@ impl Session {
     {
         let theme = Theme::named(options.theme);
         let mut state = State::new(config);
+        for sample in std::mem::take(&mut options.prelude) {
+            update(&mut state, Msg::Sample(Box::new(sample)));
+        }
         state.view.status = options.notice.clone();
         if options.compact {
             state.view.layout = LayoutPref::Compact;

@@ -11,7 +11,7 @@ use crate::model::procs::{Column, ProcRow};
 use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::sampler::{self, SamplerEvent};
 use crate::source::wire;
-use crate::source::{GpuSource, GpuStatus, Visibility};
+use crate::source::{GpuSource, GpuStatus, Sample, Visibility};
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::text_safe::escape;
 use crate::ui::format::{NA, bytes_short, gib, or_na};
@@ -22,18 +22,28 @@ use crate::ui::text::warning_line;
 /// process's CPU use is a delta between two readings of /proc, so one sample has none.
 pub const CPU_SAMPLE_GAP: Duration = Duration::from_millis(250);
 
-/// Runs the sampler until the first sample and returns the state it produces. With
-/// `cpu_gap`, when some local process has no CPU% yet (always, on a real host's first
-/// sample), it takes a second sample that much later, so `--once` shows CPU% too.
-pub async fn snapshot(
+/// Runs the sampler until the first sample and returns the state it produces.
+pub async fn snapshot(source: Box<dyn GpuSource>, config: ViewConfig) -> Result<State> {
+    snapshot_after(source, config, Vec::new(), None).await
+}
+
+/// The same after applying `prelude` (the demo's back-filled history), so warnings that
+/// need time (an idle holder, a stale allocation) are already raised. With `cpu_gap`,
+/// when some local process has no CPU% yet (always, on a real host's first sample), it
+/// takes a second sample that much later, so `--once` shows CPU% too.
+pub async fn snapshot_after(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
+    prelude: Vec<Sample>,
     cpu_gap: Option<Duration>,
 ) -> Result<State> {
     let interval = cpu_gap.unwrap_or(config.interval);
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, interval, tx));
     let mut state = State::new(config);
+    for sample in prelude {
+        update(&mut state, Msg::Sample(Box::new(sample)));
+    }
     let first = next_sample(&mut rx).await;
     let result = match first {
         Some(SamplerEvent::Sample(sample)) => {

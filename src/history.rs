@@ -72,14 +72,27 @@ impl<T: Clone> Ring<T> {
     pub fn latest(&self) -> Option<&T> {
         self.points.back()
     }
+
+    /// The newest `n` points (fewer if not yet filled), newest first: a chart drawn right
+    /// to left from these has one column per sample, the newest at its right edge.
+    pub fn newest(&self, n: usize) -> impl Iterator<Item = &T> {
+        self.points.iter().rev().take(n)
+    }
+}
+
+/// A chart's columns from a ring of optional readings: the newest `width` samples, newest
+/// first, each turned into the chart's scale by `to_u64`; a missing reading stays a gap.
+pub fn chart_columns<T: Copy>(
+    ring: &Ring<Option<T>>,
+    width: usize,
+    to_u64: impl Fn(T) -> u64,
+) -> Vec<Option<u64>> {
+    ring.newest(width).map(|v| v.map(&to_u64)).collect()
 }
 
 /// One GPU's recent readings, in the units the panel draws (°C, W, %, bytes).
 #[derive(Debug, Clone)]
 pub struct GpuHistory {
-    /// Samples ever pushed: sparkline buckets are aligned to it, so columns move only when a
-    /// bucket fills (a shifting sparkline rewrites every cell on the terminal each second).
-    pub pushed: u64,
     pub times: Ring<SystemTime>,
     pub temperature: Ring<Option<u32>>,
     pub power: Ring<Option<f64>>,
@@ -90,7 +103,6 @@ pub struct GpuHistory {
 impl GpuHistory {
     pub fn new(capacity: usize) -> Self {
         GpuHistory {
-            pushed: 0,
             times: Ring::new(capacity),
             temperature: Ring::new(capacity),
             power: Ring::new(capacity),
@@ -100,7 +112,6 @@ impl GpuHistory {
     }
 
     pub fn push(&mut self, time: SystemTime, reading: &crate::source::GpuReading) {
-        self.pushed += 1;
         self.times.push(time);
         self.temperature.push(reading.temperature.map(|c| c.0));
         self.power.push(reading.power.map(|w| w.0));
@@ -113,7 +124,6 @@ impl GpuHistory {
         if self.times.latest().is_some_and(|t| *t >= p.time) {
             return;
         }
-        self.pushed += 1;
         self.times.push(p.time);
         self.temperature.push(p.temperature);
         self.power.push(p.power);
@@ -140,44 +150,6 @@ impl GpuHistory {
             .filter(|fit| fit.r_squared >= MIN_TREND_FIT)
             .map(|fit| fit.slope)
     }
-}
-
-/// The whole window squeezed into `width` columns for a sparkline: each column is the
-/// largest known value of `capacity / width` consecutive samples (peaks matter more than
-/// means here), oldest left, `None` where nothing is known. Columns are aligned to the
-/// absolute sample count `pushed`, so older columns never change as new samples arrive.
-pub fn buckets(
-    points: &[Option<u64>],
-    pushed: u64,
-    capacity: usize,
-    width: usize,
-) -> Vec<Option<u64>> {
-    if width == 0 {
-        return Vec::new();
-    }
-    let per = capacity.div_ceil(width).max(1) as u64;
-    let mut out = vec![None; width];
-    if pushed == 0 {
-        return out;
-    }
-    let last_bucket = (pushed - 1) / per;
-    let first_bucket = (last_bucket + 1).saturating_sub(width as u64);
-    // points[i] is sample number pushed - len + i.
-    let start = pushed - points.len() as u64;
-    for (i, p) in points.iter().enumerate() {
-        let n = start + i as u64;
-        let bucket = n / per;
-        if bucket < first_bucket {
-            continue;
-        }
-        let column =
-            (bucket - first_bucket) as usize + width - (last_bucket - first_bucket + 1) as usize;
-        if let Some(v) = p {
-            let cell = &mut out[column];
-            *cell = Some(cell.map_or(*v, |c: u64| c.max(*v)));
-        }
-    }
-    out
 }
 
 /// How well a line must fit the VRAM readings (R², 0–1) to be called a trend.
@@ -266,40 +238,34 @@ mod tests {
     }
 
     #[test]
-    fn buckets_squeeze_the_window_and_only_the_newest_column_changes() {
-        // Capacity 8 in 4 columns: 2 samples a column.
-        let pts: Vec<Option<u64>> = vec![Some(1), Some(5), None, Some(2), Some(7), Some(3)];
+    fn charts_hold_one_column_per_sample_newest_first() {
+        let mut r: Ring<Option<u32>> = Ring::new(300);
+        // Three samples into a 10-column chart: three columns, not one bucket.
+        for v in [Some(1), None, Some(3)] {
+            r.push(v);
+        }
         assert_eq!(
-            buckets(&pts, 6, 8, 4),
-            vec![None, Some(5), Some(2), Some(7)]
+            chart_columns(&r, 10, u64::from),
+            vec![Some(3), None, Some(1)]
         );
-        // One more sample lands in a new bucket: everything moves one column, once.
-        let mut more = pts.clone();
-        more.push(Some(4));
+        // More samples than columns: the newest `width`, so it keeps scrolling.
+        for v in 4..=20 {
+            r.push(Some(v));
+        }
         assert_eq!(
-            buckets(&more, 7, 8, 4),
-            vec![Some(5), Some(2), Some(7), Some(4)]
+            chart_columns(&r, 4, u64::from),
+            vec![Some(20), Some(19), Some(18), Some(17)]
         );
-        // The next one only changes the newest column.
-        more.push(Some(9));
+        // A full ring drops the oldest; the chart still shows the newest.
+        let mut small: Ring<Option<u32>> = Ring::new(3);
+        for v in 1..=5 {
+            small.push(Some(v));
+        }
         assert_eq!(
-            buckets(&more, 8, 8, 4),
-            vec![Some(5), Some(2), Some(7), Some(9)]
+            chart_columns(&small, 10, |v| u64::from(v) * 2),
+            vec![Some(10), Some(8), Some(6)]
         );
-        // Gaps stay gaps; nothing yet is all gaps.
-        assert_eq!(buckets(&[None, None], 2, 8, 4), vec![None; 4]);
-        assert_eq!(buckets(&[], 0, 8, 4), vec![None; 4]);
-        assert!(buckets(&pts, 6, 8, 0).is_empty());
-    }
-
-    #[test]
-    fn a_ring_that_has_wrapped_keeps_its_alignment() {
-        // Capacity 4, 2 columns of 2; 10 samples pushed, the ring holds numbers 6..=9.
-        let pts = vec![Some(6), Some(7), Some(8), Some(9)];
-        assert_eq!(buckets(&pts, 10, 4, 2), vec![Some(7), Some(9)]);
-        // 11 pushed: numbers 7..=10; bucket 5 holds only 10 so far.
-        let pts = vec![Some(7), Some(8), Some(9), Some(10)];
-        assert_eq!(buckets(&pts, 11, 4, 2), vec![Some(9), Some(10)]);
+        assert!(chart_columns(&small, 0, u64::from).is_empty());
     }
 
     #[test]

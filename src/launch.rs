@@ -38,13 +38,23 @@ pub struct Built {
     /// Time between samples (a replay goes at its recording's pace).
     pub interval: Duration,
     replay: Option<(ReplayHandle, i64)>,
+    /// Samples to apply before the first frame: the demo's back-filled history.
+    prelude: Vec<Sample>,
     /// Something to say on the status line at start (e.g. skipped recording lines).
     notice: Option<String>,
 }
 
+/// Whether the demo fleet opens mid-story (the monitor, `--once`) or from its first second
+/// (`serve`, `pick`: they answer about now, and their tests count from the start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    MidStory,
+    Fresh,
+}
+
 /// Builds the source `settings` ask for. Errors are one line (exit 2: bad input or no
 /// usable source).
-pub fn build(settings: &Settings) -> Result<Built, String> {
+pub fn build(settings: &Settings, opening: Opening) -> Result<Built, String> {
     let remote = &settings.remote;
     let mut built = match (&settings.replay, &settings.prometheus) {
         (Some(_), Some(_)) => return Err("--prometheus: not with replay".into()),
@@ -55,7 +65,12 @@ pub fn build(settings: &Settings) -> Result<Built, String> {
         (None, Some(p)) => prometheus_source(p, settings)?,
         (None, None) if remote.any() => remote_source(settings)?,
         (None, None) => {
-            let (source, demo) = live_source(settings)?;
+            let opening = if settings.pick.is_some() {
+                Opening::Fresh
+            } else {
+                opening
+            };
+            let (source, demo, prelude) = live_source(settings, opening)?;
             // With --source auto the fallback must be obvious on screen, not just on stderr.
             let notice = (demo && settings.source == SourceKind::Auto)
                 .then(|| "no usable GPU here: showing the simulated demo fleet".to_string());
@@ -64,6 +79,7 @@ pub fn build(settings: &Settings) -> Result<Built, String> {
                 demo,
                 interval: settings.interval,
                 replay: None,
+                prelude,
                 notice,
             }
         }
@@ -135,7 +151,8 @@ fn remote_source(settings: &Settings) -> Result<Built, String> {
     }
     remote::check_host_count(addresses.len())?;
     let local = if remote.with_local {
-        let (source, _) = live_source(settings)?;
+        // Without the back-fill: the hosts' histories start together.
+        let (source, _, _) = live_source(settings, Opening::Fresh)?;
         Some((crate::source::hostname(), source))
     } else {
         None
@@ -148,6 +165,7 @@ fn remote_source(settings: &Settings) -> Result<Built, String> {
         demo: remote.with_local && settings.source == SourceKind::Demo,
         interval: settings.interval,
         replay: None,
+        prelude: Vec::new(),
         notice: None,
     })
 }
@@ -184,6 +202,7 @@ fn prometheus_source(p: &PrometheusSettings, settings: &Settings) -> Result<Buil
         demo: false,
         interval: settings.interval,
         replay: None,
+        prelude: Vec::new(),
         notice: Some(prometheus::NOTICE.to_string()),
     })
 }
@@ -209,20 +228,29 @@ fn replay_source(file: &std::path::Path) -> Result<Built, String> {
         demo: true,
         interval,
         replay: Some((handle, seek)),
+        prelude: Vec::new(),
         notice,
     })
 }
 
-/// The source for live monitoring, and whether it is the simulated fleet.
-fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String> {
-    let demo = || -> (Box<dyn GpuSource>, bool) {
-        let sim = SimSource::new(
+/// The source for live monitoring, whether it is the simulated fleet, and the demo's
+/// back-filled history.
+type Live = (Box<dyn GpuSource>, bool, Vec<Sample>);
+
+fn live_source(settings: &Settings, opening: Opening) -> Result<Live, String> {
+    let demo = || -> Live {
+        let mut sim = SimSource::new(
             settings.demo_gpus,
             settings.seed,
             settings.interval,
             SimClock::Real,
         );
-        (Box::new(sim), true)
+        let prelude = if opening == Opening::MidStory {
+            sim.backfill(demo_lead(settings), settings.history)
+        } else {
+            Vec::new()
+        };
+        (Box::new(sim), true, prelude)
     };
     let nvml = || {
         NvmlSource::open(settings.nvml_lib.as_deref()).map(|s| {
@@ -233,7 +261,7 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
         })
     };
     let drm = |vendors: &[Vendor]| DrmSource::open(vendors, &settings.drm_roots);
-    let boxed = |s: Box<dyn GpuSource>| (s, false);
+    let boxed = |s: Box<dyn GpuSource>| (s, false, Vec::new());
     match settings.source {
         SourceKind::Demo => Ok(demo()),
         SourceKind::Nvml => nvml()
@@ -267,6 +295,20 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
             })
         }
     }
+}
+
+/// How much scenario time the demo runs before its first frame: the history window, and
+/// long enough for every warning that needs time to be raised (an idle holder, a stale
+/// allocation, a temperature held). Capped so a huge `--idle-after` cannot stall start-up.
+fn demo_lead(settings: &Settings) -> Duration {
+    let th = &settings.thresholds;
+    let margin = Duration::from_secs(60);
+    let lead = settings
+        .history
+        .max(th.idle_after + margin)
+        .max(th.stale_after + margin)
+        .max(th.temp_hold + margin);
+    lead.min(Duration::from_secs(6 * 3600))
 }
 
 /// What the state and views need from the settings, at the source's pace (`interval`: a
@@ -314,7 +356,7 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
     if settings.once {
         // A replay's next sample is the recording's next moment, not a CPU reading.
         let cpu_gap = built.replay.is_none().then_some(headless::CPU_SAMPLE_GAP);
-        return once(source, config, settings.json, cpu_gap).await;
+        return once(source, config, settings.json, built.prelude, cpu_gap).await;
     }
     let options = app::Options {
         compact: settings.compact,
@@ -325,6 +367,7 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         replay: built.replay.map(|r| r.0),
         notice: built.notice,
         theme: settings.theme,
+        prelude: built.prelude,
     };
     Ok(match app::run(source, config, options).await? {
         Exit::Quit => ExitCode::SUCCESS,
@@ -338,9 +381,10 @@ async fn once(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     json: bool,
+    prelude: Vec<Sample>,
     cpu_gap: Option<Duration>,
 ) -> Result<ExitCode> {
-    let state = headless::snapshot(source, config, cpu_gap).await?;
+    let state = headless::snapshot_after(source, config, prelude, cpu_gap).await?;
     let text = if json {
         headless::render_json(&state)
     } else {

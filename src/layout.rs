@@ -8,6 +8,13 @@ use ratatui::layout::{Constraint, Layout, Rect};
 
 use crate::model::procs::Column;
 
+// Where each GPU goes inside the GPU area (panel grid, compact columns, a panel's rows).
+mod gpus;
+pub use gpus::{
+    PanelRows, compact_column_rects, compact_columns, first_gpu_shown, gpu_rects, panel_rows,
+    visible_gpus,
+};
+
 /// How GPUs are laid out: chosen by size, or forced by the user with `c`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayoutPref {
@@ -31,8 +38,14 @@ pub struct LayoutInput {
 /// Below this the screen says "terminal too small" instead of drawing.
 pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 15;
-/// Height of one full GPU panel (4 lines inside a border).
+/// Height of one full GPU panel at its smallest (4 lines inside a border: gauges,
+/// readings and 2 chart rows); spare rows make panels taller, up to `PANEL_MAX_HEIGHT`.
 pub const PANEL_HEIGHT: u16 = 6;
+/// Tallest a panel grows: past this, taller charts show no more than they do.
+pub const PANEL_MAX_HEIGHT: u16 = 12;
+/// From this width the host line (CPU, RAM, swap, load) fits in the header line;
+/// narrower screens give it a line of its own under the header.
+pub const HOST_IN_HEADER_WIDTH: u16 = 180;
 /// Narrowest a full panel may be; wider screens get more columns.
 pub const PANEL_MIN_WIDTH: u16 = 60;
 const MAX_PANEL_COLUMNS: u16 = 4;
@@ -43,20 +56,37 @@ const COMFORT_TABLE_ROWS: u16 = 8;
 /// Warning lines the automatic choice reserves whether or not any are showing, so the
 /// layout does not flip between compact and full as warnings come and go.
 const RESERVED_WARNING_LINES: u16 = 3;
+/// Process rows the table keeps before panels may grow: a busy shared server's processes
+/// (20 in `scripts/overhead.sh`'s 200x50 pane, which so keeps the smallest panels and its
+/// 3 KB/s terminal budget; 200x60 grows).
+const TABLE_ROWS_BEFORE_GROWTH: u16 = 23;
 /// Title line plus column header above the table rows.
 const TABLE_CHROME: u16 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Areas {
     pub header: Rect,
+    /// The host line under the header; zero height when it sits in the header.
+    pub host: Rect,
     pub gpus: Rect,
     pub warnings: Rect,
     pub table: Rect,
     /// The filter / status line under the table; zero height when there is nothing to say.
     pub footer: Rect,
     pub compact: bool,
-    /// Panel grid columns (1 in compact mode).
+    /// Panel grid columns, or columns of compact lines.
     pub columns: u16,
+    /// Height of each full panel (`PANEL_HEIGHT` or taller with spare rows).
+    pub panel_height: u16,
+}
+
+/// Whether the host line sits in the header (wide screens) rather than on its own line.
+pub fn host_in_header(width: u16) -> bool {
+    width >= HOST_IN_HEADER_WIDTH
+}
+
+fn host_rows(width: u16) -> u16 {
+    u16::from(!host_in_header(width))
 }
 
 pub fn too_small(area: Rect) -> bool {
@@ -91,7 +121,11 @@ fn compact_for(input: &LayoutInput, area: Rect) -> bool {
         LayoutPref::Compact => true,
         LayoutPref::Full => false,
         LayoutPref::Auto => {
-            let fixed = 1 + RESERVED_WARNING_LINES + TABLE_CHROME + COMFORT_TABLE_ROWS;
+            let fixed = 1
+                + host_rows(area.width)
+                + RESERVED_WARNING_LINES
+                + TABLE_CHROME
+                + COMFORT_TABLE_ROWS;
             full_height(area.width, input.gpus) + fixed > area.height
         }
     }
@@ -99,19 +133,25 @@ fn compact_for(input: &LayoutInput, area: Rect) -> bool {
 
 pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
     let compact = compact_for(input, area);
+    let host_h = host_rows(area.width);
     let warn_h = warning_lines(input, area.height);
     let footer_h = u16::from(input.footer);
-    let reserved = 1 + warn_h + TABLE_CHROME + MIN_TABLE_ROWS + footer_h;
+    let reserved = 1 + host_h + warn_h + TABLE_CHROME + MIN_TABLE_ROWS + footer_h;
     let room = area.height.saturating_sub(reserved);
-    let (gpu_h, columns) = if compact {
-        // One title line plus a line per GPU, scrolling when they do not all fit.
-        ((input.gpus as u16 + 1).min(room), 1)
+    let (gpu_h, columns, panel_height) = if compact {
+        // A title line plus a line per GPU in as many columns as it takes (and the width
+        // allows) to show them all, scrolling when they still do not fit.
+        let cols = compact_columns(area.width, input.gpus, room);
+        let rows = input.gpus.div_ceil(cols as usize) as u16;
+        ((rows + 1).min(room), cols, PANEL_HEIGHT)
     } else {
         let cols = panel_columns(area.width, input.gpus);
-        let wanted = full_height(area.width, input.gpus);
+        let rows = (input.gpus.max(1).div_ceil(cols as usize)) as u16;
+        let panel_h = grown_panel_height(area.height, host_h, rows);
+        let wanted = rows.saturating_mul(panel_h);
         // At least one row of panels, whole panels only.
-        let fit = (room / PANEL_HEIGHT).max(1) * PANEL_HEIGHT;
-        (wanted.min(fit), cols)
+        let fit = (room / panel_h).max(1) * panel_h;
+        (wanted.min(fit), cols, panel_h)
     };
     let mut y = area.y;
     let mut take = |h: u16| {
@@ -125,20 +165,42 @@ pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
         r
     };
     let header = take(1);
+    let host = take(host_h);
     let gpus = take(gpu_h);
     let warnings = take(warn_h);
-    let used = 1 + gpus.height + warnings.height;
+    let used = 1 + host.height + gpus.height + warnings.height;
     let table = take(area.height.saturating_sub(used + footer_h));
     let footer = take(footer_h);
     Areas {
         header,
+        host,
         gpus,
         warnings,
         table,
         footer,
         compact,
         columns,
+        panel_height,
     }
+}
+
+/// How tall full panels are: taller than the minimum only with rows to spare, that is
+/// when every row of panels still fits and the process table keeps at least half of what
+/// is left after the header and the warnings, and at least `TABLE_ROWS_BEFORE_GROWTH`
+/// (warnings reserved whether or not any show, so
+/// panels do not change height as warnings come and go). Depends on the size alone,
+/// never on how many processes there are, so a process starting never moves the panels.
+fn grown_panel_height(height: u16, host_h: u16, panel_rows: u16) -> u16 {
+    let reserve = if height >= 40 {
+        5
+    } else {
+        RESERVED_WARNING_LINES
+    };
+    // The footer line is counted as always there for the same reason.
+    let left = height.saturating_sub(1 + host_h + reserve + 1);
+    let table = (left / 2).max(TABLE_CHROME + TABLE_ROWS_BEFORE_GROWTH);
+    let per_panel = left.saturating_sub(table) / panel_rows.max(1);
+    per_panel.clamp(PANEL_HEIGHT, PANEL_MAX_HEIGHT)
 }
 
 /// Process rows visible at once, for PgUp/PgDn.
@@ -154,64 +216,12 @@ pub fn table_page_rows(input: &LayoutInput) -> u16 {
         .max(1)
 }
 
-/// How many GPUs the GPU area shows at once (compact lines or panels), for scrolling.
-pub fn visible_gpus(a: &Areas) -> usize {
-    if a.compact {
-        a.gpus.height.saturating_sub(1) as usize
-    } else {
-        (a.gpus.height / PANEL_HEIGHT) as usize * a.columns as usize
-    }
-}
-
 /// The first table row on screen, given the selected row. The table keeps the selection
 /// in view by scrolling just far enough (what ratatui does from offset 0); the draw code
 /// and mouse clicks both use this, so they agree on which row is where.
 pub fn first_row(input: &LayoutInput, selected: Option<usize>) -> usize {
     let page = table_page_rows(input) as usize;
     selected.map_or(0, |s| s.saturating_sub(page.max(1) - 1))
-}
-
-/// The first GPU drawn: the scroll position, clamped so the last screenful is full, and
-/// aligned to a whole row of panels.
-pub fn first_gpu_shown(areas: &Areas, gpus: usize, scroll: usize) -> usize {
-    let visible = visible_gpus(areas).max(1);
-    let max_start = gpus.saturating_sub(visible);
-    let start = scroll.min(max_start);
-    start - start % (areas.columns as usize).max(1)
-}
-
-/// Where each shown GPU is drawn (its panel, or its line in compact mode), by position in
-/// the GPU list: what the panels are drawn in and what a mouse click is matched against.
-pub fn gpu_rects(areas: &Areas, gpus: usize, scroll: usize) -> Vec<(usize, Rect)> {
-    let visible = visible_gpus(areas).max(1);
-    let start = first_gpu_shown(areas, gpus, scroll);
-    let end = (start + visible).min(gpus);
-    let a = areas.gpus;
-    if a.height == 0 {
-        return Vec::new();
-    }
-    if areas.compact {
-        // Line 0 is the column titles.
-        return (start..end)
-            .map(|i| (i, Rect::new(a.x, a.y + 1 + (i - start) as u16, a.width, 1)))
-            .filter(|(_, r)| r.bottom() <= a.bottom())
-            .collect();
-    }
-    let columns = areas.columns.max(1) as usize;
-    let rows = (end - start).div_ceil(columns);
-    let row_areas = Layout::vertical(vec![Constraint::Length(PANEL_HEIGHT); rows]).split(a);
-    let mut out = Vec::new();
-    for (r, row_area) in row_areas.iter().enumerate() {
-        let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
-            .split(*row_area);
-        for (c, cell) in cells.iter().enumerate() {
-            let i = start + r * columns + c;
-            if i < end {
-                out.push((i, *cell));
-            }
-        }
-    }
-    out
 }
 
 /// Space between table columns.

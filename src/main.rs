@@ -47,7 +47,12 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e, EXIT_USAGE),
     };
-    let built = match launch::build(&settings) {
+    let opening = if let Some(Command::Serve(_)) = &cli.command {
+        launch::Opening::Fresh
+    } else {
+        launch::Opening::MidStory
+    };
+    let built = match launch::build(&settings, opening) {
         Ok(b) => b,
         Err(e) => return fail(&e, EXIT_USAGE),
     };

@@ -59,10 +59,14 @@ impl<B: Backend> Backend for Coalescing<B> {
         let mut out: Vec<(u16, u16, Cell)> = Vec::new();
         let mut last: Option<(u16, u16)> = None;
         for (x, y, cell) in content {
+            // A frame laid out for the size before a resize can hold cells past the shadow
+            // (the terminal's size is read again here, after ratatui read it): those gaps
+            // are never filled, since the shadow does not know them.
             if let Some((lx, ly)) = last
                 && ly == y
                 && x > lx + 1
                 && x - lx - 1 <= MAX_FILLED_GAP
+                && self.shadow.area.contains(Position::new(x - 1, y))
             {
                 let gap: Vec<Cell> = (lx + 1..x).map(|gx| self.shadow[(gx, y)].clone()).collect();
                 if gap.iter().all(refillable) {
@@ -145,7 +149,13 @@ mod tests {
         ) -> Result<(), Self::Error> {
             let cells: Vec<_> = content.collect();
             self.cells += cells.len();
-            self.inner.draw(cells.into_iter())
+            // A real terminal drops what lies past its edge; TestBackend would panic.
+            let area = self.inner.buffer().area;
+            self.inner.draw(
+                cells
+                    .into_iter()
+                    .filter(|(x, y, _)| area.contains(Position::new(*x, *y))),
+            )
         }
         fn hide_cursor(&mut self) -> Result<(), Self::Error> {
             self.inner.hide_cursor()
@@ -200,5 +210,19 @@ mod tests {
         let mut expected = Buffer::empty(Rect::new(0, 0, 20, 1));
         expected.set_string(0, 0, "temp 77°C 51W      x", ratatui::style::Style::new());
         assert_eq!(shown, expected);
+    }
+
+    #[test]
+    fn cells_past_a_shrunken_terminal_are_passed_on_not_indexed() {
+        // A resize between ratatui's size read and ours: the frame is 20 wide, the
+        // terminal (and so the shadow) 10.
+        let mut c = Coalescing::new(Counting {
+            inner: TestBackend::new(10, 1),
+            cells: 0,
+        });
+        let cell = Cell::new("x");
+        let cells = [(12u16, 0u16, &cell), (15, 0, &cell), (17, 0, &cell)];
+        c.draw(cells.into_iter()).unwrap();
+        assert_eq!(c.inner().cells, 3, "no gap filled from outside the shadow");
     }
 }

@@ -418,3 +418,22 @@ fn serve_settings_come_from_the_environment() {
             .contains("DCGM_FI_DEV_GPU_TEMP")
     );
 }
+
+#[test]
+fn the_demo_opens_mid_story_with_every_warning_kind_and_the_host_load() {
+    let doc = json(&["--demo"]);
+    let kinds: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    for kind in ["oom_risk", "overheating", "idle_holder", "stale_vram"] {
+        assert!(kinds.contains(&kind), "{kind} missing: {kinds:?}");
+    }
+    let host = &doc["host"];
+    assert!(host["cpu_percent"].as_f64().unwrap() > 0.0, "{host}");
+    assert!(host["memory_used"].as_u64().unwrap() < host["memory_total"].as_u64().unwrap());
+    assert_eq!(host["load_average"].as_array().unwrap().len(), 3);
+    assert_eq!(doc["schema_minor"], 2);
+}

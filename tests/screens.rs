@@ -134,6 +134,7 @@ fn absent_zero_lost_sample() -> Sample {
             hostname: "testbox".into(),
             driver_version: None,
             cuda_version: None,
+            load: Default::default(),
         },
         gpus: vec![absent, zero, lost],
         processes: vec![],

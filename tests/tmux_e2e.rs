@@ -47,6 +47,30 @@ fn keys_sort_and_compact_toggle_in_a_real_terminal() {
 }
 
 #[test]
+fn the_demo_opens_mid_story_with_full_charts_warnings_and_the_host_line() {
+    let Some(t) = Tmux::start("story", 200, 60) else {
+        return;
+    };
+    t.launch_demo("");
+    let screen = t.capture();
+    // The warnings that take time are already up on the first frames.
+    for needle in ["overheating", "OOM risk", "idle for 3", "no process 12.9G"] {
+        assert!(screen.contains(needle), "{needle}:\n{screen}");
+    }
+    // A panel whose charts are full: every column of its bottom chart row is filled.
+    let full = "█".repeat(14);
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.matches(full.as_str()).count() >= 3),
+        "full charts:\n{screen}"
+    );
+    assert!(screen.lines().next().unwrap().contains("CPU "), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
 fn sigterm_restores_the_terminal_and_exits_nonzero() {
     let Some(t) = Tmux::start("term", 100, 30) else {
         return;

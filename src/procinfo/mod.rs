@@ -8,6 +8,7 @@
 
 pub mod cgroup;
 mod files;
+pub mod host;
 pub mod kubelet;
 pub mod names;
 mod pidns;

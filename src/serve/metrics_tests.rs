@@ -111,6 +111,7 @@ fn state_with(gpus: Vec<GpuReading>, processes: Vec<ProcReading>) -> State {
         hostname: "node1".into(),
         driver_version: Some("550.54.15".into()),
         cuda_version: None,
+        load: Default::default(),
     };
     sample.gpus = gpus;
     sample.processes = processes;

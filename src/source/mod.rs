@@ -72,12 +72,32 @@ pub struct HostStatus {
     pub error: Option<String>,
 }
 
-/// Facts about the host that change rarely.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// Facts about the host: its name and versions (which change rarely) and how busy it is.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct HostInfo {
     pub hostname: String,
     pub driver_version: Option<String>,
     pub cuda_version: Option<String>,
+    /// CPU, RAM, swap and load average at this sample (the host line).
+    pub load: HostLoad,
+}
+
+/// How busy the host itself is, from /proc (`procinfo::host`): a GPU starved by its data
+/// loader or by swapping shows here first. Every field is `None` where the source cannot
+/// tell (a remote host whose snapshot does not carry it, the first read of CPU %).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostLoad {
+    /// All CPUs together since the previous sample, 0–100.
+    pub cpu_percent: Option<f64>,
+    /// Logical CPUs.
+    pub cpus: Option<u32>,
+    pub memory_total: Option<Bytes>,
+    /// Total minus available (the page cache counts as free, as `free` counts it).
+    pub memory_used: Option<Bytes>,
+    pub swap_total: Option<Bytes>,
+    pub swap_used: Option<Bytes>,
+    /// 1, 5 and 15 minute load averages.
+    pub load_average: Option<[f64; 3]>,
 }
 
 /// Who made a GPU, which says which source read it and which driver serves it.

@@ -1,4 +1,5 @@
-//! The top line: host, driver, GPU count, refresh interval, free GPUs, clock, paused marker.
+//! The top line: host, driver, GPU count, refresh interval, free GPUs, clock, paused
+//! marker; on wide screens also the host line (CPU, RAM, swap, load; `ui::host`).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -15,12 +16,26 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let right = right_spans(state, theme);
     let right_width: usize = right.iter().map(|s| s.content.chars().count()).sum();
     let room = (area.width as usize).saturating_sub(right_width);
-    let left = left_text(state, room);
-    let pad = room.saturating_sub(left.chars().count());
-    let mut spans = vec![
-        Span::styled(left, theme.header_bar),
-        Span::styled(" ".repeat(pad), theme.header_bar),
-    ];
+    let host = if crate::layout::host_in_header(area.width) {
+        let mut spans = vec![Span::raw("  ")];
+        spans.extend(super::host::spans_for(&state.model.host().load, theme));
+        spans.push(Span::raw(" "));
+        spans
+    } else {
+        Vec::new()
+    };
+    let host_width: usize = host.iter().map(|s| s.content.chars().count()).sum();
+    // The host line goes where the name and versions leave room for it (40 columns kept
+    // for those); the layout gives it a line of its own below this width anyway.
+    let with_host = !host.is_empty() && host_width + 40 <= room;
+    let left_room = if with_host { room - host_width } else { room };
+    let left = left_text(state, left_room);
+    let pad = left_room.saturating_sub(left.chars().count());
+    let mut spans = vec![Span::styled(left, theme.header_bar)];
+    if with_host {
+        spans.extend(host);
+    }
+    spans.push(Span::styled(" ".repeat(pad), theme.header_bar));
     spans.extend(right);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

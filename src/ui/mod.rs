@@ -12,6 +12,7 @@ mod header;
 pub mod health_text;
 mod help;
 pub mod hit;
+mod host;
 mod overlay;
 pub mod proc_detail;
 pub mod table;
@@ -37,6 +38,7 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
     }
     let areas = layout::areas(&state.layout_input(), area);
     header::draw(frame, areas.header, state, theme);
+    host::draw(frame, areas.host, state, theme);
     gpus::draw(frame, &areas, state, theme);
     warnings_bar::draw(frame, areas.warnings, state, theme);
     match state.view.panel {

@@ -38,6 +38,8 @@ pub struct DrmSource {
     procinfo: ProcInfo,
     slots: Vec<Slot>,
     host: HostInfo,
+    /// CPU, RAM, swap and load for the host line, from the same /proc root.
+    host_load: crate::procinfo::host::HostReader,
 }
 
 /// Where the DRM sources look: sysfs and /proc roots.
@@ -83,7 +85,9 @@ impl DrmSource {
                 hostname: crate::source::hostname(),
                 driver_version: None,
                 cuda_version: None,
+                load: Default::default(),
             },
+            host_load: crate::procinfo::host::HostReader::new(&roots.proc),
         }
     }
 
@@ -143,7 +147,10 @@ impl DrmSource {
             .collect();
         Sample {
             time: SystemTime::now(),
-            host: self.host.clone(),
+            host: HostInfo {
+                load: self.host_load.read(),
+                ..self.host.clone()
+            },
             gpus,
             processes,
             hosts: Vec::new(),

@@ -163,6 +163,8 @@ pub struct NvmlSource {
     host: HostInfo,
     slots: Vec<Slot>,
     procinfo: ProcInfo,
+    /// The host line's CPU, memory and load, from the same /proc.
+    host_load: crate::procinfo::host::HostReader,
     /// Which pod each GPU is allocated to (Kubernetes nodes only).
     pods: PodDirectory,
 }
@@ -186,6 +188,7 @@ impl NvmlSource {
                     nvml_wrapper::cuda_driver_version_minor(v)
                 )
             }),
+            load: Default::default(),
         };
         Ok(NvmlSource {
             lib: events::Library::open(nvml),
@@ -193,6 +196,7 @@ impl NvmlSource {
             host,
             slots: Vec::new(),
             procinfo: ProcInfo::system(),
+            host_load: crate::procinfo::host::HostReader::new("/proc"),
             pods: PodDirectory::disabled(),
         })
     }
@@ -275,9 +279,11 @@ impl GpuSource for NvmlSource {
             })
             .collect();
         let processes = processes.into_iter().map(|p| name_pod(p, &gpus)).collect();
+        let mut host = self.host.clone();
+        host.load = self.host_load.read();
         Ok(Sample {
             time: SystemTime::now(),
-            host: self.host.clone(),
+            host,
             gpus,
             processes,
             hosts: Vec::new(),

@@ -114,6 +114,8 @@ impl GpuSource for PrometheusSource {
                 hostname: format!("prometheus {}", self.server),
                 driver_version: fleet.driver_version(),
                 cuda_version: None,
+                // A fleet has no one host's load; node-exporter's series are not read.
+                load: Default::default(),
             },
             gpus: Vec::new(),
             processes: Vec::new(),

@@ -7,6 +7,7 @@
 //! stale VRAM with no process, and free. Beyond 8 GPUs the pattern repeats with other users.
 //! The roles are a table (`scenario::ROLES`); this file turns a role into readings.
 
+mod backfill;
 mod context;
 mod health;
 mod scenario;
@@ -15,8 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use super::throttle::ThrottleReason;
 use super::{
-    GpuId, GpuReading, GpuSource, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading, Sample,
-    SourceError,
+    GpuId, GpuReading, GpuSource, HostInfo, HostLoad, HostProc, ProcDetails, ProcKind, ProcReading,
+    Sample, SourceError,
 };
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 use scenario::{
@@ -31,7 +32,8 @@ pub const MAX_GPUS: usize = 64;
 #[derive(Debug, Clone, Copy)]
 pub enum SimClock {
     /// Wall-clock time (live `--demo`); the scenario still advances by ticks, so it is
-    /// deterministic in the number of samples taken.
+    /// deterministic in the number of samples taken. Back-filled samples (`backfill`) are
+    /// stamped in the past instead.
     Real,
     /// A fixed start advanced by one interval per sample (tests, screenshots).
     Virtual { start: SystemTime },
@@ -41,9 +43,14 @@ pub struct SimSource {
     gpu_count: usize,
     interval: Duration,
     clock: SimClock,
-    /// Wall time of the first sample; process start times are placed before it.
+    /// Wall time of the first sample (of the back-fill, when there is one); process start
+    /// times are placed before it.
     origin: SystemTime,
-    tick: u64,
+    /// Scenario time of the next sample.
+    elapsed: Duration,
+    /// Scenario time between this sample and the previous one (the back-fill's older part
+    /// takes longer steps), for the energy counter.
+    step: Duration,
     seed: u64,
     rng: fastrand::Rng,
     /// Per-GPU smoothed temperature (a random walk needs memory).
@@ -66,7 +73,8 @@ impl SimSource {
             interval,
             clock,
             origin,
-            tick: 0,
+            elapsed: Duration::ZERO,
+            step: interval,
             seed,
             rng: fastrand::Rng::with_seed(seed),
             temps,
@@ -77,7 +85,7 @@ impl SimSource {
 
     /// Seconds of scenario time elapsed at the current tick.
     fn elapsed_secs(&self) -> f64 {
-        self.tick as f64 * self.interval.as_secs_f64()
+        self.elapsed.as_secs_f64()
     }
 
     /// A start time `secs` before the first sample.
@@ -88,7 +96,7 @@ impl SimSource {
     fn now(&self) -> SystemTime {
         match self.clock {
             SimClock::Real => SystemTime::now(),
-            SimClock::Virtual { start } => start + self.interval * self.tick as u32,
+            SimClock::Virtual { .. } => self.origin + self.elapsed,
         }
     }
 
@@ -131,7 +139,7 @@ impl SimSource {
         } else {
             345
         }));
-        self.energy_joules[i] += power * self.interval.as_secs_f64();
+        self.energy_joules[i] += power * self.step.as_secs_f64();
         util
     }
 
@@ -248,25 +256,67 @@ fn gpu_uuid(seed: u64, i: usize) -> GpuId {
     ))
 }
 
-impl GpuSource for SimSource {
-    fn sample(&mut self) -> Result<Sample, SourceError> {
+impl SimSource {
+    /// The sample at scenario time `self.elapsed`, stamped `time`; then the scenario
+    /// moves on by `step`.
+    fn take(&mut self, time: SystemTime, step: Duration) -> Sample {
+        self.step = step;
         let mut processes = Vec::new();
         let gpus = (0..self.gpu_count)
             .map(|i| self.gpu(i, &mut processes))
             .collect();
-        let sample = Sample {
-            time: self.now(),
+        let load = host_load(self.gpu_count, &processes);
+        self.elapsed += step;
+        Sample {
+            time,
             host: HostInfo {
                 hostname: "demo-gpu-server".into(),
                 driver_version: Some("550.54.15".into()),
                 cuda_version: Some("12.4".into()),
+                load,
             },
             gpus,
             processes,
             hosts: Vec::new(),
             history: None,
-        };
-        self.tick += 1;
-        Ok(sample)
+        }
+    }
+}
+
+/// The demo host's CPU, memory and load: 32 CPUs and 512 GiB per block of eight GPUs,
+/// busy with the jobs' own CPU use plus their data loaders (a fixed share), memory the
+/// jobs' resident memory over a base. Derived from the processes, so no random draw.
+fn host_load(gpus: usize, procs: &[ProcReading]) -> HostLoad {
+    let blocks = gpus.div_ceil(8) as u32;
+    let cpus = 32 * blocks;
+    let (cpu, rss) =
+        procs
+            .iter()
+            .filter_map(ProcReading::details)
+            .fold((0.0, 0u64), |(c, m), d| {
+                let cpu = f64::from(d.cpu_percent.unwrap_or(0.0));
+                (c + cpu, m + d.host_memory.map_or(0, |b| b.0))
+            });
+    let percent = (18.0 + cpu / f64::from(cpus)).min(100.0);
+    let load = percent / 100.0 * f64::from(cpus);
+    HostLoad {
+        cpu_percent: Some((percent * 10.0).round() / 10.0),
+        cpus: Some(cpus),
+        memory_total: Some(Bytes::from_gib(512.0 * f64::from(blocks))),
+        memory_used: Some(Bytes::from_gib(41.5 * f64::from(blocks)) + Bytes(rss)),
+        swap_total: Some(Bytes::from_gib(16.0)),
+        swap_used: Some(Bytes::from_gib(0.3)),
+        load_average: Some([
+            (load * 100.0).round() / 100.0,
+            (load * 0.97 * 100.0).round() / 100.0,
+            (load * 0.9 * 100.0).round() / 100.0,
+        ]),
+    }
+}
+
+impl GpuSource for SimSource {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        let time = self.now();
+        Ok(self.take(time, self.interval))
     }
 }

@@ -392,6 +392,11 @@ pub(super) fn oom_cycle(t: f64) -> (f64, bool, u32) {
     (mem, true, generation)
 }
 
+/// Seconds from one OOM generation's start to the next's (its life plus the time dead).
+pub(super) fn oom_period() -> f64 {
+    oom_generation_start(1)
+}
+
 /// Seconds after the first sample at which OOM generation `generation` started.
 pub(super) fn oom_generation_start(generation: u32) -> f64 {
     let limit = VRAM_TOTAL_GIB * 0.99 - DRIVER_RESERVED_GIB;

@@ -33,29 +33,69 @@ use crate::source::{HostInfo, HostStatus, Sample};
 /// The major version this gpuwatch writes and reads (besides the legacy major 1).
 pub const SCHEMA_MAJOR: u32 = 2;
 /// The minor version this gpuwatch writes; any minor of `SCHEMA_MAJOR` is read.
+/// Minor 2 added the host's load, GPU health counters and warnings, vendors, MIG
+/// instances, PCIe maxima, per-process peaks and parents.
 pub const SCHEMA_MINOR: u32 = 2;
 
+/// The host that took the sample. The load fields came with minor 2: an older document
+/// lacks them, which reads as unknown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {
     pub hostname: String,
     pub driver_version: Option<String>,
     pub cuda_version: Option<String>,
+    #[serde(default)]
+    pub cpu_percent: Option<f64>,
+    #[serde(default)]
+    pub cpu_count: Option<u32>,
+    #[serde(default)]
+    pub memory_total: Option<u64>,
+    #[serde(default)]
+    pub memory_used: Option<u64>,
+    #[serde(default)]
+    pub swap_total: Option<u64>,
+    #[serde(default)]
+    pub swap_used: Option<u64>,
+    #[serde(default)]
+    pub load_average: Option<[f64; 3]>,
 }
 
 impl Host {
     pub fn from_info(h: &HostInfo) -> Host {
+        let l = &h.load;
         Host {
             hostname: h.hostname.clone(),
             driver_version: h.driver_version.clone(),
             cuda_version: h.cuda_version.clone(),
+            // Rounded to a hundredth: the document is read by people too.
+            cpu_percent: l.cpu_percent.map(|p| (p * 100.0).round() / 100.0),
+            cpu_count: l.cpus,
+            memory_total: l.memory_total.map(|b| b.0),
+            memory_used: l.memory_used.map(|b| b.0),
+            swap_total: l.swap_total.map(|b| b.0),
+            swap_used: l.swap_used.map(|b| b.0),
+            load_average: l.load_average,
         }
     }
 
     fn into_info(self) -> HostInfo {
+        use crate::units::Bytes;
         HostInfo {
             hostname: self.hostname,
             driver_version: self.driver_version,
             cuda_version: self.cuda_version,
+            load: crate::source::HostLoad {
+                // A garbled number (negative, past 100) is unknown, not a reading.
+                cpu_percent: self.cpu_percent.filter(|p| (0.0..=100.0).contains(p)),
+                cpus: self.cpu_count,
+                memory_total: self.memory_total.map(Bytes),
+                memory_used: self.memory_used.map(Bytes),
+                swap_total: self.swap_total.map(Bytes),
+                swap_used: self.swap_used.map(Bytes),
+                load_average: self
+                    .load_average
+                    .filter(|l| l.iter().all(|v| v.is_finite() && *v >= 0.0)),
+            },
         }
     }
 }

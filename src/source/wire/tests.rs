@@ -116,6 +116,29 @@ fn a_higher_minor_and_unknown_fields_are_read() {
     );
     assert_eq!(s.gpus[0].temperature, None, "absent is unknown");
     assert_eq!(s.processes[0].host, crate::source::HostProc::OtherNamespace);
+    // A host before minor 2 carries no load: unknown, not zero.
+    assert_eq!(s.host.load, crate::source::HostLoad::default());
+}
+
+#[test]
+fn the_host_load_reads_back_and_garbage_is_unknown() {
+    let sample = sim_sample();
+    assert!(
+        sample.host.load.cpu_percent.is_some(),
+        "the demo has a load"
+    );
+    let back = read_snapshot(&snapshot_of(&sample).to_json(), SystemTime::UNIX_EPOCH).unwrap();
+    assert_eq!(back.host.load, sample.host.load);
+    let text = doc(SCHEMA_MAJOR, 2).replace(
+        r#""new_host_fact": true"#,
+        r#""cpu_percent": 150, "load_average": [1, -2, 3], "memory_total": 1024"#,
+    );
+    let load = read_snapshot(&text, SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .host
+        .load;
+    assert_eq!((load.cpu_percent, load.load_average), (None, None));
+    assert_eq!(load.memory_total, Some(crate::units::Bytes(1024)));
 }
 
 #[test]

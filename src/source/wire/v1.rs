@@ -31,6 +31,7 @@ impl From<Host> for HostInfo {
             hostname: h.hostname,
             driver_version: h.driver_version,
             cuda_version: h.cuda_version,
+            load: Default::default(),
         }
     }
 }

@@ -1,12 +1,16 @@
-//! Compact mode: one line per GPU under a line of column titles, the columns chosen once
-//! per frame from the width; who holds each GPU fills what room is left.
+//! Compact mode: one line per GPU under a line of column titles, in as many columns of
+//! lines as `layout` gives (two for 64 GPUs at 200x60, so all show); the fields chosen
+//! once per frame from a column's width, with small util and VRAM sparklines on wide
+//! lines; who holds each GPU fills what room is left.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::charts::spark_text;
 use super::{fit_spans, memory_text, owner_spans, short_name, temp_style, temp_text};
+use crate::history::chart_columns;
+use crate::layout::{Areas, compact_column_rects};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 use crate::ui::Theme;
@@ -19,6 +23,8 @@ struct CompactColumns {
     name: usize,
     bar: usize,
     extras: bool,
+    /// Width of the util and VRAM sparklines (0: none).
+    spark: usize,
 }
 
 impl CompactColumns {
@@ -36,40 +42,45 @@ impl CompactColumns {
             name: if wide { 14 } else { 0 },
             bar: if width >= 100 { 12 } else { 8 },
             extras: wide,
+            spark: match width {
+                160.. => 16,
+                140.. => 12,
+                _ => 0,
+            },
         }
     }
 }
 
 pub(super) fn draw_compact(
     frame: &mut Frame,
-    area: Rect,
+    areas: &Areas,
     state: &State,
     shown: &[GpuReading],
     start: usize,
     theme: &Theme,
 ) {
-    let cols = CompactColumns::for_width(area.width, state);
-    let mut lines = vec![compact_title(
-        &cols,
-        state,
-        shown.len(),
-        start,
-        area.width,
-        theme,
-    )];
-    lines.extend(
-        shown
-            .iter()
-            .map(|g| compact_line(&cols, state, g, area.width, theme)),
-    );
-    frame.render_widget(Paragraph::new(lines), area);
+    let columns = compact_column_rects(areas);
+    let per_column = areas.gpus.height.saturating_sub(1).max(1) as usize;
+    let last = columns.len().saturating_sub(1);
+    // The same fields in every column, as the narrowest allows.
+    let narrowest = columns.iter().map(|c| c.width).min().unwrap_or(0);
+    let cols = CompactColumns::for_width(narrowest, state);
+    for (c, area) in columns.iter().enumerate() {
+        // The scroll range goes on the last column's title line.
+        let range = (c == last).then_some((shown.len(), start));
+        let mut lines = vec![compact_title(&cols, state, range, area.width, theme)];
+        let mine = shown.iter().skip(c * per_column).take(per_column);
+        lines.extend(mine.map(|g| compact_line(&cols, state, g, area.width, theme)));
+        frame.render_widget(Paragraph::new(lines), *area);
+    }
 }
 
+/// The column titles; `range` (GPUs shown, first shown) adds `1-46 of 64 ([ ] scroll)`
+/// when not every GPU shows.
 fn compact_title<'a>(
     cols: &CompactColumns,
     state: &State,
-    shown: usize,
-    start: usize,
+    range: Option<(usize, usize)>,
     width: u16,
     theme: &Theme,
 ) -> Line<'a> {
@@ -78,7 +89,13 @@ fn compact_title<'a>(
         text += &format!("{:<w$} ", "NAME", w = cols.name);
     }
     text += &format!("{:<w$} ", "UTIL", w = cols.bar + 5);
+    if cols.spark > 0 {
+        text += &format!("{:<w$} ", "util", w = cols.spark);
+    }
     text += &format!("{:<w$} ", "VRAM GiB", w = cols.bar + 12);
+    if cols.spark > 0 {
+        text += &format!("{:<w$} ", "vram", w = cols.spark);
+    }
     text += &format!("{:>4} {:>5} ", "TEMP", "POWER");
     if cols.extras {
         text += &format!("{:>4} {:>3} ", "FAN", "P");
@@ -86,7 +103,7 @@ fn compact_title<'a>(
     text += "OWNERS";
     let total = state.model.gpus().len();
     let mut spans = vec![Span::styled(text.clone(), theme.table_header)];
-    if shown < total {
+    if let Some((shown, start)) = range.filter(|(shown, _)| *shown < total) {
         let range = format!(" {}-{} of {total} ([ ] scroll) ", start + 1, start + shown);
         let pad = (width as usize).saturating_sub(text.chars().count() + range.chars().count());
         spans.push(Span::raw(" ".repeat(pad)));
@@ -159,14 +176,36 @@ fn reading_spans(
     let mut spans = vec![
         Span::styled(bar(util, cols.bar), theme.good),
         Span::raw(format!(" {:>4} ", or_na(g.util, |u| format!("{}%", u.0)))),
-        Span::styled(bar(mem, cols.bar), theme.level(mem)),
-        Span::styled(format!(" {:>11} ", memory_text(g, "")), theme.level(mem)),
+    ];
+    let history = state.model.history(&g.id).filter(|_| cols.spark > 0);
+    if let Some(h) = history {
+        let util_cols = chart_columns(&h.util, cols.spark, u64::from);
+        spans.push(Span::styled(
+            spark_text(&util_cols, 100, cols.spark) + " ",
+            theme.spark_util,
+        ));
+    }
+    spans.push(Span::styled(bar(mem, cols.bar), theme.level(mem)));
+    spans.push(Span::styled(
+        format!(" {:>11} ", memory_text(g, "")),
+        theme.level(mem),
+    ));
+    if let Some(h) = history {
+        // In MiB, scaled to the GPU's total, so the sparkline reads as a share of VRAM.
+        let total = g.memory_total.map_or(0, |t| t.0 >> 20);
+        let mem_cols = chart_columns(&h.memory_used, cols.spark, |b| b >> 20);
+        spans.push(Span::styled(
+            spark_text(&mem_cols, total, cols.spark) + " ",
+            theme.level(mem),
+        ));
+    }
+    spans.extend([
         Span::styled(format!("{:>4} ", temp_text(g)), temp_style(state, g, theme)),
         Span::raw(format!(
             "{:>5} ",
             or_na(g.power, |w| format!("{:.0}W", w.0))
         )),
-    ];
+    ]);
     if cols.extras {
         spans.push(Span::raw(format!(
             "{:>4} ",

@@ -1,0 +1,209 @@
+//! Where each GPU goes inside the GPU area: the grid of full panels, the columns of
+//! compact lines, and the rows inside one panel. Pure arithmetic on `Areas` and counts,
+//! used by drawing and by mouse hit-testing (`ui::hit`) alike, so a click lands on the
+//! GPU drawn there.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+
+use super::{Areas, PANEL_HEIGHT};
+
+/// Narrowest a column of compact lines may be (bars, numbers and a few owners).
+pub const COMPACT_COLUMN_MIN_WIDTH: u16 = 90;
+/// Space between two columns of compact lines.
+const COMPACT_COLUMN_GAP: u16 = 1;
+
+/// Columns of compact lines: one if every GPU fits in `room` lines (a title line plus one
+/// per GPU), else as few as show them all, as many as the width allows at most.
+pub fn compact_columns(width: u16, gpus: usize, room: u16) -> u16 {
+    let max =
+        ((width + COMPACT_COLUMN_GAP) / (COMPACT_COLUMN_MIN_WIDTH + COMPACT_COLUMN_GAP)).max(1);
+    let lines = room.saturating_sub(1).max(1) as usize;
+    (1..=max)
+        .find(|c| gpus.div_ceil(*c as usize) <= lines)
+        .unwrap_or(max)
+}
+
+/// The columns of the compact list, left to right, each with its own title line.
+pub fn compact_column_rects(areas: &Areas) -> Vec<Rect> {
+    let n = areas.columns.max(1);
+    Layout::horizontal(vec![Constraint::Ratio(1, u32::from(n)); n as usize])
+        .spacing(COMPACT_COLUMN_GAP)
+        .split(areas.gpus)
+        .to_vec()
+}
+
+/// How many GPUs the GPU area shows at once (compact lines or panels), for scrolling.
+pub fn visible_gpus(a: &Areas) -> usize {
+    let columns = a.columns.max(1) as usize;
+    if a.compact {
+        a.gpus.height.saturating_sub(1) as usize * columns
+    } else {
+        (a.gpus.height / a.panel_height.max(PANEL_HEIGHT)) as usize * columns
+    }
+}
+
+/// The first GPU drawn: the scroll position, clamped so the last screenful is full, and
+/// aligned to a whole row of panels.
+pub fn first_gpu_shown(areas: &Areas, gpus: usize, scroll: usize) -> usize {
+    let visible = visible_gpus(areas).max(1);
+    let max_start = gpus.saturating_sub(visible);
+    let start = scroll.min(max_start);
+    if areas.compact {
+        start
+    } else {
+        start - start % (areas.columns as usize).max(1)
+    }
+}
+
+/// Where each shown GPU is drawn (its panel, or its line in compact mode), by position in
+/// the GPU list: what the panels are drawn in and what a mouse click is matched against.
+/// Compact columns are filled top to bottom, then left to right, as a list reads.
+pub fn gpu_rects(areas: &Areas, gpus: usize, scroll: usize) -> Vec<(usize, Rect)> {
+    let visible = visible_gpus(areas).max(1);
+    let start = first_gpu_shown(areas, gpus, scroll);
+    let end = (start + visible).min(gpus);
+    let a = areas.gpus;
+    if a.height == 0 {
+        return Vec::new();
+    }
+    if areas.compact {
+        let per_column = a.height.saturating_sub(1).max(1) as usize;
+        let columns = compact_column_rects(areas);
+        // Line 0 of each column is its column titles.
+        return (start..end)
+            .filter_map(|i| {
+                let c = columns.get((i - start) / per_column)?;
+                let line = ((i - start) % per_column) as u16;
+                Some((i, Rect::new(c.x, c.y + 1 + line, c.width, 1)))
+            })
+            .filter(|(_, r)| r.bottom() <= a.bottom())
+            .collect();
+    }
+    let columns = areas.columns.max(1) as usize;
+    let rows = (end - start).div_ceil(columns);
+    let row_areas = Layout::vertical(vec![Constraint::Length(areas.panel_height); rows]).split(a);
+    let mut out = Vec::new();
+    for (r, row_area) in row_areas.iter().enumerate() {
+        let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
+            .split(*row_area);
+        for (c, cell) in cells.iter().enumerate() {
+            let i = start + r * columns + c;
+            if i < end {
+                out.push((i, *cell));
+            }
+        }
+    }
+    out
+}
+
+/// The rows inside one panel's border.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PanelRows {
+    pub gauges: Rect,
+    pub readings: Rect,
+    /// Lines for details that do not fit in the borders (zero height when all fit).
+    pub details: Rect,
+    pub charts: Rect,
+}
+
+/// Splits a panel's inside: a gauge line, a readings line, up to `detail_lines` lines for
+/// what the borders cannot hold (taken only from rows beyond the smallest panel, so the
+/// charts keep their 2 rows), and the charts in the rest.
+pub fn panel_rows(inner: Rect, detail_lines: u16) -> PanelRows {
+    let spare = inner.height.saturating_sub(PANEL_HEIGHT - 2);
+    let details = detail_lines.min(spare);
+    let [gauges, readings, details, charts] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(details),
+        Constraint::Fill(1),
+    ])
+    .areas(inner);
+    PanelRows {
+        gauges,
+        readings,
+        details,
+        charts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{LayoutInput, LayoutPref, areas};
+    use super::*;
+
+    fn input(w: u16, h: u16, gpus: usize) -> LayoutInput {
+        LayoutInput {
+            viewport: (w, h),
+            gpus,
+            warnings: 0,
+            pref: LayoutPref::Auto,
+            footer: true,
+        }
+    }
+
+    fn screen(i: &LayoutInput) -> Areas {
+        areas(i, Rect::new(0, 0, i.viewport.0, i.viewport.1))
+    }
+
+    #[test]
+    fn sixty_four_gpus_at_200x60_take_two_compact_columns_and_all_fit() {
+        let i = input(200, 60, 64);
+        let a = screen(&i);
+        assert!(a.compact);
+        assert_eq!(a.columns, 2);
+        let rects = gpu_rects(&a, 64, 0);
+        assert_eq!(rects.len(), 64, "every GPU has a line");
+        // GPU 0 tops the left column, GPU 32 the right one; no two lines overlap.
+        assert_eq!((rects[0].1.x, rects[0].1.y), (0, a.gpus.y + 1));
+        assert!(rects[32].1.x >= 100 && rects[32].1.y == a.gpus.y + 1);
+        for (n, (_, r)) in rects.iter().enumerate() {
+            assert!(a.gpus.contains(r.as_position()), "line {n} outside");
+            assert!(
+                rects[n + 1..]
+                    .iter()
+                    .all(|(_, o)| o.intersection(*r).is_empty())
+            );
+        }
+        // One column when it is enough; narrow screens never split.
+        assert_eq!(compact_columns(200, 16, 40), 1);
+        assert_eq!(compact_columns(80, 64, 10), 1);
+        assert_eq!(compact_columns(120, 64, 20), 1);
+    }
+
+    #[test]
+    fn spare_rows_grow_panels_and_tight_screens_keep_the_smallest() {
+        let tall = screen(&input(200, 60, 8));
+        assert!(!tall.compact);
+        assert!(tall.panel_height > PANEL_HEIGHT, "{tall:?}");
+        // All three rows of panels show, and the table keeps room for its rows.
+        assert_eq!(visible_gpus(&tall), 9);
+        assert!(tall.table.height >= 20, "{tall:?}");
+        let tight = screen(&input(120, 40, 8));
+        assert!(!tight.compact);
+        assert_eq!(tight.panel_height, PANEL_HEIGHT);
+        // The size alone decides: warnings showing or not, the panels stay.
+        let mut warned = input(200, 60, 8);
+        warned.warnings = 5;
+        assert_eq!(screen(&warned).panel_height, tall.panel_height);
+        // One GPU never grows past the cap.
+        assert!(screen(&input(200, 60, 1)).panel_height <= super::super::PANEL_MAX_HEIGHT);
+    }
+
+    #[test]
+    fn detail_lines_come_only_from_spare_rows() {
+        let small = panel_rows(Rect::new(0, 0, 60, 4), 2);
+        assert_eq!((small.details.height, small.charts.height), (0, 2));
+        let tall = panel_rows(Rect::new(0, 0, 60, 7), 1);
+        assert_eq!((tall.details.height, tall.charts.height), (1, 4));
+        assert_eq!(tall.charts.y, 3);
+    }
+
+    #[test]
+    fn panels_hit_where_they_are_drawn() {
+        let a = screen(&input(200, 60, 8));
+        let rects = gpu_rects(&a, 8, 0);
+        assert_eq!(rects.len(), 8);
+        assert!(rects.iter().all(|(_, r)| r.height == a.panel_height));
+    }
+}

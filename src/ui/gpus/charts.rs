@@ -1,0 +1,103 @@
+//! A GPU's history as charts: the panels' temperature, power and utilization sparklines
+//! (as tall as the panel allows) and the one-line util and VRAM sparklines of compact
+//! lines. One column per sample, newest at the right, scrolling left as samples arrive;
+//! fewer samples than columns leave the left empty. Reads the rings; computes nothing
+//! the model has not kept.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Span;
+use ratatui::widgets::{Paragraph, RenderDirection, Sparkline, SparklineBar};
+
+use crate::history::{GpuHistory, chart_columns};
+use crate::source::GpuReading;
+use crate::ui::Theme;
+
+/// Width of a chart's label (`power `).
+const LABEL_WIDTH: u16 = 6;
+
+/// The panel's three charts side by side in `area`, each its label then its sparkline.
+pub fn draw_panel_charts(
+    frame: &mut Frame,
+    area: Rect,
+    h: &GpuHistory,
+    g: &GpuReading,
+    theme: &Theme,
+) {
+    let cells = Layout::horizontal([Constraint::Ratio(1, 3); 3])
+        .spacing(1)
+        .split(area);
+    let power_max = g.power_limit.map(|l| l.0).unwrap_or(1000.0);
+    let width = |cell: &Rect| cell.width.saturating_sub(LABEL_WIDTH) as usize;
+    // Temperatures are drawn from 20 °C so the interesting range fills the height; power
+    // in tenths of a watt so low readings still show.
+    let series = [
+        (
+            "temp",
+            chart_columns(&h.temperature, width(&cells[0]), |t| {
+                u64::from(t.saturating_sub(20))
+            }),
+            80,
+            theme.spark_temp,
+        ),
+        (
+            "power",
+            chart_columns(&h.power, width(&cells[1]), |p| (p.max(0.0) * 10.0) as u64),
+            (power_max * 10.0) as u64,
+            theme.spark_power,
+        ),
+        (
+            "util",
+            chart_columns(&h.util, width(&cells[2]), u64::from),
+            100,
+            theme.spark_util,
+        ),
+    ];
+    for (cell, (label, columns, max, style)) in cells.iter().zip(series) {
+        let [label_area, spark_area] =
+            Layout::horizontal([Constraint::Length(LABEL_WIDTH), Constraint::Fill(1)]).areas(*cell);
+        frame.render_widget(Paragraph::new(Span::styled(label, theme.dim)), label_area);
+        let bars: Vec<SparklineBar> = columns.into_iter().map(SparklineBar::from).collect();
+        frame.render_widget(
+            Sparkline::default()
+                .data(bars)
+                .direction(RenderDirection::RightToLeft)
+                .max(max.max(1))
+                .style(style),
+            spark_area,
+        );
+    }
+}
+
+const LEVELS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// A one-line sparkline as text, `width` characters, newest at the right: for a compact
+/// line, which is one `Line` of spans (the sparkline widget needs an area of its own).
+/// `columns` come newest first, as `chart_columns` gives them; a gap is a space.
+pub fn spark_text(columns: &[Option<u64>], max: u64, width: usize) -> String {
+    let max = max.max(1);
+    let mut out: Vec<char> = vec![' '; width];
+    for (i, v) in columns.iter().take(width).enumerate() {
+        if let Some(v) = v {
+            let level = (v.min(&max) * 8).div_ceil(max) as usize;
+            out[width - 1 - i] = LEVELS[level.min(8)];
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spark_text_is_right_aligned_one_character_per_sample() {
+        // Newest first: 100 %, a gap, 50 %, 0 %.
+        let cols = [Some(100), None, Some(50), Some(0)];
+        assert_eq!(spark_text(&cols, 100, 6), "   ▄ █");
+        assert_eq!(spark_text(&cols, 100, 2), " █");
+        assert_eq!(spark_text(&[], 100, 3), "   ");
+        // A tiny non-zero value still shows.
+        assert_eq!(spark_text(&[Some(1)], 100, 1), "▁");
+    }
+}
