@@ -169,7 +169,8 @@ fn live_source(settings: &Settings) -> Result<(Box<dyn GpuSource>, bool), String
             settings.seed,
             settings.interval,
             SimClock::Real,
-        );
+        )
+        .with_speed(settings.demo_speed);
         (Box::new(sim), true)
     };
     let nvml = || {
@@ -223,6 +224,9 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
     if let Some(request) = &settings.pick {
         return pick(source, config, request).await;
     }
+    if let Some(request) = &settings.wait {
+        return wait(source, config, request).await;
+    }
     if settings.once {
         return once(source, config, settings.json).await;
     }
@@ -235,6 +239,7 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         replay: built.replay.map(|r| r.0),
         notice: built.notice,
         theme: settings.theme,
+        alerts: settings.alerts.clone(),
     };
     Ok(match app::run(source, config, options).await? {
         Exit::Quit => ExitCode::SUCCESS,
@@ -278,6 +283,46 @@ fn hosts_down(state: &State) -> Vec<String> {
     down.collect()
 }
 
+/// SIGINT or SIGTERM, as the signal number.
+fn stop_signal() -> Result<impl std::future::Future<Output = u8>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => libc::SIGINT as u8,
+            _ = terminate.recv() => libc::SIGTERM as u8,
+        }
+    })
+}
+
+/// `gpuwatch wait`: exit 0 once released or free (saying so on stderr), 1 naming what
+/// still holds memory at the timeout, 128+n on a signal.
+async fn wait(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    request: &crate::release::Request,
+) -> Result<ExitCode> {
+    use crate::release::Outcome;
+    let stop = stop_signal()?;
+    let (tx, mut rx) = sampler::channel();
+    let task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let outcome = crate::release::run(&mut rx, State::new(config), request, stop).await;
+    drop(rx);
+    task.abort();
+    Ok(match outcome {
+        Outcome::Done(line) => {
+            eprintln!("gpuwatch wait: {line}");
+            ExitCode::SUCCESS
+        }
+        Outcome::TimedOut(why) | Outcome::Failed(why) => {
+            eprintln!("gpuwatch wait: {why}");
+            ExitCode::from(1)
+        }
+        Outcome::Stopped(signal) => ExitCode::from(128 + signal),
+    })
+}
+
 /// `gpuwatch pick`: the chosen GPUs on stdout; why not on stderr (exit 1); an inherited
 /// `CUDA_VISIBLE_DEVICES` naming no GPU here exits 2; SIGINT/SIGTERM while waiting exit
 /// 130/143 without a word (the user asked for it).
@@ -286,15 +331,7 @@ async fn pick(
     config: ViewConfig,
     request: &PickRequest,
 ) -> Result<ExitCode> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    let stop = async move {
-        tokio::select! {
-            _ = interrupt.recv() => libc::SIGINT as u8,
-            _ = terminate.recv() => libc::SIGTERM as u8,
-        }
-    };
+    let stop = stop_signal()?;
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, config.interval, tx));
     let state = State::new(config);

@@ -125,6 +125,7 @@ fn scripted(width: u16, height: u16) -> (Script, Io<Coalescing<Screen>>) {
         events: Box::pin(receiver_stream(event_rx)),
         os_signals: Box::pin(receiver_stream(signal_rx)),
         signaller: Box::new(Recording(sent.clone())),
+        bell: Box::new(|| {}),
     };
     let script = Script {
         events,

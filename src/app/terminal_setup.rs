@@ -41,6 +41,11 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
         events: Box::pin(EventStream::new()),
         os_signals,
         signaller,
+        bell: Box::new(|| {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+        }),
     };
     let result = event_loop(&mut io, source, config, options).await;
     if mouse {

@@ -29,11 +29,12 @@ pub struct Published {
 }
 
 impl Published {
-    pub fn render(state: &State, options: MetricOptions) -> Self {
+    /// `extra`: more families appended to the metrics (the alert counters).
+    pub fn render(state: &State, options: MetricOptions, extra: &str) -> Self {
         let ready = state.model.now().is_some();
         Published {
             ready,
-            metrics: metrics::render(state, options).into(),
+            metrics: (metrics::render(state, options) + extra).into(),
             snapshot: ready.then(|| headless::render_json(state).into()),
         }
     }
@@ -104,7 +105,7 @@ mod tests {
     #[test]
     fn before_the_first_sample_it_is_not_ready_and_has_no_snapshot() {
         let waiting =
-            Published::render(&State::new(ViewConfig::default()), MetricOptions::default());
+            Published::render(&State::new(ViewConfig::default()), MetricOptions::default(), "");
         assert!(!waiting.ready);
         assert!(waiting.snapshot.is_none());
         assert!(waiting.metrics.starts_with(b"# HELP gpuwatch_build_info "));

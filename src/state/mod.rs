@@ -124,6 +124,8 @@ pub enum Msg {
     },
     /// What happened when a confirmed signal was sent (or why it was not).
     SignalResult(String),
+    /// A line for the status bar from outside the state (an alert sink failing).
+    Notice(String),
     /// Replay progress, after each replayed sample.
     Replay(ReplayStatus),
     /// The replay jumped back in time: history and alarms from the "future" are dropped.
@@ -266,7 +268,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 .flat_map(|a| interact::apply_action(state, a))
                 .collect();
         }
-        Msg::SignalResult(text) => state.view.status = Some(text),
+        Msg::SignalResult(text) | Msg::Notice(text) => state.view.status = Some(text),
         Msg::Replay(status) => state.view.replay = Some(status),
         Msg::Rewound => state.model.rewind(),
     }

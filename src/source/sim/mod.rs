@@ -43,6 +43,8 @@ pub struct SimSource {
     /// Wall time of the first sample; process start times are placed before it.
     origin: SystemTime,
     tick: u64,
+    /// Scenario seconds per second of samples (1: real time; `--demo-speed`, a testing aid).
+    speed: f64,
     seed: u64,
     rng: fastrand::Rng,
     /// Per-GPU smoothed temperature (a random walk needs memory).
@@ -66,6 +68,7 @@ impl SimSource {
             clock,
             origin,
             tick: 0,
+            speed: 1.0,
             seed,
             rng: fastrand::Rng::with_seed(seed),
             temps,
@@ -74,9 +77,16 @@ impl SimSource {
         }
     }
 
+    /// Runs the scenario `speed` times faster than its samples' clock (tests that need the
+    /// hot GPU's whole burst within seconds).
+    pub fn with_speed(mut self, speed: f64) -> Self {
+        self.speed = speed;
+        self
+    }
+
     /// Seconds of scenario time elapsed at the current tick.
     fn elapsed_secs(&self) -> f64 {
-        self.tick as f64 * self.interval.as_secs_f64()
+        self.tick as f64 * self.interval.as_secs_f64() * self.speed
     }
 
     /// A start time `secs` before the first sample.
@@ -114,8 +124,13 @@ impl SimSource {
     /// the load's noise, then the temperature's); returns the utilization it drew.
     fn load(&mut self, i: usize, spec: &RoleSpec, g: &mut GpuReading) -> f64 {
         let noise = self.rng.f64();
-        let (util, power) = (spec.util.at(noise), spec.power.at(noise));
-        let target_temp = spec.temp.at(self.elapsed_secs());
+        let t = self.elapsed_secs();
+        let (util, power) = if spec.temp.paused(t) {
+            (0.0, spec.power.base * 0.1)
+        } else {
+            (spec.util.at(noise), spec.power.at(noise))
+        };
+        let target_temp = spec.temp.at(t);
         // Move toward the target with a little noise, so sparklines look alive but bounded.
         let temp = &mut self.temps[i];
         *temp += (target_temp - *temp) * 0.3 + (self.rng.f64() - 0.5) * 1.2;

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use gpu::{Gpu, Status, throttle_reason_names, throttle_reasons_from_names};
 pub use process::{ContextDoc, Proc, ProcType};
-pub use warning::{Severity, SubjectKind, Warning, WarningKind};
+pub use warning::{KIND_NAMES, Severity, SubjectKind, Warning, WarningKind};
 
 use crate::source::{HostInfo, HostStatus, Sample};
 
