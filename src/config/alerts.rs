@@ -64,7 +64,12 @@ fn webhooks(cli: &Cli, r: &Resolver, t: &AlertsTable) -> Result<Vec<String>, Set
         parse,
         |list: &Vec<String>| list.iter().map(|u| check_url(u.trim())).collect(),
         Vec::new(),
-    )?;
+    )
+    .map_err(|mut e| {
+        // `(got …)` would quote the URL in full; the reason already shows it redacted.
+        e.got = None;
+        e
+    })?;
     Ok(got.value)
 }
 
