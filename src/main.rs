@@ -80,7 +80,11 @@ fn alert_test(settings: &Settings) -> ExitCode {
         ),
         Some((lines, ok)) => {
             lines.iter().for_each(|l| println!("{l}"));
-            if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

@@ -130,7 +130,10 @@ fn one_firing_and_one_resolved_for_the_hot_gpu_to_the_webhook_and_the_command() 
         assert_eq!(b["gpu_index"], 3);
         // The benchmark runs in carol's pod.
         assert_eq!(b["owners"][0]["name"], "k8s ml/bench-7f9c (carol)", "{b}");
-        assert!(b["owners"][0]["gpu_memory"].as_u64().unwrap() > 50 << 30, "{b}");
+        assert!(
+            b["owners"][0]["gpu_memory"].as_u64().unwrap() > 50 << 30,
+            "{b}"
+        );
         assert!(b["warning"]["temperature"].as_u64().unwrap() >= 90, "{b}");
         assert!(b["warning"]["held_for"].as_f64().unwrap() >= 2.0, "{b}");
         assert!(b["message"].as_str().unwrap().contains("GPU 3"), "{b}");
@@ -142,7 +145,9 @@ fn one_firing_and_one_resolved_for_the_hot_gpu_to_the_webhook_and_the_command() 
     // The command saw the same facts: the same JSON on stdin, and the variables.
     let read = |name: &str| {
         wait_until(name, Duration::from_secs(20), || {
-            std::fs::read_to_string(dir.path().join(name)).ok().filter(|s| !s.is_empty())
+            std::fs::read_to_string(dir.path().join(name))
+                .ok()
+                .filter(|s| !s.is_empty())
         })
     };
     for (status, webhook) in [("firing", firing), ("resolved", resolved)] {
@@ -155,13 +160,23 @@ fn one_firing_and_one_resolved_for_the_hot_gpu_to_the_webhook_and_the_command() 
             "GPUWATCH_ALERT_SEVERITY=critical".into(),
             "GPUWATCH_ALERT_HOST=demo-gpu-server".into(),
             "GPUWATCH_ALERT_GPU=3".into(),
-            format!("GPUWATCH_ALERT_GPU_UUID={}", webhook["gpu_uuid"].as_str().unwrap()),
+            format!(
+                "GPUWATCH_ALERT_GPU_UUID={}",
+                webhook["gpu_uuid"].as_str().unwrap()
+            ),
         ] {
             assert!(env.lines().any(|l| l == want), "{want} not in\n{env}");
         }
-        assert!(env.contains("GPUWATCH_ALERT_OWNERS=k8s ml/bench-7f9c (carol) 52."), "{env}");
+        assert!(
+            env.contains("GPUWATCH_ALERT_OWNERS=k8s ml/bench-7f9c (carol) 52."),
+            "{env}"
+        );
     }
-    assert!(!exporter.stderr().contains("s3cret"), "{}", exporter.stderr());
+    assert!(
+        !exporter.stderr().contains("s3cret"),
+        "{}",
+        exporter.stderr()
+    );
 }
 
 /// Lines in the recording so far: one per sample.
@@ -213,25 +228,47 @@ fn a_hanging_webhook_does_not_slow_the_samples() {
 #[test]
 fn a_dead_webhook_is_said_once_and_redacted() {
     // A port nobody listens on.
-    let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let url = format!("http://alice:pa55word@{dead}/services/T0/B0/s3cret");
-    let exporter = Exporter::demo(&["--oom-warn", "1", "--oom-critical", "2", "--alert-webhook", &url]);
+    let exporter = Exporter::demo(&[
+        "--oom-warn",
+        "1",
+        "--oom-critical",
+        "2",
+        "--alert-webhook",
+        &url,
+    ]);
     let shown = format!("http://{dead}/…");
     let line = wait_until("the failure line", Duration::from_secs(60), || {
         let stderr = exporter.stderr();
-        stderr.lines().find(|l| l.contains("failed")).map(str::to_string)
+        stderr
+            .lines()
+            .find(|l| l.contains("failed"))
+            .map(str::to_string)
     });
-    assert!(line.starts_with(&format!("gpuwatch: alert webhook {shown} failed: ")), "{line}");
+    assert!(
+        line.starts_with(&format!("gpuwatch: alert webhook {shown} failed: ")),
+        "{line}"
+    );
     std::thread::sleep(Duration::from_secs(6));
     let stderr = exporter.stderr();
-    assert_eq!(stderr.matches("failed").count(), 1, "once per sink:\n{stderr}");
+    assert_eq!(
+        stderr.matches("failed").count(),
+        1,
+        "once per sink:\n{stderr}"
+    );
     for secret in ["pa55word", "alice", "s3cret", "T0/B0"] {
         assert!(!stderr.contains(secret), "{secret} printed:\n{stderr}");
     }
     wait_until("the failed counter", Duration::from_secs(30), || {
         let m = exporter.get("/metrics").body;
         m.lines()
-            .find(|l| l.starts_with("gpuwatch_alerts_sent_total{sink=\"webhook\",result=\"failed\"}"))
+            .find(|l| {
+                l.starts_with("gpuwatch_alerts_sent_total{sink=\"webhook\",result=\"failed\"}")
+            })
             .filter(|l| !l.ends_with(" 0"))
             .map(str::to_string)
     });
@@ -240,24 +277,46 @@ fn a_dead_webhook_is_said_once_and_redacted() {
 #[test]
 fn alert_test_says_what_each_sink_answered_without_the_secret() {
     let receiver = Receiver::start(Answer::Ok);
-    let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let good = format!("http://{}/hook/s3cret", receiver.addr);
     let bad = format!("http://bob:hunter2@{dead}/x");
     let out = gpuwatch()
-        .args(["alert", "test", "--alert-webhook", &good, "--alert-webhook", &bad])
+        .args([
+            "alert",
+            "test",
+            "--alert-webhook",
+            &good,
+            "--alert-webhook",
+            &bad,
+        ])
         .args(["--alert-format", "slack", "--alert-command", "exit 3"])
         .output()
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines[0], format!("webhook http://{}/…: HTTP 200", receiver.addr));
-    assert!(lines[1].starts_with(&format!("webhook http://{dead}/…: failed: ")), "{stdout}");
+    assert_eq!(
+        lines[0],
+        format!("webhook http://{}/…: HTTP 200", receiver.addr)
+    );
+    assert!(
+        lines[1].starts_with(&format!("webhook http://{dead}/…: failed: ")),
+        "{stdout}"
+    );
     assert_eq!(lines[2], "command \"exit 3\": failed: exit 3");
-    assert!(!stdout.contains("hunter2") && !stdout.contains("s3cret"), "{stdout}");
+    assert!(
+        !stdout.contains("hunter2") && !stdout.contains("s3cret"),
+        "{stdout}"
+    );
     let (_, body) = receiver.next(Duration::from_secs(5)).unwrap();
     let text = body["text"].as_str().unwrap();
-    assert!(text.starts_with("[TEST] critical overheating on "), "{text}");
+    assert!(
+        text.starts_with("[TEST] critical overheating on "),
+        "{text}"
+    );
 
     let none = gpuwatch().args(["alert", "test"]).output().unwrap();
     assert_eq!(none.status.code(), Some(2));

@@ -376,7 +376,12 @@ async fn the_bell_rings_once_for_new_critical_alerts_and_not_with_no_bell() {
         let rings = Arc::new(Mutex::new(0));
         let counter = rings.clone();
         io.bell = Box::new(move || *counter.lock().unwrap() += 1);
-        let run = app::event_loop(&mut io, Box::new(common::sim(2)), hot_config(), alerting(vec![], bell));
+        let run = app::event_loop(
+            &mut io,
+            Box::new(common::sim(2)),
+            hot_config(),
+            alerting(vec![], bell),
+        );
         let drive = async {
             // Five samples: both GPUs critical from the first, one alert each, one ring.
             for _ in 0..5 {
@@ -397,9 +402,16 @@ async fn a_failing_alert_sink_is_said_on_the_status_line() {
     let sink = gpuwatch::alerts::sinks::Sink::Command {
         command: "exit 3".into(),
     };
-    let run = app::event_loop(&mut io, Box::new(common::sim(2)), hot_config(), alerting(vec![sink], true));
+    let run = app::event_loop(
+        &mut io,
+        Box::new(common::sim(2)),
+        hot_config(),
+        alerting(vec![sink], true),
+    );
     let drive = async {
-        script.frame_with("alert command \"exit 3\" failed: exit 3").await;
+        script
+            .frame_with("alert command \"exit 3\" failed: exit 3")
+            .await;
         script.key('q');
     };
     let (exit, ()) = tokio::join!(run, drive);

@@ -637,30 +637,66 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
     assert!(!a.bell);
     assert_eq!(a.rules.repeat, Duration::from_secs(3600));
     assert!(a.rules.wanted("overheating", Severity::Warning));
-    assert_eq!(a.rules.hold("overheating", Severity::Warning), Duration::from_secs(30));
+    assert_eq!(
+        a.rules.hold("overheating", Severity::Warning),
+        Duration::from_secs(30)
+    );
     // The environment beats the file; the flags beat both.
-    let env = [xdg, ("GPUWATCH_ALERT_WEBHOOK", "http://e:1/x,http://e:2/y"), ("GPUWATCH_ALERT_FORMAT", "slack")];
+    let env = [
+        xdg,
+        ("GPUWATCH_ALERT_WEBHOOK", "http://e:1/x,http://e:2/y"),
+        ("GPUWATCH_ALERT_FORMAT", "slack"),
+    ];
     let s = resolve(&[], &env).unwrap();
     assert_eq!(s.alerts.sinks.len(), 2);
-    assert!(matches!(&s.alerts.sinks[1], Sink::Webhook { url, format: Format::Slack } if url == "http://e:2/y"));
+    assert!(
+        matches!(&s.alerts.sinks[1], Sink::Webhook { url, format: Format::Slack } if url == "http://e:2/y")
+    );
     let s = resolve(
-        &["--alert-webhook", "http://f:1/", "--alert-webhook", "http://f:2/", "--alert-format", "json",
-          "--alert-command", "true", "--alert-on", "lost"],
+        &[
+            "--alert-webhook",
+            "http://f:1/",
+            "--alert-webhook",
+            "http://f:2/",
+            "--alert-format",
+            "json",
+            "--alert-command",
+            "true",
+            "--alert-on",
+            "lost",
+        ],
         &env,
     )
     .unwrap();
     assert_eq!(s.alerts.sinks.len(), 3);
-    assert_eq!(s.alerts.sinks[2], Sink::Command { command: "true".into() });
-    assert!(!s.alerts.rules.wanted("overheating", Severity::Critical), "--alert-on lists the kinds");
+    assert_eq!(
+        s.alerts.sinks[2],
+        Sink::Command {
+            command: "true".into()
+        }
+    );
+    assert!(
+        !s.alerts.rules.wanted("overheating", Severity::Critical),
+        "--alert-on lists the kinds"
+    );
     assert!(s.alerts.rules.wanted("lost", Severity::Critical));
-    assert!(resolve(&[], &[]).unwrap().alerts.bell, "the bell rings by default");
+    assert!(
+        resolve(&[], &[]).unwrap().alerts.bell,
+        "the bell rings by default"
+    );
     assert!(!resolve(&["--no-bell"], &[]).unwrap().alerts.bell);
 
     let home = config_home("[alerts]\nrepeat = \"4h\"\n\n[alerts.kinds.overheat]\nfor = \"1m\"\n");
     let err = resolve(&[], &[("XDG_CONFIG_HOME", home.path().to_str().unwrap())]).unwrap_err();
     assert!(err.ends_with(":4: alerts.kinds: unknown warning kind \"overheat\"; use one of oom_risk, overheating, lost, idle_holder, host_down, stale_vram, pile_up"), "{err}");
     let err = resolve(&["--alert-webhook", "ftp://u:secret@h/x"], &[]).unwrap_err();
-    assert_eq!(err, "--alert-webhook: ftp://h/…: not an http:// or https:// URL");
+    assert_eq!(
+        err,
+        "--alert-webhook: ftp://h/…: not an http:// or https:// URL"
+    );
     let err = resolve(&[], &[("GPUWATCH_ALERT_ON", "overheating=loud")]).unwrap_err();
-    assert!(err.starts_with("GPUWATCH_ALERT_ON: not a severity"), "{err}");
+    assert!(
+        err.starts_with("GPUWATCH_ALERT_ON: not a severity"),
+        "{err}"
+    );
 }

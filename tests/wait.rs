@@ -21,7 +21,10 @@ struct Fake {
 
 impl Fake {
     fn new(pid: u32, until_tick: Option<u64>) -> Self {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/nvml/two_gpus.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/nvml/two_gpus.json"
+        );
         let mut s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let held = 3 * GIB;
         let mut process = json!({"pid": pid, "used_memory": held});
@@ -42,12 +45,15 @@ impl Fake {
 
     fn wait(&self, args: &[&str]) -> Command {
         let mut cmd = common::clean_command();
-        cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", self.dir.path().join("scenario.json"))
-            .arg("--nvml-lib")
-            .arg(common::fake_lib())
-            .args(["wait", "--interval", "100ms"])
-            .args(args)
-            .timeout(Duration::from_secs(60));
+        cmd.env(
+            "GPUWATCH_FAKE_NVML_SCENARIO",
+            self.dir.path().join("scenario.json"),
+        )
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["wait", "--interval", "100ms"])
+        .args(args)
+        .timeout(Duration::from_secs(60));
         cmd
     }
 }
@@ -94,14 +100,22 @@ fn a_timeout_exits_1_naming_what_still_holds_memory() {
         .stderr(format!(
             "gpuwatch wait: gave up after 1s: PID {pid} still holds 3.0G on GPU 1\n"
         ));
-    let out = fake.wait(&["--gpu", "1", "--free", "--timeout", "1s"]).assert().code(1);
+    let out = fake
+        .wait(&["--gpu", "1", "--free", "--timeout", "1s"])
+        .assert()
+        .code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(
-        stderr.starts_with(&format!("gpuwatch wait: gave up after 1s: GPU 1 still held: PID {pid} (")),
+        stderr.starts_with(&format!(
+            "gpuwatch wait: gave up after 1s: GPU 1 still held: PID {pid} ("
+        )),
         "{stderr}"
     );
     // GPU 0 has 10 GiB in use and no process listed.
-    let out = fake.wait(&["--gpu", "0", "--free", "--timeout", "1s"]).assert().code(1);
+    let out = fake
+        .wait(&["--gpu", "0", "--free", "--timeout", "1s"])
+        .assert()
+        .code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(stderr.ends_with(" held by no process\n"), "{stderr}");
 }

@@ -83,7 +83,8 @@ impl HeldBack {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Alert(Alert),
+    // Boxed: an alert carries the warning and its facts, a summary only counts.
+    Alert(Box<Alert>),
     HeldBack(HeldBack),
 }
 
@@ -176,15 +177,21 @@ impl Engine {
     }
 }
 
-fn alert(status: Status, facts: Observed, started: SystemTime, at: SystemTime, repeat: bool) -> Event {
-    Event::Alert(Alert {
+fn alert(
+    status: Status,
+    facts: Observed,
+    started: SystemTime,
+    at: SystemTime,
+    repeat: bool,
+) -> Event {
+    Event::Alert(Box::new(Alert {
         status,
         facts,
         started,
         at,
         repeat,
         test: false,
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -87,8 +87,10 @@ fn a_warning_must_hold_for_its_time_and_a_short_one_never_fires() {
 
 #[test]
 fn it_repeats_while_it_holds_and_says_at_once_when_it_gets_worse() {
-    let mut rules = Rules::default();
-    rules.repeat = Duration::from_secs(3600);
+    let mut rules = Rules {
+        repeat: Duration::from_secs(3600),
+        ..Rules::default()
+    };
     rules.kinds.insert(
         "oom_risk".into(),
         KindRule {
@@ -99,12 +101,18 @@ fn it_repeats_while_it_holds_and_says_at_once_when_it_gets_worse() {
     );
     let mut e = Engine::new(rules);
     let oom = |s| on(2, "oom_risk", s);
-    assert_eq!(said(&e.step(t(0), &[oom(Severity::Warning)])), ["firing oom_risk 2"]);
+    assert_eq!(
+        said(&e.step(t(0), &[oom(Severity::Warning)])),
+        ["firing oom_risk 2"]
+    );
     assert_eq!(
         said(&e.step(t(10), &[oom(Severity::Critical)])),
         ["firing oom_risk 2 again"]
     );
-    assert!(e.step(t(20), &[oom(Severity::Warning)]).is_empty(), "better is no news");
+    assert!(
+        e.step(t(20), &[oom(Severity::Warning)]).is_empty(),
+        "better is no news"
+    );
     assert!(e.step(t(3609), &[oom(Severity::Warning)]).is_empty());
     assert_eq!(
         said(&e.step(t(3610), &[oom(Severity::Warning)])),
@@ -121,7 +129,12 @@ fn one_alert_per_host_kind_and_gpu() {
     let out = e.step(t(0), &[hot(3), hot(3), other_host, lost, hot(5)]);
     assert_eq!(
         said(&out),
-        ["firing lost 3", "firing overheating 3", "firing overheating 5", "firing overheating 3"]
+        [
+            "firing lost 3",
+            "firing overheating 3",
+            "firing overheating 5",
+            "firing overheating 3"
+        ]
     );
 }
 
@@ -138,7 +151,9 @@ fn the_rate_limit_holds_back_and_then_sums_up() {
     assert!(e.step(t(59), &[]).is_empty());
     let out = e.step(t(60), &[]);
     assert_eq!(said(&out), ["held 40"]);
-    let Event::HeldBack(h) = &out[0] else { panic!() };
+    let Event::HeldBack(h) = &out[0] else {
+        panic!()
+    };
     assert_eq!(h.counts[&("overheating", Status::Firing)], 10);
     assert_eq!(h.counts[&("overheating", Status::Resolved)], 30);
 }

@@ -158,11 +158,17 @@ pub fn env_vars(event: &Event) -> Vec<(&'static str, String)> {
             vars.extend([
                 ("GPUWATCH_ALERT_STATUS", a.status.name().to_string()),
                 ("GPUWATCH_ALERT_KIND", f.kind.to_string()),
-                ("GPUWATCH_ALERT_SEVERITY", severity_name(f.warning.severity).into()),
+                (
+                    "GPUWATCH_ALERT_SEVERITY",
+                    severity_name(f.warning.severity).into(),
+                ),
                 ("GPUWATCH_ALERT_HOST", f.host.clone()),
                 (
                     "GPUWATCH_ALERT_GPU",
-                    f.warning.gpu_index().map(|i| i.to_string()).unwrap_or_default(),
+                    f.warning
+                        .gpu_index()
+                        .map(|i| i.to_string())
+                        .unwrap_or_default(),
                 ),
                 (
                     "GPUWATCH_ALERT_GPU_UUID",
@@ -203,7 +209,7 @@ mod tests {
 
     fn firing() -> Event {
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
-        Event::Alert(Alert {
+        Event::Alert(Box::new(Alert {
             status: Status::Firing,
             facts: Observed {
                 warning: Warning {
@@ -229,7 +235,7 @@ mod tests {
             at: at + Duration::from_secs(1),
             repeat: false,
             test: false,
-        })
+        }))
     }
 
     #[test]

@@ -173,7 +173,8 @@ mod tests {
         assert_eq!(log.record(&d(0, Outcome::Dropped)), None);
         assert!(log.record(&d(1, failed())).is_some(), "another sink");
         assert_eq!(
-            log.record(&d(0, Outcome::Sent("HTTP 200".into()))).as_deref(),
+            log.record(&d(0, Outcome::Sent("HTTP 200".into())))
+                .as_deref(),
             Some("alert webhook http://h0/… works again")
         );
         assert_eq!(log.record(&d(0, Outcome::Sent("HTTP 200".into()))), None);

@@ -74,10 +74,13 @@ impl Rules {
 
     /// How long a warning of `kind` at `severity` must hold before it fires.
     pub fn hold(&self, kind: &str, severity: Severity) -> Duration {
-        self.kinds.get(kind).and_then(|r| r.hold).unwrap_or(match severity {
-            Severity::Warning => self.for_warning,
-            Severity::Critical => self.for_critical,
-        })
+        self.kinds
+            .get(kind)
+            .and_then(|r| r.hold)
+            .unwrap_or(match severity {
+                Severity::Warning => self.for_warning,
+                Severity::Critical => self.for_critical,
+            })
     }
 
     /// How often a firing alert of `kind` is sent again; zero: never.
@@ -156,14 +159,17 @@ mod tests {
         assert!(r.wanted("some_new_kind", Severity::Critical));
         assert!(r.wanted("idle_holder", Severity::Warning));
         assert_eq!(r.hold("oom_risk", Severity::Critical), Duration::ZERO);
-        assert_eq!(r.hold("idle_holder", Severity::Warning), Duration::from_secs(60));
+        assert_eq!(
+            r.hold("idle_holder", Severity::Warning),
+            Duration::from_secs(60)
+        );
         assert_eq!(r.repeat("lost"), Duration::from_secs(4 * 3600));
     }
 
     #[test]
     fn alert_on_lists_the_kinds_that_go_out() {
-        let kinds = parse_alert_on("overheating, idle_holder, oom_risk=warning, xid=off", KNOWN)
-            .unwrap();
+        let kinds =
+            parse_alert_on("overheating, idle_holder, oom_risk=warning, xid=off", KNOWN).unwrap();
         let r = Rules {
             kinds,
             others: None,
@@ -195,8 +201,14 @@ mod tests {
                 repeat: Some(Duration::ZERO),
             },
         );
-        assert!(r.wanted("overheating", Severity::Critical), "min falls back");
-        assert_eq!(r.hold("overheating", Severity::Critical), Duration::from_secs(30));
+        assert!(
+            r.wanted("overheating", Severity::Critical),
+            "min falls back"
+        );
+        assert_eq!(
+            r.hold("overheating", Severity::Critical),
+            Duration::from_secs(30)
+        );
         assert_eq!(r.repeat("overheating"), Duration::ZERO);
     }
 }

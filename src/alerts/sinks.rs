@@ -93,7 +93,10 @@ fn post(url: &str, body: &str) -> Result<String, String> {
     match agent
         .post(url)
         .header("Content-Type", "application/json")
-        .header("User-Agent", concat!("gpuwatch/", env!("CARGO_PKG_VERSION")))
+        .header(
+            "User-Agent",
+            concat!("gpuwatch/", env!("CARGO_PKG_VERSION")),
+        )
         .send(body)
     {
         Ok(response) => Ok(format!("HTTP {}", response.status().as_u16())),
@@ -157,7 +160,10 @@ mod tests {
             redact("https://hooks.slack.com/services/T000/B000/XXXXSECRET"),
             "https://hooks.slack.com/…"
         );
-        assert_eq!(redact("http://bob:hunter2@10.0.0.1:8080"), "http://10.0.0.1:8080/…");
+        assert_eq!(
+            redact("http://bob:hunter2@10.0.0.1:8080"),
+            "http://10.0.0.1:8080/…"
+        );
         assert_eq!(redact("http://127.0.0.1:9000"), "http://127.0.0.1:9000");
         assert_eq!(redact("http://h/?token=abc"), "http://h/…");
         let s = scrub("bad url http://h/secret/x here", "http://h/secret/x");

@@ -25,7 +25,7 @@ pub fn synthetic(host: &str, now: SystemTime) -> Event {
             slowdown: None,
         },
     };
-    Event::Alert(Alert {
+    Event::Alert(Box::new(Alert {
         status: Status::Firing,
         facts: Observed {
             kind: "overheating",
@@ -41,7 +41,7 @@ pub fn synthetic(host: &str, now: SystemTime) -> Event {
         at: now,
         repeat: false,
         test: true,
-    })
+    }))
 }
 
 /// One line per sink (`SINK: ANSWER` or `SINK: failed: WHY`), and whether all worked.

@@ -58,18 +58,19 @@ fn webhooks(cli: &Cli, r: &Resolver, t: &AlertsTable) -> Result<Vec<String>, Set
             .map(check_url)
             .collect::<Result<Vec<String>, String>>()
     };
-    let got = r.layer(
-        ("alert-webhook", &joined),
-        ("alerts.webhooks", &t.webhooks),
-        parse,
-        |list: &Vec<String>| list.iter().map(|u| check_url(u.trim())).collect(),
-        Vec::new(),
-    )
-    .map_err(|mut e| {
-        // `(got …)` would quote the URL in full; the reason already shows it redacted.
-        e.got = None;
-        e
-    })?;
+    let got = r
+        .layer(
+            ("alert-webhook", &joined),
+            ("alerts.webhooks", &t.webhooks),
+            parse,
+            |list: &Vec<String>| list.iter().map(|u| check_url(u.trim())).collect(),
+            Vec::new(),
+        )
+        .map_err(|mut e| {
+            // `(got …)` would quote the URL in full; the reason already shows it redacted.
+            e.got = None;
+            e
+        })?;
     Ok(got.value)
 }
 
@@ -153,7 +154,8 @@ fn kind_rule(r: &Resolver, kind: &str, t: &KindTable) -> Result<KindRule, Settin
         entry
             .as_ref()
             .map(|d| {
-                parse_duration(&d.get_ref().0).map_err(|why| r.file_error(&key(name), &d.span(), why))
+                parse_duration(&d.get_ref().0)
+                    .map_err(|why| r.file_error(&key(name), &d.span(), why))
             })
             .transpose()
     };
@@ -161,4 +163,3 @@ fn kind_rule(r: &Resolver, kind: &str, t: &KindTable) -> Result<KindRule, Settin
     rule.repeat = duration(&t.repeat, "repeat")?;
     Ok(rule)
 }
-

@@ -69,7 +69,11 @@ pub fn known_env_vars() -> Vec<String> {
         .map(|f| env_var(f))
         .chain(OTHER_VARS.iter().map(|v| v.to_string()))
         // The alert command's facts: a gpuwatch that command starts must not refuse them.
-        .chain(crate::alerts::payload::ENV_NAMES.iter().map(|v| v.to_string()))
+        .chain(
+            crate::alerts::payload::ENV_NAMES
+                .iter()
+                .map(|v| v.to_string()),
+        )
         .collect()
 }
 

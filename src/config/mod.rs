@@ -379,7 +379,11 @@ fn wait_request(args: &crate::cli::WaitArgs) -> Result<crate::release::Request, 
                 .ok_or_else(|| flag_error("gpu", gpu, "must name one GPU, by index or UUID"))?,
         ),
         (None, Some(gpu), false) => {
-            return Err(flag_error("gpu", gpu, "needs --free (wait until nothing holds it)"));
+            return Err(flag_error(
+                "gpu",
+                gpu,
+                "needs --free (wait until nothing holds it)",
+            ));
         }
         _ => {
             return Err(SettingsError::new(

@@ -104,8 +104,11 @@ mod tests {
 
     #[test]
     fn before_the_first_sample_it_is_not_ready_and_has_no_snapshot() {
-        let waiting =
-            Published::render(&State::new(ViewConfig::default()), MetricOptions::default(), "");
+        let waiting = Published::render(
+            &State::new(ViewConfig::default()),
+            MetricOptions::default(),
+            "",
+        );
         assert!(!waiting.ready);
         assert!(waiting.snapshot.is_none());
         assert!(waiting.metrics.starts_with(b"# HELP gpuwatch_build_info "));

@@ -148,7 +148,11 @@ mod tests {
         for k in kinds {
             let v = serde_json::to_value(&k).unwrap();
             assert_eq!(v["kind"], k.name(), "{v}");
-            assert!(KIND_NAMES.contains(&k.name()), "{} missing from KIND_NAMES", k.name());
+            assert!(
+                KIND_NAMES.contains(&k.name()),
+                "{} missing from KIND_NAMES",
+                k.name()
+            );
         }
     }
 }
