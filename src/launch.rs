@@ -230,6 +230,7 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
     if settings.once {
         return once(source, config, settings.json).await;
     }
+    let replaying = built.replay.is_some();
     let options = app::Options {
         compact: settings.compact,
         panic_after_samples: settings.debug_panic_after,
@@ -239,7 +240,12 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         replay: built.replay.map(|r| r.0),
         notice: built.notice,
         theme: settings.theme,
-        alerts: settings.alerts.clone(),
+        // A replay is history: it must not page anyone or ring about the past.
+        alerts: if replaying {
+            crate::alerts::AlertSettings::default()
+        } else {
+            settings.alerts.clone()
+        },
     };
     Ok(match app::run(source, config, options).await? {
         Exit::Quit => ExitCode::SUCCESS,
