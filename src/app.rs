@@ -170,7 +170,7 @@ impl Session {
                 height: size.height,
             },
         );
-        let (alerting, deliveries) = Alerting::start(&options.alerts);
+        let (alerting, deliveries) = Alerting::start(&options.alerts, options.alerts.bell);
         let session = Session {
             state,
             theme,

@@ -700,3 +700,39 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
         "{err}"
     );
 }
+
+/// The `[alerts]` examples `config init` writes as comments are valid when uncommented.
+#[test]
+fn the_default_files_alert_examples_are_valid() {
+    let text = default_file_text();
+    let start = text.find("[alerts]").expect("an [alerts] table");
+    let mut uncommented = 0;
+    let alerts: String = text[start..]
+        .lines()
+        .map(|line| {
+            let example = [
+                "# command = ",
+                "# [alerts.kinds.",
+                "# severity = ",
+                "# for = ",
+                "# repeat = ",
+            ];
+            if example.iter().any(|e| line.starts_with(e)) {
+                uncommented += 1;
+                line[2..].to_string() + "\n"
+            } else {
+                line.to_string() + "\n"
+            }
+        })
+        .collect();
+    assert_eq!(uncommented, 5, "{alerts}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, format!("{}{alerts}", &text[..start])).unwrap();
+    let s = check_file(&path).unwrap();
+    assert_eq!(s.alerts.sinks.len(), 1, "the example command");
+    assert_eq!(
+        s.alerts.rules.repeat("overheating"),
+        Duration::from_secs(3600)
+    );
+}

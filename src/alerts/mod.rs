@@ -34,16 +34,20 @@ pub struct AlertSettings {
 
 /// The engine, the delivery threads and their log, for one running mode.
 pub struct Alerting {
+    /// Nothing listens (no sink, no bell): the engine is not run at all.
+    idle: bool,
     engine: Engine,
     dispatcher: Dispatcher,
     pub log: DeliveryLog,
 }
 
 impl Alerting {
-    /// Starts the sinks' threads; their results arrive on the receiver.
-    pub fn start(settings: &AlertSettings) -> (Alerting, UnboundedReceiver<Delivery>) {
+    /// Starts the sinks' threads; their results arrive on the receiver. `bell`: the caller
+    /// rings the bell on what `on_sample` returns.
+    pub fn start(settings: &AlertSettings, bell: bool) -> (Alerting, UnboundedReceiver<Delivery>) {
         let (dispatcher, results) = Dispatcher::start(settings.sinks.clone());
         let alerting = Alerting {
+            idle: settings.sinks.is_empty() && !bell,
             engine: Engine::new(settings.rules.clone()),
             dispatcher,
             log: DeliveryLog::default(),
@@ -54,7 +58,7 @@ impl Alerting {
     /// Steps the engine on the model's latest sample and queues what it says; returns the
     /// events too (the TUI rings the bell on some). Nothing before the first sample.
     pub fn on_sample(&mut self, model: &Model) -> Vec<Event> {
-        let Some(now) = model.now() else {
+        let Some(now) = model.now().filter(|_| !self.idle) else {
             return Vec::new();
         };
         let events = self.engine.step(now, &observe(model));

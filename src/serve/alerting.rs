@@ -23,7 +23,7 @@ pub struct Alerts {
 
 impl Alerts {
     pub fn start(settings: &AlertSettings) -> Alerts {
-        let (alerting, results) = Alerting::start(settings);
+        let (alerting, results) = Alerting::start(settings, false);
         let mut labels: Vec<&'static str> = settings.sinks.iter().map(|s| s.label()).collect();
         labels.dedup();
         Alerts {
