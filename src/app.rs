@@ -15,6 +15,8 @@ use ratatui::backend::Backend;
 use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
+use crate::alerts::queue::Delivery;
+use crate::alerts::{AlertSettings, Alerting, rings_bell};
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::Signaller;
 use crate::source::GpuSource;
@@ -67,6 +69,8 @@ pub struct Options {
     pub theme: crate::ui::theme::ThemeName,
     /// Samples applied before the first frame (the demo's back-filled history).
     pub prelude: Vec<crate::source::Sample>,
+    /// Where alerts go, and whether the bell rings on a new critical one.
+    pub alerts: AlertSettings,
 }
 
 /// Terminal input as crossterm's `EventStream` yields it.
@@ -89,6 +93,8 @@ pub struct Io<B: Backend> {
     pub signaller: Box<dyn Signaller>,
     /// Gives the terminal back on SIGTSTP and takes it again on SIGCONT.
     pub modes: Box<dyn TerminalModes>,
+    /// Rings the terminal bell (writes BEL; a test counts).
+    pub bell: Box<dyn FnMut() + Send>,
 }
 
 /// Runs the TUI against `io` until the user quits, a signal arrives or input ends.
@@ -118,6 +124,8 @@ struct Session {
     /// `None` once the sampler has gone (the last frame and the keys stay alive).
     samples: Option<mpsc::Receiver<SamplerEvent>>,
     samples_seen: u64,
+    alerting: Alerting,
+    deliveries: mpsc::UnboundedReceiver<Delivery>,
 }
 
 /// What one wait of the loop produced.
@@ -163,12 +171,15 @@ impl Session {
                 height: size.height,
             },
         );
+        let (alerting, deliveries) = Alerting::start(&options.alerts, options.alerts.bell);
         let session = Session {
             state,
             theme,
             options,
             samples: Some(samples),
             samples_seen: 0,
+            alerting,
+            deliveries,
         };
         session.draw(io)?;
         Ok(session)
@@ -193,7 +204,11 @@ impl Session {
                 }
                 Next::Exit(exit) => return Ok(exit),
             };
+            let sampled = matches!(msg, Msg::Sample(_));
             let effects = update(&mut self.state, msg);
+            if sampled {
+                self.alert(io);
+            }
             if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
                 return Ok(exit);
             }
@@ -235,10 +250,24 @@ impl Session {
         Ok(None)
     }
 
-    /// Waits for whichever comes first: a sample, terminal input, or a stopping signal.
+    /// Steps the alerts on the new sample (queued for their sinks, never waited for), and
+    /// rings the bell for a new critical one.
+    fn alert<B: Backend>(&mut self, io: &mut Io<B>) {
+        let events = self.alerting.on_sample(&self.state.model);
+        if self.options.alerts.bell && events.iter().any(rings_bell) {
+            (io.bell)();
+        }
+    }
+
+    /// Waits for whichever comes first: a sample, terminal input, an alert delivery to
+    /// report, or a stopping signal.
     async fn next<B: Backend>(&mut self, io: &mut Io<B>) -> Result<Next> {
         Ok(tokio::select! {
             event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)),
+            Some(d) = self.deliveries.recv() => match self.alerting.on_delivery(&d) {
+                Some(line) => Next::Msg(Msg::Notice(line)),
+                None => Next::Ignore,
+            },
             event = io.events.next() => terminal_input(event, &self.state)?,
             Some(sig) = io.os_signals.next() => match sig {
                 OsSignal::Suspend => {

@@ -241,6 +241,43 @@ pub struct Cli {
     /// VRAM held by no process that counts as a stale allocation [default: 1GiB].
     #[arg(long, value_name = "SIZE", global = true)]
     pub stale_min_vram: Option<String>,
+
+    /// POST each alert as JSON to this URL (repeatable; http://, or https:// when built with
+    /// the tls feature). Shown redacted, never in full.
+    #[arg(long, value_name = "URL", global = true)]
+    pub alert_webhook: Vec<String>,
+
+    /// Webhook payload: json (gpuwatch's own document), slack or discord [default: json].
+    #[arg(long, value_name = "FORMAT", global = true,
+          value_parser = PossibleValuesParser::new(crate::alerts::payload::FORMAT_NAMES))]
+    pub alert_format: Option<String>,
+
+    /// Run this shell command for each alert, with the facts in GPUWATCH_ALERT_* variables
+    /// and the JSON document on stdin (killed after 5 s).
+    #[arg(long, value_name = "CMD", global = true)]
+    pub alert_command: Option<String>,
+
+    /// In the monitor, do not ring the terminal bell on a new critical alert.
+    #[arg(long, global = true)]
+    pub no_bell: bool,
+
+    /// Send a firing alert again this often while it holds; 0 never [default: 4h].
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub alert_repeat: Option<String>,
+
+    /// How long a warning (not critical) must hold before it alerts [default: 1m].
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub alert_for: Option<String>,
+
+    /// Only these warning kinds alert: KIND or KIND=warning|critical|off, comma-separated,
+    /// e.g. overheating,idle_holder=warning [default: critical of every kind; idle_holder
+    /// and stale_vram as warnings].
+    #[arg(long, value_name = "LIST", global = true)]
+    pub alert_on: Option<String>,
+
+    /// Testing aid: run the demo scenario this many times faster than real time.
+    #[arg(long, hide = true, value_name = "FACTOR", global = true)]
+    pub demo_speed: Option<f64>,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -263,6 +300,14 @@ pub enum Command {
     /// Serve Prometheus metrics (and a JSON snapshot) over HTTP, e.g. `gpuwatch serve --listen
     /// 0.0.0.0:9400`; the global flags (--interval, --only, --demo, ...) apply.
     Serve(ServeArgs),
+    /// Alerts: `gpuwatch alert test` sends one synthetic alert through the configured sinks.
+    Alert {
+        #[command(subcommand)]
+        action: AlertCommand,
+    },
+    /// Block until a process's VRAM is gone from every GPU (--released PID) or a GPU is
+    /// free (--gpu N --free), then exit 0; with --timeout, exit 1 naming what still holds it.
+    Wait(WaitArgs),
     /// Play a recording (from --record) in the monitor: p pauses, ←/→ jump 30 s, +/- change speed.
     Replay {
         /// The NDJSON recording.
@@ -285,6 +330,32 @@ pub enum ConfigCommand {
         /// The file to check [default: --config, GPUWATCH_CONFIG, or the usual place].
         path: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum AlertCommand {
+    /// Send one synthetic alert through every configured sink and say what each answered
+    /// (exit 1 when one failed, 2 when none is configured).
+    Test,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct WaitArgs {
+    /// Wait until this process (a host PID) holds no VRAM on any GPU.
+    #[arg(long, value_name = "PID", conflicts_with_all = ["gpu", "free"])]
+    pub released: Option<u32>,
+
+    /// With --free: the GPU to wait for, by index or UUID.
+    #[arg(long, value_name = "GPU")]
+    pub gpu: Option<String>,
+
+    /// With --gpu: wait until nobody uses that GPU.
+    #[arg(long)]
+    pub free: bool,
+
+    /// Give up after this long (exit 1), e.g. 10m.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -244,7 +244,8 @@ fn live_source(settings: &Settings, opening: Opening) -> Result<Live, String> {
             settings.seed,
             settings.interval,
             SimClock::Real,
-        );
+        )
+        .with_speed(settings.demo_speed);
         let prelude = if opening == Opening::MidStory {
             sim.backfill(demo_lead(settings), settings.history)
         } else {
@@ -353,11 +354,15 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
     if let Some(request) = &settings.pick {
         return pick(source, config, request).await;
     }
+    if let Some(request) = &settings.wait {
+        return wait(source, config, request).await;
+    }
     if settings.once {
         // A replay's next sample is the recording's next moment, not a CPU reading.
         let cpu_gap = built.replay.is_none().then_some(headless::CPU_SAMPLE_GAP);
         return once(source, config, settings.json, built.prelude, cpu_gap).await;
     }
+    let replaying = built.replay.is_some();
     let options = app::Options {
         compact: settings.compact,
         panic_after_samples: settings.debug_panic_after,
@@ -368,6 +373,12 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         notice: built.notice,
         theme: settings.theme,
         prelude: built.prelude,
+        // A replay is history: it must not page anyone or ring about the past.
+        alerts: if replaying {
+            crate::alerts::AlertSettings::default()
+        } else {
+            settings.alerts.clone()
+        },
     };
     Ok(match app::run(source, config, options).await? {
         Exit::Quit => ExitCode::SUCCESS,
@@ -417,6 +428,46 @@ fn hosts_down(state: &State) -> Vec<String> {
     down.collect()
 }
 
+/// SIGINT or SIGTERM, as the signal number.
+fn stop_signal() -> Result<impl std::future::Future<Output = u8>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => libc::SIGINT as u8,
+            _ = terminate.recv() => libc::SIGTERM as u8,
+        }
+    })
+}
+
+/// `gpuwatch wait`: exit 0 once released or free (saying so on stderr), 1 naming what
+/// still holds memory at the timeout, 128+n on a signal.
+async fn wait(
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+    request: &crate::release::Request,
+) -> Result<ExitCode> {
+    use crate::release::Outcome;
+    let stop = stop_signal()?;
+    let (tx, mut rx) = sampler::channel();
+    let task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let outcome = crate::release::run(&mut rx, State::new(config), request, stop).await;
+    drop(rx);
+    task.abort();
+    Ok(match outcome {
+        Outcome::Done(line) => {
+            eprintln!("gpuwatch wait: {line}");
+            ExitCode::SUCCESS
+        }
+        Outcome::TimedOut(why) | Outcome::Failed(why) => {
+            eprintln!("gpuwatch wait: {why}");
+            ExitCode::from(1)
+        }
+        Outcome::Stopped(signal) => ExitCode::from(128 + signal),
+    })
+}
+
 /// `gpuwatch pick`: the chosen GPUs on stdout; why not on stderr (exit 1); an inherited
 /// `CUDA_VISIBLE_DEVICES` naming no GPU here exits 2; SIGINT/SIGTERM while waiting exit
 /// 130/143 without a word (the user asked for it).
@@ -425,15 +476,7 @@ async fn pick(
     config: ViewConfig,
     request: &PickRequest,
 ) -> Result<ExitCode> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    let stop = async move {
-        tokio::select! {
-            _ = interrupt.recv() => libc::SIGINT as u8,
-            _ = terminate.recv() => libc::SIGTERM as u8,
-        }
-    };
+    let stop = stop_signal()?;
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, config.interval, tx));
     let state = State::new(config);

@@ -18,6 +18,7 @@
 //! Imports point down only: modes (`app`, `headless`, `pick`, `serve`) → `ui` → `state`
 //! → `layout` → `model` → `source`, `procinfo`, `history` → `units`.
 
+pub mod alerts;
 pub mod app;
 pub mod cli;
 pub mod config;
@@ -30,6 +31,7 @@ pub mod model;
 pub mod pick;
 pub mod procinfo;
 pub mod record;
+pub mod release;
 pub mod safe_file;
 pub mod sampler;
 pub mod select;

@@ -47,6 +47,9 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e, EXIT_USAGE),
     };
+    if let Some(Command::Alert { .. }) = &cli.command {
+        return alert_test(&settings);
+    }
     let opening = if let Some(Command::Serve(_)) = &cli.command {
         launch::Opening::Fresh
     } else {
@@ -58,7 +61,7 @@ fn main() -> ExitCode {
     };
     if let Some(Command::Serve(_)) = &cli.command {
         let view = launch::view_config(&settings, built.interval);
-        return gpuwatch::serve::main(&settings.serve, built.source, view);
+        return gpuwatch::serve::main(&settings.serve, &settings.alerts, built.source, view);
     }
     if let Err(e) = color_eyre::install() {
         return fail(&e, 1);
@@ -76,6 +79,25 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => fail(&format!("{e:#}"), 1),
+    }
+}
+
+/// `gpuwatch alert test`: one line per sink; exit 1 when one failed, 2 when none is set.
+fn alert_test(settings: &Settings) -> ExitCode {
+    let host = gpuwatch::source::hostname();
+    match gpuwatch::alerts::test::run(&settings.alerts, &host) {
+        None => fail(
+            &"alert test: no alert sink configured (use --alert-webhook, --alert-command or [alerts])",
+            EXIT_USAGE,
+        ),
+        Some((lines, ok)) => {
+            lines.iter().for_each(|l| println!("{l}"));
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
     }
 }
 

@@ -126,6 +126,7 @@ fn scripted(width: u16, height: u16) -> (Script, Io<Coalescing<Screen>>) {
         os_signals: Box::pin(receiver_stream(signal_rx)),
         signaller: Box::new(Recording(sent.clone())),
         modes: Box::new(gpuwatch::app::KeepModes),
+        bell: Box::new(|| {}),
     };
     let script = Script {
         events,
@@ -347,4 +348,73 @@ async fn broken_terminal_input_is_an_error_and_ended_input_quits() {
         Options::default(),
     );
     assert_eq!(exit.await.unwrap(), Exit::Quit);
+}
+
+/// Options whose alerts go out for critical OOM warnings, which `hot_config` raises on
+/// every GPU at the first sample.
+fn alerting(sinks: Vec<gpuwatch::alerts::sinks::Sink>, bell: bool) -> Options {
+    Options {
+        alerts: gpuwatch::alerts::AlertSettings {
+            sinks,
+            bell,
+            ..Default::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn hot_config() -> ViewConfig {
+    let mut cfg = config();
+    cfg.thresholds.oom_warn_percent = 1.0;
+    cfg.thresholds.oom_critical_percent = 2.0;
+    cfg
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_bell_rings_once_for_new_critical_alerts_and_not_with_no_bell() {
+    for (bell, want) in [(true, 1), (false, 0)] {
+        let (mut script, mut io) = scripted(120, 40);
+        let rings = Arc::new(Mutex::new(0));
+        let counter = rings.clone();
+        io.bell = Box::new(move || *counter.lock().unwrap() += 1);
+        let run = app::event_loop(
+            &mut io,
+            Box::new(common::sim(2)),
+            hot_config(),
+            alerting(vec![], bell),
+        );
+        let drive = async {
+            // Five samples: both GPUs critical from the first, one alert each, one ring.
+            for _ in 0..5 {
+                script.frame_with("OOM risk").await;
+            }
+            script.key('q');
+        };
+        let (exit, ()) = tokio::join!(run, drive);
+        assert_eq!(exit.unwrap(), Exit::Quit);
+        assert_eq!(*rings.lock().unwrap(), want, "bell {bell}");
+    }
+}
+
+// Real time: the command runs on its own thread, outside tokio's paused clock.
+#[tokio::test]
+async fn a_failing_alert_sink_is_said_on_the_status_line() {
+    let (mut script, mut io) = scripted(160, 40);
+    let sink = gpuwatch::alerts::sinks::Sink::Command {
+        command: "exit 3".into(),
+    };
+    let run = app::event_loop(
+        &mut io,
+        Box::new(common::sim(2)),
+        hot_config(),
+        alerting(vec![sink], true),
+    );
+    let drive = async {
+        script
+            .frame_with("alert command \"exit 3\" failed: exit 3")
+            .await;
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
 }

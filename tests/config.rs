@@ -614,3 +614,125 @@ fn new_keys_name_file_line_and_key() {
         assert!(err.starts_with(&format!("{var}: {why}")), "{err}");
     }
 }
+
+#[test]
+fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
+    use gpuwatch::alerts::payload::Format;
+    use gpuwatch::alerts::sinks::Sink;
+    use gpuwatch::model::warnings::Severity;
+    let home = config_home(
+        "[alerts]\nwebhooks = [\"http://file:9000/a\"]\nformat = \"discord\"\nrepeat = \"1h\"\n\
+         bell = false\n[alerts.kinds.overheating]\nseverity = \"warning\"\nfor = \"30s\"\n",
+    );
+    let xdg = ("XDG_CONFIG_HOME", home.path().to_str().unwrap());
+    let s = resolve(&[], &[xdg]).unwrap();
+    let a = &s.alerts;
+    assert_eq!(
+        a.sinks,
+        [Sink::Webhook {
+            url: "http://file:9000/a".into(),
+            format: Format::Discord
+        }]
+    );
+    assert!(!a.bell);
+    assert_eq!(a.rules.repeat, Duration::from_secs(3600));
+    assert!(a.rules.wanted("overheating", Severity::Warning));
+    assert_eq!(
+        a.rules.hold("overheating", Severity::Warning),
+        Duration::from_secs(30)
+    );
+    // The environment beats the file; the flags beat both.
+    let env = [
+        xdg,
+        ("GPUWATCH_ALERT_WEBHOOK", "http://e:1/x,http://e:2/y"),
+        ("GPUWATCH_ALERT_FORMAT", "slack"),
+    ];
+    let s = resolve(&[], &env).unwrap();
+    assert_eq!(s.alerts.sinks.len(), 2);
+    assert!(
+        matches!(&s.alerts.sinks[1], Sink::Webhook { url, format: Format::Slack } if url == "http://e:2/y")
+    );
+    let s = resolve(
+        &[
+            "--alert-webhook",
+            "http://f:1/",
+            "--alert-webhook",
+            "http://f:2/",
+            "--alert-format",
+            "json",
+            "--alert-command",
+            "true",
+            "--alert-on",
+            "lost",
+        ],
+        &env,
+    )
+    .unwrap();
+    assert_eq!(s.alerts.sinks.len(), 3);
+    assert_eq!(
+        s.alerts.sinks[2],
+        Sink::Command {
+            command: "true".into()
+        }
+    );
+    assert!(
+        !s.alerts.rules.wanted("overheating", Severity::Critical),
+        "--alert-on lists the kinds"
+    );
+    assert!(s.alerts.rules.wanted("lost", Severity::Critical));
+    assert!(
+        resolve(&[], &[]).unwrap().alerts.bell,
+        "the bell rings by default"
+    );
+    assert!(!resolve(&["--no-bell"], &[]).unwrap().alerts.bell);
+
+    let home = config_home("[alerts]\nrepeat = \"4h\"\n\n[alerts.kinds.overheat]\nfor = \"1m\"\n");
+    let err = resolve(&[], &[("XDG_CONFIG_HOME", home.path().to_str().unwrap())]).unwrap_err();
+    assert!(err.ends_with(":4: alerts.kinds: unknown warning kind \"overheat\"; use one of oom_risk, overheating, lost, idle_holder, host_down, stale_vram, pile_up"), "{err}");
+    let err = resolve(&["--alert-webhook", "ftp://u:secret@h/x"], &[]).unwrap_err();
+    assert_eq!(
+        err,
+        "--alert-webhook: ftp://h/…: not an http:// or https:// URL"
+    );
+    let err = resolve(&[], &[("GPUWATCH_ALERT_ON", "overheating=loud")]).unwrap_err();
+    assert!(
+        err.starts_with("GPUWATCH_ALERT_ON: not a severity"),
+        "{err}"
+    );
+}
+
+/// The `[alerts]` examples `config init` writes as comments are valid when uncommented.
+#[test]
+fn the_default_files_alert_examples_are_valid() {
+    let text = default_file_text();
+    let start = text.find("[alerts]").expect("an [alerts] table");
+    let mut uncommented = 0;
+    let alerts: String = text[start..]
+        .lines()
+        .map(|line| {
+            let example = [
+                "# command = ",
+                "# [alerts.kinds.",
+                "# severity = ",
+                "# for = ",
+                "# repeat = ",
+            ];
+            if example.iter().any(|e| line.starts_with(e)) {
+                uncommented += 1;
+                line[2..].to_string() + "\n"
+            } else {
+                line.to_string() + "\n"
+            }
+        })
+        .collect();
+    assert_eq!(uncommented, 5, "{alerts}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, format!("{}{alerts}", &text[..start])).unwrap();
+    let s = check_file(&path).unwrap();
+    assert_eq!(s.alerts.sinks.len(), 1, "the example command");
+    assert_eq!(
+        s.alerts.rules.repeat("overheating"),
+        Duration::from_secs(3600)
+    );
+}

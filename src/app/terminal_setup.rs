@@ -47,6 +47,11 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
         os_signals,
         signaller,
         modes: Box::new(RealModes { mouse }),
+        bell: Box::new(|| {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+        }),
     };
     let result = event_loop(&mut io, source, config, options).await;
     if mouse {

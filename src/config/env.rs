@@ -51,6 +51,13 @@ pub const ENV_FLAGS: &[&str] = &[
     "idle-min-vram",
     "stale-after",
     "stale-min-vram",
+    "alert-webhook",
+    "alert-format",
+    "alert-command",
+    "no-bell",
+    "alert-repeat",
+    "alert-for",
+    "alert-on",
 ];
 
 /// `GPUWATCH_*` variables read by something other than the settings: the fake NVML library
@@ -68,6 +75,12 @@ pub fn known_env_vars() -> Vec<String> {
         .iter()
         .map(|f| env_var(f))
         .chain(OTHER_VARS.iter().map(|v| v.to_string()))
+        // The alert command's facts: a gpuwatch that command starts must not refuse them.
+        .chain(
+            crate::alerts::payload::ENV_NAMES
+                .iter()
+                .map(|v| v.to_string()),
+        )
         .collect()
 }
 

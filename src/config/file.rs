@@ -42,6 +42,8 @@ pub struct FileConfig {
     pub serve: ServeTable,
     #[serde(default)]
     pub prometheus: PrometheusTable,
+    #[serde(default)]
+    pub alerts: AlertsTable,
 }
 
 /// `--prometheus`, `--selector` and the credentials' files.
@@ -53,6 +55,33 @@ pub struct PrometheusTable {
     pub user: Entry<String>,
     pub password_file: Entry<String>,
     pub bearer_token_file: Entry<String>,
+}
+
+/// `--alert-webhook` (a list here), `--alert-format`, `--alert-command`, `--no-bell`
+/// (`bell = false`), `--alert-repeat`, `--alert-for` (`for_warning`), `for_critical`, and
+/// `[alerts.kinds.KIND]` tables.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertsTable {
+    pub webhooks: Entry<Vec<String>>,
+    pub format: Entry<String>,
+    pub command: Entry<String>,
+    pub bell: Entry<bool>,
+    pub repeat: Entry<DurationText>,
+    pub for_warning: Entry<DurationText>,
+    pub for_critical: Entry<DurationText>,
+    #[serde(default)]
+    pub kinds: std::collections::BTreeMap<Spanned<String>, KindTable>,
+}
+
+/// One warning kind's alert rule: from which severity it goes out, `for`, `repeat`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindTable {
+    pub severity: Entry<String>,
+    #[serde(rename = "for")]
+    pub hold: Entry<DurationText>,
+    pub repeat: Entry<DurationText>,
 }
 
 /// `--record`, `--record-max-size`.

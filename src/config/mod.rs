@@ -3,6 +3,7 @@
 //! from: `--flag`, `GPUWATCH_FLAG` or `FILE:LINE: key`. No I/O beyond reading the file; the
 //! environment is injected so tests never see the real one.
 
+mod alerts;
 mod env;
 mod file;
 mod outputs;
@@ -161,6 +162,12 @@ pub struct Settings {
     /// The kubelet pod-resources socket (`--kubelet-socket`).
     pub kubelet_socket: PathBuf,
     pub thresholds: Thresholds,
+    /// Where alerts go and when (`--alert-*`, `[alerts]`).
+    pub alerts: crate::alerts::AlertSettings,
+    /// Hidden testing aid (`--demo-speed`): the demo scenario runs this many times faster.
+    pub demo_speed: f64,
+    /// `gpuwatch wait`; `None` for every other mode.
+    pub wait: Option<crate::release::Request>,
     /// The config file actually read (`None` when there was none).
     pub config_path: Option<PathBuf>,
     /// `gpuwatch pick`; `None` for the monitor and `--once`.
@@ -290,6 +297,12 @@ impl Settings {
             drm_roots: sources::drm_roots(cli, &r)?,
             kubelet_socket: sources::kubelet_socket(cli, &r)?,
             thresholds: thresholds::thresholds(cli, &r)?,
+            alerts: alerts::alerts(cli, &r)?,
+            demo_speed: cli.demo_speed.unwrap_or(1.0).max(0.001),
+            wait: match &cli.command {
+                Some(crate::cli::Command::Wait(args)) => Some(wait_request(args)?),
+                _ => None,
+            },
             config_path: file.as_ref().map(|f| f.path.clone()),
             pick: match &cli.command {
                 Some(crate::cli::Command::Pick(args)) => Some(pick_request(args, env)?),
@@ -400,6 +413,44 @@ fn pick_request(args: &PickArgs, env: Env) -> Result<PickRequest, SettingsError>
         timeout,
         verbose: args.verbose,
     })
+}
+
+/// `gpuwatch wait`'s flags: `--released PID` or `--gpu N --free`, and `--timeout`.
+fn wait_request(args: &crate::cli::WaitArgs) -> Result<crate::release::Request, SettingsError> {
+    use crate::release::Target;
+    let target = match (args.released, &args.gpu, args.free) {
+        (Some(pid), None, false) => Target::Released(pid),
+        (None, Some(gpu), true) => Target::Free(
+            parse_gpu_list(gpu)
+                .ok()
+                .filter(|l| l.len() == 1)
+                .and_then(|mut l| l.pop())
+                .ok_or_else(|| flag_error("gpu", gpu, "must name one GPU, by index or UUID"))?,
+        ),
+        (None, Some(gpu), false) => {
+            return Err(flag_error(
+                "gpu",
+                gpu,
+                "needs --free (wait until nothing holds it)",
+            ));
+        }
+        _ => {
+            return Err(SettingsError::new(
+                "gpuwatch wait".into(),
+                "needs either --released PID or --gpu N --free".into(),
+                None,
+            ));
+        }
+    };
+    let timeout = match &args.timeout {
+        Some(text) => match parse_duration(text) {
+            Ok(d) if d.is_zero() => return Err(flag_error("timeout", text, "must be more than 0")),
+            Ok(d) => Some(d),
+            Err(why) => return Err(flag_error("timeout", text, &why)),
+        },
+        None => None,
+    };
+    Ok(crate::release::Request { target, timeout })
 }
 
 /// An error about a flag that only the command line can give.

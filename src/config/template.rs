@@ -24,6 +24,7 @@ pub fn default_file_text() -> String {
         sort_and_columns_tables(),
         thresholds_table(),
         record_remote_serve_tables(),
+        alerts_table(),
     ]
     .join("\n")
 }
@@ -172,6 +173,42 @@ process_metrics = false
 # bearer_token_file = "/var/run/secrets/prometheus-token"
 "#,
         listen = DEFAULT_LISTEN,
+    )
+}
+
+/// `[alerts]`: sinks off, the rules' defaults, and one example kind table commented out.
+fn alerts_table() -> String {
+    use crate::alerts::rules;
+    format!(
+        r#"[alerts]
+# POST each alert to these URLs (--alert-webhook); http://, or https:// when gpuwatch is built
+# with the tls feature. Shown redacted in every message.
+webhooks = []
+# The webhook body: "json" (gpuwatch's document), "slack" or "discord" (--alert-format).
+format = "json"
+# A shell command run for each alert, the facts in GPUWATCH_ALERT_* variables and the JSON on
+# stdin (--alert-command); none by default.
+# command = "logger -t gpuwatch \"$GPUWATCH_ALERT_MESSAGE\""
+# Ring the terminal bell in the monitor on a new critical alert (--no-bell turns it off).
+bell = true
+# How long a warning must hold before it alerts (--alert-for); critical ones: for_critical.
+for_warning = {for_warning}
+for_critical = {for_critical}
+# Send a firing alert again this often while it holds; "0s" never (--alert-repeat).
+repeat = {repeat}
+# Per warning kind ({kinds}): from which severity it goes out ("warning",
+# "critical" or "off"), and its own `for` and `repeat`. By default critical of every kind
+# goes out, and {warning_kinds} as warnings too.
+# [alerts.kinds.overheating]
+# severity = "critical"
+# for = "30s"
+# repeat = "1h"
+"#,
+        for_warning = dur(rules::DEFAULT_FOR_WARNING),
+        for_critical = dur(rules::DEFAULT_FOR_CRITICAL),
+        repeat = dur(rules::DEFAULT_REPEAT),
+        kinds = crate::source::wire::KIND_NAMES.join(", "),
+        warning_kinds = rules::WARNING_KINDS.join(" and "),
     )
 }
 

@@ -138,7 +138,7 @@ impl<'a> Resolver<'a> {
         self.file.map_or(&self.blank, |f| &f.config)
     }
 
-    fn file_error(&self, key: &str, span: &Range<usize>, why: String) -> SettingsError {
+    pub fn file_error(&self, key: &str, span: &Range<usize>, why: String) -> SettingsError {
         let (origin, shown) = match self.file {
             Some(f) => (f.origin(key, span), f.snippet(span)),
             None => (key.to_string(), String::new()),

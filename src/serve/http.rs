@@ -29,12 +29,13 @@ pub struct Published {
 }
 
 impl Published {
-    pub fn render(state: &State, options: MetricOptions) -> Self {
+    /// `extra`: more families appended to the metrics (the alert counters).
+    pub fn render(state: &State, options: MetricOptions, extra: &str) -> Self {
         // Not ready while the poll under way is overdue: the readings are going stale.
         let ready = state.model.now().is_some() && state.model.stalled().is_none();
         Published {
             ready,
-            metrics: metrics::render(state, options).into(),
+            metrics: (metrics::render(state, options) + extra).into(),
             snapshot: ready.then(|| headless::render_json(state).into()),
         }
     }
@@ -104,8 +105,11 @@ mod tests {
 
     #[test]
     fn before_the_first_sample_it_is_not_ready_and_has_no_snapshot() {
-        let waiting =
-            Published::render(&State::new(ViewConfig::default()), MetricOptions::default());
+        let waiting = Published::render(
+            &State::new(ViewConfig::default()),
+            MetricOptions::default(),
+            "",
+        );
         assert!(!waiting.ready);
         assert!(waiting.snapshot.is_none());
         assert!(waiting.metrics.starts_with(b"# HELP gpuwatch_build_info "));

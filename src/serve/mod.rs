@@ -3,6 +3,7 @@
 //! and serves the latest over HTTP. Owns the listener, the sample loop and shutdown; never
 //! touches the terminal code.
 
+mod alerting;
 mod dcgm;
 mod http;
 pub mod metrics;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
+use crate::alerts::AlertSettings;
 use crate::config::ServeSettings;
 use crate::sampler::{self, SamplerEvent};
 use crate::source::GpuSource;
@@ -37,7 +39,12 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// `gpuwatch serve` after the settings are resolved (`config` checked the address) and the
 /// source is built: binds, serves until SIGINT/SIGTERM (exit 0). A port we cannot have is
 /// one line and exit 2; runtime failures exit 1.
-pub fn main(settings: &ServeSettings, source: Box<dyn GpuSource>, config: ViewConfig) -> ExitCode {
+pub fn main(
+    settings: &ServeSettings,
+    alerts: &AlertSettings,
+    source: Box<dyn GpuSource>,
+    config: ViewConfig,
+) -> ExitCode {
     let options = MetricOptions {
         dcgm_compat: settings.dcgm_compat,
         process_metrics: settings.process_metrics,
@@ -53,7 +60,7 @@ pub fn main(settings: &ServeSettings, source: Box<dyn GpuSource>, config: ViewCo
         Ok(r) => r,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}"), 1),
     };
-    let result = runtime.block_on(serve(listener, source, config, options));
+    let result = runtime.block_on(serve(listener, source, config, options, alerts));
     // A poll stuck in the driver holds a blocking-pool thread that would keep dropping the
     // runtime waiting for ever: give it a moment, then leave it behind.
     runtime.shutdown_timeout(crate::sampler::ABANDON_AFTER);
@@ -85,12 +92,14 @@ async fn serve(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     options: MetricOptions,
+    alerts: &AlertSettings,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let stop = stop_on_signal().map_err(|e| format!("cannot watch for signals: {e}"))?;
     let state = State::new(config);
-    let (publish, latest) = watch::channel(Arc::new(Published::render(&state, options)));
+    let alerting = alerting::Alerts::start(alerts);
+    let (publish, latest) = watch::channel(Arc::new(Published::render(&state, options, "")));
     let (tx, rx) = sampler::channel();
     let sampler = tokio::spawn(sampler::run(source, state.config.interval, tx));
     // Tests (and scripts using port 0) read the real address from this line.
@@ -105,21 +114,31 @@ async fn serve(
     let result = tokio::select! {
         served = server.into_future() => served.map_err(|e| format!("serving HTTP failed: {e}")),
         () = deadline => Ok(()),
-        why = follow(rx, state, options, publish) => Err(why),
+        why = follow(rx, state, options, publish, alerting) => Err(why),
     };
     sampler.abort();
     result
 }
 
-/// Applies every sampler event to the state and publishes the freshly rendered documents.
-/// Returns only when the sampler is gone, with why.
+/// Applies every sampler event to the state, steps the alerts, and publishes the freshly
+/// rendered documents; records alert deliveries as they come back (saying a sink's failure
+/// on stderr once). Returns only when the sampler is gone, with why.
 async fn follow(
     mut rx: mpsc::Receiver<SamplerEvent>,
     mut state: State,
     options: MetricOptions,
     publish: watch::Sender<Arc<Published>>,
+    mut alerts: alerting::Alerts,
 ) -> String {
-    while let Some(event) = rx.recv().await {
+    loop {
+        let event = tokio::select! {
+            event = rx.recv() => event,
+            Some(line) = alerts.delivered() => {
+                eprintln!("gpuwatch: {line}");
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         let msg = match event {
             SamplerEvent::Sample(sample) => {
                 if state.model.source_error().is_some() {
@@ -151,8 +170,13 @@ async fn follow(
                 Msg::Notice(text)
             }
         };
+        let sampled = matches!(msg, Msg::Sample(_));
         update(&mut state, msg);
-        publish.send_replace(Arc::new(Published::render(&state, options)));
+        if sampled {
+            alerts.on_sample(&state);
+        }
+        let extra = alerts.metrics();
+        publish.send_replace(Arc::new(Published::render(&state, options, &extra)));
     }
     let last = state.model.source_error().unwrap_or_default();
     format!("the GPU sampler stopped: {last}")

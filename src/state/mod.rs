@@ -131,7 +131,8 @@ pub enum Msg {
     SourceFailed(String),
     /// The poll under way has not come back for this long (a wedged driver call).
     SourceStalled(std::time::Duration),
-    /// Something to tell the user that is not a reading (the recorder paused on a full disk).
+    /// A line for the status bar from outside the state: the recorder paused on a full
+    /// disk, an alert sink failing.
     Notice(String),
     /// Text pasted into the terminal (bracketed paste), as one message.
     Paste(String),

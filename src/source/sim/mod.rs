@@ -51,6 +51,8 @@ pub struct SimSource {
     /// Scenario time between this sample and the previous one (the back-fill's older part
     /// takes longer steps), for the energy counter.
     step: Duration,
+    /// Scenario seconds per second of samples (1: real time; `--demo-speed`, a testing aid).
+    speed: f64,
     seed: u64,
     rng: fastrand::Rng,
     /// Per-GPU smoothed temperature (a random walk needs memory).
@@ -75,12 +77,20 @@ impl SimSource {
             origin,
             elapsed: Duration::ZERO,
             step: interval,
+            speed: 1.0,
             seed,
             rng: fastrand::Rng::with_seed(seed),
             temps,
             // As if the driver had been loaded for about a day at 300 W.
             energy_joules: vec![300.0 * 86_400.0; gpu_count],
         }
+    }
+
+    /// Runs the scenario `speed` times faster than its samples' clock (tests that need the
+    /// hot GPU's whole burst within seconds).
+    pub fn with_speed(mut self, speed: f64) -> Self {
+        self.speed = speed;
+        self
     }
 
     /// Seconds of scenario time elapsed at the current tick.
@@ -124,8 +134,13 @@ impl SimSource {
     /// the load's noise, then the temperature's); returns the utilization it drew.
     fn load(&mut self, i: usize, spec: &RoleSpec, g: &mut GpuReading) -> f64 {
         let noise = self.rng.f64();
-        let (util, power) = (spec.util.at(noise), spec.power.at(noise));
-        let target_temp = spec.temp.at(self.elapsed_secs());
+        let t = self.elapsed_secs();
+        let (util, power) = if spec.temp.paused(t) {
+            (0.0, spec.power.base * 0.1)
+        } else {
+            (spec.util.at(noise), spec.power.at(noise))
+        };
+        let target_temp = spec.temp.at(t);
         // Move toward the target with a little noise, so sparklines look alive but bounded.
         let temp = &mut self.temps[i];
         *temp += (target_temp - *temp) * 0.3 + (self.rng.f64() - 0.5) * 1.2;
@@ -317,6 +332,7 @@ fn host_load(gpus: usize, procs: &[ProcReading]) -> HostLoad {
 impl GpuSource for SimSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         let time = self.now();
-        Ok(self.take(time, self.interval))
+        // `--demo-speed` runs the scenario faster than the samples' clock (a testing aid).
+        Ok(self.take(time, self.interval.mul_f64(self.speed)))
     }
 }

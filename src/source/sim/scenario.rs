@@ -41,11 +41,16 @@ impl Spread {
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Target {
     Steady(f64),
-    /// Climbs `per_s` degrees a second from `from` until it sits at `ceiling`.
-    Climb {
+    /// A job that runs in bursts: while it runs (`runs_for` seconds) the temperature climbs
+    /// `per_s` degrees a second from `from` until it sits at `ceiling`; then the job pauses
+    /// for `pause_for` seconds (the GPU idles and cools toward `idle`), and it starts again.
+    Bursts {
         from: f64,
         per_s: f64,
         ceiling: f64,
+        runs_for: f64,
+        pause_for: f64,
+        idle: f64,
     },
 }
 
@@ -53,11 +58,33 @@ impl Target {
     pub fn at(self, t: f64) -> f64 {
         match self {
             Target::Steady(c) => c,
-            Target::Climb {
+            Target::Bursts {
                 from,
                 per_s,
                 ceiling,
-            } => (from + per_s * t).min(ceiling),
+                runs_for,
+                pause_for,
+                idle,
+            } => {
+                let within = t % (runs_for + pause_for);
+                if within < runs_for {
+                    (from + per_s * within).min(ceiling)
+                } else {
+                    idle
+                }
+            }
+        }
+    }
+
+    /// Whether the GPU's job is pausing between bursts at `t` (it then does no work).
+    pub fn paused(self, t: f64) -> bool {
+        match self {
+            Target::Steady(_) => false,
+            Target::Bursts {
+                runs_for,
+                pause_for,
+                ..
+            } => t % (runs_for + pause_for) >= runs_for,
         }
     }
 }
@@ -312,7 +339,8 @@ pub(super) static ROLES: [RoleSpec; 8] = [
         orphan_gib: 0.0,
         jobs: &[FINETUNE],
     },
-    // Climbs a quarter degree a second from 84 °C until it sits just above 90 °C.
+    // Climbs a quarter degree a second from 84 °C until it sits just above 90 °C; after four
+    // minutes the benchmark pauses for one and the GPU cools (so its alert also resolves).
     RoleSpec {
         role: Role::Overheating,
         user_slot: 2,
@@ -326,10 +354,13 @@ pub(super) static ROLES: [RoleSpec; 8] = [
         },
         fan: 100.0,
         start_temp: 84.0,
-        temp: Target::Climb {
+        temp: Target::Bursts {
             from: 84.0,
             per_s: 0.25,
             ceiling: 92.0,
+            runs_for: 240.0,
+            pause_for: 60.0,
+            idle: 60.0,
         },
         orphan_gib: 0.0,
         jobs: &[BENCH],

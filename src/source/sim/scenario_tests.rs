@@ -41,3 +41,14 @@ fn the_oom_job_dies_short_of_full_and_restarts() {
         .fold(0.0, f64::max);
     assert!(peak + DRIVER_RESERVED_GIB <= VRAM_TOTAL_GIB * 0.99);
 }
+
+#[test]
+fn the_hot_gpu_runs_in_bursts_and_cools_between_them() {
+    let hot = ROLES.iter().find(|r| r.role == Role::Overheating).unwrap();
+    assert_eq!(hot.temp.at(0.0), 84.0);
+    assert_eq!(hot.temp.at(100.0), 92.0);
+    assert!(!hot.temp.paused(239.0));
+    assert!(hot.temp.paused(240.0) && hot.temp.at(250.0) < 80.0);
+    assert_eq!(hot.temp.at(300.0), 84.0, "the next burst");
+    assert!(!hot.temp.paused(300.0));
+}

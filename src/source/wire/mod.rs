@@ -26,7 +26,7 @@ pub use gpu::{
     throttle_reasons_from_names,
 };
 pub use process::{ContextDoc, Proc, ProcType};
-pub use warning::{Severity, SubjectKind, Warning, WarningKind};
+pub use warning::{KIND_NAMES, Severity, SubjectKind, Warning, WarningKind};
 
 use crate::source::{HostInfo, HostStatus, Sample};
 

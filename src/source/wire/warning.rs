@@ -128,6 +128,18 @@ impl WarningKind {
     }
 }
 
+/// Every `WarningKind::name`, for settings that name kinds (`--alert-on`); a test keeps
+/// the two in step.
+pub const KIND_NAMES: &[&str] = &[
+    "oom_risk",
+    "overheating",
+    "lost",
+    "idle_holder",
+    "host_down",
+    "stale_vram",
+    "pile_up",
+];
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Warning {
     pub subject: SubjectKind,
@@ -178,6 +190,11 @@ mod tests {
         for k in kinds {
             let v = serde_json::to_value(&k).unwrap();
             assert_eq!(v["kind"], k.name(), "{v}");
+            assert!(
+                KIND_NAMES.contains(&k.name()),
+                "{} missing from KIND_NAMES",
+                k.name()
+            );
         }
     }
 

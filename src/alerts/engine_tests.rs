@@ -1,0 +1,159 @@
+//! The alert state machine on scripted warnings and an injected clock (no sleeping).
+
+use super::*;
+use crate::alerts::limit::MAX_PER_WINDOW;
+use crate::alerts::rules::KindRule;
+use crate::model::warnings::{Subject, WarningKind};
+use crate::source::GpuId;
+use crate::units::Celsius;
+
+fn t(secs: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + secs)
+}
+
+fn on(gpu: u32, kind: &'static str, severity: Severity) -> Observed {
+    Observed {
+        warning: Warning {
+            severity,
+            subject: Subject::Gpu {
+                id: GpuId(format!("GPU-{gpu}")),
+                index: gpu,
+                host: None,
+            },
+            kind: WarningKind::Overheating {
+                temperature: Celsius(91),
+                held_for: Duration::ZERO,
+                critical_at: Celsius(90),
+                slowdown: None,
+            },
+        },
+        kind,
+        host: "h".into(),
+        message: format!("GPU {gpu} hot"),
+        owners: vec![("carol".into(), Bytes::from_gib(52.3))],
+    }
+}
+
+fn hot(gpu: u32) -> Observed {
+    on(gpu, "overheating", Severity::Critical)
+}
+
+/// (status, GPU index, repeat) of each alert; held-back summaries as ("held", total).
+fn said(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e {
+            Event::Alert(a) => format!(
+                "{} {} {}{}",
+                a.status.name(),
+                a.facts.kind,
+                a.facts.warning.gpu_index().unwrap_or(99),
+                if a.repeat { " again" } else { "" }
+            ),
+            Event::HeldBack(h) => format!("held {}", h.total()),
+        })
+        .collect()
+}
+
+#[test]
+fn a_critical_warning_fires_once_and_resolves_once() {
+    let mut e = Engine::new(Rules::default());
+    assert_eq!(said(&e.step(t(0), &[hot(3)])), ["firing overheating 3"]);
+    for s in 1..100 {
+        assert!(e.step(t(s), &[hot(3)]).is_empty(), "sent again at {s}");
+    }
+    let out = e.step(t(100), &[]);
+    assert_eq!(said(&out), ["resolved overheating 3"]);
+    let Event::Alert(a) = &out[0] else { panic!() };
+    assert_eq!((a.started, a.at), (t(0), t(100)));
+    assert_eq!(a.facts.owners[0].0, "carol", "the facts last seen");
+    assert!(e.step(t(101), &[]).is_empty());
+}
+
+#[test]
+fn a_warning_must_hold_for_its_time_and_a_short_one_never_fires() {
+    let idle = |gpu| on(gpu, "idle_holder", Severity::Warning);
+    let mut e = Engine::new(Rules::default());
+    assert!(e.step(t(0), &[idle(4)]).is_empty());
+    assert!(e.step(t(59), &[idle(4)]).is_empty());
+    // Cleared before its minute: no alert and no resolved.
+    assert!(e.step(t(60), &[]).is_empty());
+    assert!(e.step(t(61), &[idle(4)]).is_empty());
+    assert_eq!(said(&e.step(t(121), &[idle(4)])), ["firing idle_holder 4"]);
+    // Warnings of kinds that go out only when critical are not tracked at all.
+    let warm = on(3, "overheating", Severity::Warning);
+    assert!(e.step(t(500), &[idle(4), warm]).is_empty());
+}
+
+#[test]
+fn it_repeats_while_it_holds_and_says_at_once_when_it_gets_worse() {
+    let mut rules = Rules {
+        repeat: Duration::from_secs(3600),
+        ..Rules::default()
+    };
+    rules.kinds.insert(
+        "oom_risk".into(),
+        KindRule {
+            min: Some(Some(Severity::Warning)),
+            hold: Some(Duration::ZERO),
+            repeat: None,
+        },
+    );
+    let mut e = Engine::new(rules);
+    let oom = |s| on(2, "oom_risk", s);
+    assert_eq!(
+        said(&e.step(t(0), &[oom(Severity::Warning)])),
+        ["firing oom_risk 2"]
+    );
+    assert_eq!(
+        said(&e.step(t(10), &[oom(Severity::Critical)])),
+        ["firing oom_risk 2 again"]
+    );
+    assert!(
+        e.step(t(20), &[oom(Severity::Warning)]).is_empty(),
+        "better is no news"
+    );
+    assert!(e.step(t(3609), &[oom(Severity::Warning)]).is_empty());
+    assert_eq!(
+        said(&e.step(t(3610), &[oom(Severity::Warning)])),
+        ["firing oom_risk 2 again"]
+    );
+}
+
+#[test]
+fn one_alert_per_host_kind_and_gpu() {
+    let mut e = Engine::new(Rules::default());
+    let mut other_host = hot(3);
+    other_host.host = "h2".into();
+    let lost = on(3, "lost", Severity::Critical);
+    let out = e.step(t(0), &[hot(3), hot(3), other_host, lost, hot(5)]);
+    assert_eq!(
+        said(&out),
+        [
+            "firing lost 3",
+            "firing overheating 3",
+            "firing overheating 5",
+            "firing overheating 3"
+        ]
+    );
+}
+
+#[test]
+fn the_rate_limit_holds_back_and_then_sums_up() {
+    let mut e = Engine::new(Rules::default());
+    let many: Vec<Observed> = (0..30).map(hot).collect();
+    let out = e.step(t(0), &many);
+    assert_eq!(out.len(), MAX_PER_WINDOW);
+    // Nothing new, no room yet: nothing said.
+    assert!(e.step(t(30), &many).is_empty());
+    // All clear within the minute: all 30 resolved are held back as well (the 10 whose
+    // firing was held back count as fired: they must not fire late).
+    assert!(e.step(t(59), &[]).is_empty());
+    let out = e.step(t(60), &[]);
+    assert_eq!(said(&out), ["held 40"]);
+    let Event::HeldBack(h) = &out[0] else {
+        panic!()
+    };
+    assert_eq!(h.counts[&("overheating", Status::Firing)], 10);
+    assert_eq!(h.counts[&("overheating", Status::Resolved)], 30);
+}

@@ -1,0 +1,106 @@
+//! Alerts that leave the terminal: the warnings the model raises, turned by a pure state
+//! machine (`engine`, `rules`, `limit`) into firing and resolved messages, rendered
+//! (`payload`) and delivered off the sampler's path (`queue`) to webhooks or a command
+//! (`sinks`); the TUI adds the terminal bell. `Alerting` ties them together for `serve` and
+//! the TUI: each loop calls `on_sample` after `update` and `on_delivery` with each result.
+//! Never draws, never waits on a sink.
+
+pub mod engine;
+pub mod limit;
+pub mod payload;
+pub mod queue;
+pub mod rules;
+pub mod sinks;
+pub mod test;
+
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::model::Model;
+use crate::model::owners::owners;
+use crate::model::warnings::{Severity, Subject};
+use engine::{Engine, Event, Observed, Status};
+use queue::{Delivery, DeliveryLog, Dispatcher};
+use rules::Rules;
+use sinks::Sink;
+
+/// What `config` resolves for alerts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AlertSettings {
+    pub sinks: Vec<Sink>,
+    pub rules: Rules,
+    /// The TUI rings the terminal bell on a new critical alert (`--no-bell` turns it off).
+    pub bell: bool,
+}
+
+/// The engine, the delivery threads and their log, for one running mode.
+pub struct Alerting {
+    /// Nothing listens (no sink, no bell): the engine is not run at all.
+    idle: bool,
+    engine: Engine,
+    dispatcher: Dispatcher,
+    pub log: DeliveryLog,
+}
+
+impl Alerting {
+    /// Starts the sinks' threads; their results arrive on the receiver. `bell`: the caller
+    /// rings the bell on what `on_sample` returns.
+    pub fn start(settings: &AlertSettings, bell: bool) -> (Alerting, UnboundedReceiver<Delivery>) {
+        let (dispatcher, results) = Dispatcher::start(settings.sinks.clone());
+        let alerting = Alerting {
+            idle: settings.sinks.is_empty() && !bell,
+            engine: Engine::new(settings.rules.clone()),
+            dispatcher,
+            log: DeliveryLog::default(),
+        };
+        (alerting, results)
+    }
+
+    /// Steps the engine on the model's latest sample and queues what it says; returns the
+    /// events too (the TUI rings the bell on some). Nothing before the first sample.
+    pub fn on_sample(&mut self, model: &Model) -> Vec<Event> {
+        let Some(now) = model.now().filter(|_| !self.idle) else {
+            return Vec::new();
+        };
+        let events = self.engine.step(now, &observe(model));
+        self.dispatcher.send(&events);
+        events
+    }
+
+    /// Records one delivery result; a line to say when a sink starts failing or recovers.
+    pub fn on_delivery(&mut self, d: &Delivery) -> Option<String> {
+        self.log.record(d)
+    }
+}
+
+/// Whether an event is news worth the terminal bell: a critical alert firing for the first time.
+pub fn rings_bell(event: &Event) -> bool {
+    matches!(event, Event::Alert(a)
+        if a.status == Status::Firing && !a.repeat && a.facts.warning.severity == Severity::Critical)
+}
+
+/// The model's warnings with their words, kind name, host and the GPU's owners.
+pub fn observe(model: &Model) -> Vec<Observed> {
+    model
+        .warnings()
+        .iter()
+        .map(|w| {
+            let host = match &w.subject {
+                Subject::Gpu { host: Some(h), .. } => h.clone(),
+                Subject::Gpu { host: None, .. } => model.host().hostname.clone(),
+                Subject::Host { name } => name.clone(),
+            };
+            let holders = w
+                .gpu()
+                .and_then(|id| model.gpus().iter().find(|g| &g.id == id))
+                .map(|g| owners(model, g).to_vec())
+                .unwrap_or_default();
+            Observed {
+                kind: crate::headless::warning_doc(w, None).kind.name(),
+                message: crate::ui::text::warning_line(w),
+                host,
+                owners: holders,
+                warning: w.clone(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,268 @@
+//! What an alert says, in the shapes the sinks send: the generic JSON document (kind,
+//! severity, host, GPU, the warning's numbers in base units as the snapshot document has
+//! them, owners, the sentence, firing/resolved, start time), Slack's and Discord's webhook
+//! bodies, and the `GPUWATCH_ALERT_*` variables the command sink sets. Pure formatting.
+
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use super::engine::{Alert, Event, HeldBack};
+use crate::model::warnings::Severity;
+use crate::ui::format::bytes_short;
+
+/// `--alert-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Json,
+    Slack,
+    Discord,
+}
+
+pub const FORMAT_NAMES: [&str; 3] = ["json", "slack", "discord"];
+
+impl Format {
+    pub fn from_name(name: &str) -> Result<Format, String> {
+        match name.trim() {
+            "json" => Ok(Format::Json),
+            "slack" => Ok(Format::Slack),
+            "discord" => Ok(Format::Discord),
+            _ => Err("unknown alert format; use json, slack or discord".into()),
+        }
+    }
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Warning => "warning",
+        Severity::Critical => "critical",
+    }
+}
+
+/// The generic JSON document of one event.
+pub fn json(event: &Event) -> Value {
+    match event {
+        Event::Alert(a) => alert_json(a),
+        Event::HeldBack(h) => held_json(h),
+    }
+}
+
+fn alert_json(a: &Alert) -> Value {
+    let f = &a.facts;
+    let warning = crate::headless::warning_doc(&f.warning, Some(f.message.clone()));
+    let owners: Vec<Value> = f
+        .owners
+        .iter()
+        .map(|(name, vram)| json!({"name": name, "gpu_memory": vram.0}))
+        .collect();
+    json!({
+        "source": "gpuwatch",
+        "status": a.status.name(),
+        "kind": f.kind,
+        "severity": severity_name(f.warning.severity),
+        "host": f.host,
+        "gpu_index": f.warning.gpu_index(),
+        "gpu_uuid": f.warning.gpu().map(|g| g.0.clone()),
+        "message": f.message,
+        "owners": owners,
+        "started": rfc3339(a.started),
+        "at": rfc3339(a.at),
+        "repeat": a.repeat,
+        "test": a.test,
+        "warning": warning,
+    })
+}
+
+fn held_json(h: &HeldBack) -> Value {
+    let held: Vec<Value> = h
+        .counts
+        .iter()
+        .map(|((kind, status), n)| json!({"kind": kind, "status": status.name(), "count": n}))
+        .collect();
+    json!({
+        "source": "gpuwatch",
+        "status": "held_back",
+        "count": h.total(),
+        "held": held,
+        "message": text(&Event::HeldBack(h.clone())),
+        "at": rfc3339(h.at),
+    })
+}
+
+/// The one-line text for chat services and the status line.
+pub fn text(event: &Event) -> String {
+    match event {
+        Event::Alert(a) => {
+            let f = &a.facts;
+            let tag = match (a.test, a.status) {
+                (true, _) => "TEST".to_string(),
+                (false, s) => s.name().to_uppercase(),
+            };
+            let mut s = format!(
+                "[{tag}] {} {} on {}: {}",
+                severity_name(f.warning.severity),
+                f.kind,
+                f.host,
+                f.message
+            );
+            if !f.owners.is_empty() {
+                s += &format!(" — held by {}", owners_text(&f.owners));
+            }
+            s + &format!(" (since {})", rfc3339(a.started))
+        }
+        Event::HeldBack(h) => {
+            let parts: Vec<String> = h
+                .counts
+                .iter()
+                .map(|((kind, status), n)| format!("{n} {kind} {}", status.name()))
+                .collect();
+            format!(
+                "[HELD BACK] {} alert(s) not sent in the last minute (rate limit): {}",
+                h.total(),
+                parts.join(", ")
+            )
+        }
+    }
+}
+
+fn owners_text(owners: &[(String, crate::units::Bytes)]) -> String {
+    let who: Vec<String> = owners
+        .iter()
+        .map(|(name, vram)| format!("{name} {}", bytes_short(*vram)))
+        .collect();
+    who.join(", ")
+}
+
+/// The body a webhook in `format` is sent.
+pub fn body(event: &Event, format: Format) -> Value {
+    match format {
+        Format::Json => json(event),
+        // Slack's incoming webhooks take `text`; Discord's take `content` (at most 2000
+        // characters).
+        Format::Slack => json!({ "text": text(event) }),
+        Format::Discord => json!({ "content": text(event).chars().take(2000).collect::<String>() }),
+    }
+}
+
+/// The facts as `GPUWATCH_ALERT_*` variables for the command sink (empty where unknown).
+pub fn env_vars(event: &Event) -> Vec<(&'static str, String)> {
+    let mut vars = vec![("GPUWATCH_ALERT_MESSAGE", text(event))];
+    match event {
+        Event::Alert(a) => {
+            let f = &a.facts;
+            vars.extend([
+                ("GPUWATCH_ALERT_STATUS", a.status.name().to_string()),
+                ("GPUWATCH_ALERT_KIND", f.kind.to_string()),
+                (
+                    "GPUWATCH_ALERT_SEVERITY",
+                    severity_name(f.warning.severity).into(),
+                ),
+                ("GPUWATCH_ALERT_HOST", f.host.clone()),
+                (
+                    "GPUWATCH_ALERT_GPU",
+                    f.warning
+                        .gpu_index()
+                        .map(|i| i.to_string())
+                        .unwrap_or_default(),
+                ),
+                (
+                    "GPUWATCH_ALERT_GPU_UUID",
+                    f.warning.gpu().map(|g| g.0.clone()).unwrap_or_default(),
+                ),
+                ("GPUWATCH_ALERT_OWNERS", owners_text(&f.owners)),
+                ("GPUWATCH_ALERT_STARTED", rfc3339(a.started)),
+                ("GPUWATCH_ALERT_TEST", u8::from(a.test).to_string()),
+            ]);
+        }
+        Event::HeldBack(_) => vars.push(("GPUWATCH_ALERT_STATUS", "held_back".into())),
+    }
+    vars
+}
+
+/// The names `env_vars` sets, so a gpuwatch started by the command accepts them.
+pub const ENV_NAMES: [&str; 10] = [
+    "GPUWATCH_ALERT_MESSAGE",
+    "GPUWATCH_ALERT_STATUS",
+    "GPUWATCH_ALERT_KIND",
+    "GPUWATCH_ALERT_SEVERITY",
+    "GPUWATCH_ALERT_HOST",
+    "GPUWATCH_ALERT_GPU",
+    "GPUWATCH_ALERT_GPU_UUID",
+    "GPUWATCH_ALERT_OWNERS",
+    "GPUWATCH_ALERT_STARTED",
+    "GPUWATCH_ALERT_TEST",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alerts::engine::{Observed, Status};
+    use crate::model::warnings::{Subject, Warning, WarningKind};
+    use crate::source::GpuId;
+    use crate::units::{Bytes, Celsius};
+    use std::time::Duration;
+
+    fn firing() -> Event {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+        Event::Alert(Box::new(Alert {
+            status: Status::Firing,
+            facts: Observed {
+                warning: Warning {
+                    severity: Severity::Critical,
+                    subject: Subject::Gpu {
+                        id: GpuId("GPU-3".into()),
+                        index: 3,
+                        host: None,
+                    },
+                    kind: WarningKind::Overheating {
+                        temperature: Celsius(92),
+                        held_for: Duration::from_secs(31),
+                        critical_at: Celsius(90),
+                        slowdown: None,
+                    },
+                },
+                kind: "overheating",
+                host: "gpu1".into(),
+                message: "GPU 3 92°C for 31s — overheating (critical at 90°C)".into(),
+                owners: vec![("carol".into(), Bytes::from_gib(52.3))],
+            },
+            started: at,
+            at: at + Duration::from_secs(1),
+            repeat: false,
+            test: false,
+        }))
+    }
+
+    #[test]
+    fn the_json_document_has_the_facts_and_the_numbers() {
+        let v = json(&firing());
+        assert_eq!(v["status"], "firing");
+        assert_eq!(v["kind"], "overheating");
+        assert_eq!(v["severity"], "critical");
+        assert_eq!(v["host"], "gpu1");
+        assert_eq!(v["gpu_index"], 3);
+        assert_eq!(v["gpu_uuid"], "GPU-3");
+        assert_eq!(v["owners"][0]["name"], "carol");
+        assert_eq!(v["started"], "2026-01-05T09:00:00Z");
+        assert_eq!(v["warning"]["temperature"], 92);
+        assert_eq!(v["warning"]["held_for"], 31.0);
+    }
+
+    #[test]
+    fn chat_shapes_carry_the_sentence() {
+        let want = "[FIRING] critical overheating on gpu1: GPU 3 92°C for 31s — overheating \
+                    (critical at 90°C) — held by carol 52.3G (since 2026-01-05T09:00:00Z)";
+        assert_eq!(body(&firing(), Format::Slack), json!({"text": want}));
+        assert_eq!(body(&firing(), Format::Discord), json!({"content": want}));
+        let vars = env_vars(&firing());
+        let get = |k| vars.iter().find(|(n, _)| *n == k).unwrap().1.clone();
+        assert_eq!(get("GPUWATCH_ALERT_GPU"), "3");
+        assert_eq!(get("GPUWATCH_ALERT_OWNERS"), "carol 52.3G");
+        assert!(vars.iter().all(|(n, _)| ENV_NAMES.contains(n)));
+    }
+}

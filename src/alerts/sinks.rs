@@ -1,0 +1,172 @@
+//! Where alerts go: a webhook (HTTP POST of the payload, 5 s timeout, retried with
+//! backoff) or a command (`sh -c`, the facts in `GPUWATCH_ALERT_*`, the JSON on stdin,
+//! killed after 5 s). Each delivery blocks, so `queue` runs each sink on its own thread. A
+//! webhook URL is only ever shown redacted (`shown`): its path or user part is often the secret.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::engine::Event;
+use super::payload::{self, Format};
+
+/// Whether webhooks may be `https://` (the `tls` feature builds ureq with rustls).
+pub const TLS: bool = cfg!(feature = "tls");
+
+/// How long one attempt may take.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+/// Waits between webhook attempts (so three attempts in all).
+pub const BACKOFF: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(3)];
+
+/// One configured sink.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sink {
+    Webhook { url: String, format: Format },
+    Command { command: String },
+}
+
+impl Sink {
+    /// The `sink` label of `gpuwatch_alerts_sent_total`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Sink::Webhook { .. } => "webhook",
+            Sink::Command { .. } => "command",
+        }
+    }
+
+    /// How messages name this sink: never a webhook's full URL.
+    pub fn shown(&self) -> String {
+        match self {
+            Sink::Webhook { url, .. } => format!("webhook {}", redact(url)),
+            Sink::Command { command } => format!("command {command:?}"),
+        }
+    }
+
+    /// Delivers one event, retrying a webhook with backoff; what the other side answered.
+    pub fn deliver(&self, event: &Event) -> Result<String, String> {
+        match self {
+            Sink::Webhook { url, format } => {
+                let body = payload::body(event, *format).to_string();
+                let mut result = post(url, &body);
+                for wait in BACKOFF {
+                    if result.is_ok() {
+                        break;
+                    }
+                    std::thread::sleep(wait);
+                    result = post(url, &body);
+                }
+                result
+            }
+            Sink::Command { command } => run_command(command, event),
+        }
+    }
+
+    /// One attempt only (`gpuwatch alert test` says at once what each sink answered).
+    pub fn deliver_once(&self, event: &Event) -> Result<String, String> {
+        match self {
+            Sink::Webhook { url, format } => post(url, &payload::body(event, *format).to_string()),
+            Sink::Command { command } => run_command(command, event),
+        }
+    }
+}
+
+/// `scheme://host[:port]/…`: no user, password, path or query, where tokens live.
+pub fn redact(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let elided = rest.len() > authority.len() || authority.contains('@');
+    let tail = if elided { "/…" } else { "" };
+    if scheme.is_empty() {
+        format!("{host}{tail}")
+    } else {
+        format!("{scheme}://{host}{tail}")
+    }
+}
+
+fn post(url: &str, body: &str) -> Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(true)
+        .timeout_global(Some(TIMEOUT))
+        .build()
+        .into();
+    match agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header(
+            "User-Agent",
+            concat!("gpuwatch/", env!("CARGO_PKG_VERSION")),
+        )
+        .send(body)
+    {
+        Ok(response) => Ok(format!("HTTP {}", response.status().as_u16())),
+        Err(ureq::Error::StatusCode(code)) => Err(format!("HTTP {code}")),
+        Err(ureq::Error::Timeout(_)) => Err(format!("no answer within {TIMEOUT:?}")),
+        Err(ureq::Error::Io(e)) => Err(e.to_string()),
+        // ureq's other errors may quote the URL; say what kind of failure it was instead.
+        Err(e) => Err(scrub(&e.to_string(), url)),
+    }
+}
+
+/// `text` with every copy of `url` replaced by its redacted form.
+fn scrub(text: &str, url: &str) -> String {
+    text.replace(url, &redact(url))
+}
+
+/// Runs `sh -c command` with the facts in its environment and the JSON on stdin.
+fn run_command(command: &str, event: &Event) -> Result<String, String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .envs(payload::env_vars(event))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start sh: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its stdin is fine: ignore a broken pipe.
+        let _ = stdin.write_all(payload::json(event).to_string().as_bytes());
+    }
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok("exit 0".into()),
+            Ok(Some(status)) => {
+                return Err(match status.code() {
+                    Some(code) => format!("exit {code}"),
+                    None => "killed by a signal".into(),
+                });
+            }
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("still running after {TIMEOUT:?}; killed"));
+            }
+            // Polling a child is the portable way to wait with a timeout in std.
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_secrets() {
+        assert_eq!(
+            redact("https://hooks.slack.com/services/T000/B000/XXXXSECRET"),
+            "https://hooks.slack.com/…"
+        );
+        assert_eq!(
+            redact("http://bob:hunter2@10.0.0.1:8080"),
+            "http://10.0.0.1:8080/…"
+        );
+        assert_eq!(redact("http://127.0.0.1:9000"), "http://127.0.0.1:9000");
+        assert_eq!(redact("http://h/?token=abc"), "http://h/…");
+        let s = scrub("bad url http://h/secret/x here", "http://h/secret/x");
+        assert_eq!(s, "bad url http://h/… here");
+    }
+}

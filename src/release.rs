@@ -1,0 +1,141 @@
+//! `gpuwatch wait --released PID` / `--gpu N --free`: the seed's "confirm VRAM is released
+//! before handing over", as a command a script can run. Each sample goes through
+//! `state::update` (so holders are the monitor's); the wait ends when the process holds
+//! nothing on any GPU, or the GPU has no process and no memory held by no process. Prints
+//! nothing itself: the caller says the outcome; tests drive it with a channel and paused time.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::mpsc::Receiver;
+
+use crate::model::Model;
+use crate::model::owners::unattributed;
+use crate::sampler::SamplerEvent;
+use crate::select::GpuSelector;
+use crate::state::{Msg, State, update};
+use crate::text_safe::escape;
+use crate::ui::format::bytes_short;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// This host PID holds no VRAM (no context) on any GPU.
+    Released(u32),
+    /// Nothing holds memory on this GPU.
+    Free(GpuSelector),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub target: Target,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Released or free (exit 0).
+    Done(String),
+    /// Gave up after the timeout: what still holds memory (exit 1).
+    TimedOut(String),
+    /// The GPU named is not here, or the sampler stopped (exit 1).
+    Failed(String),
+    /// A signal ended the wait (exit 128 + n).
+    Stopped(u8),
+}
+
+/// Waits over the samples from `rx`; `stop` resolves to a signal number.
+pub async fn run(
+    rx: &mut Receiver<SamplerEvent>,
+    mut state: State,
+    req: &Request,
+    stop: impl Future<Output = u8>,
+) -> Outcome {
+    let give_up = async {
+        match req.timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stop, give_up);
+    let mut holding = String::from("no sample was read");
+    loop {
+        let event = tokio::select! {
+            signal = &mut stop => return Outcome::Stopped(signal),
+            () = &mut give_up => {
+                let after = humantime::format_duration(req.timeout.unwrap_or_default());
+                return Outcome::TimedOut(format!("gave up after {after}: {holding}"));
+            }
+            event = rx.recv() => event,
+        };
+        match event {
+            Some(SamplerEvent::Sample(sample)) => {
+                update(&mut state, Msg::Sample(sample));
+                match still_held(&state.model, &req.target) {
+                    Ok(None) => return Outcome::Done(done_line(&req.target)),
+                    Ok(Some(what)) => holding = what,
+                    Err(why) => return Outcome::Failed(why),
+                }
+            }
+            Some(SamplerEvent::Failed(why)) => holding = format!("reading GPUs failed: {why}"),
+            Some(SamplerEvent::Stalled(for_)) => {
+                holding = format!(
+                    "GPU source not answering for {}",
+                    humantime::format_duration(Duration::from_secs(for_.as_secs()))
+                );
+            }
+            Some(SamplerEvent::Notice(text)) => eprintln!("gpuwatch: {}", escape(&text)),
+            None => return Outcome::Failed("the sampler stopped".into()),
+        }
+    }
+}
+
+fn done_line(target: &Target) -> String {
+    match target {
+        Target::Released(pid) => format!("PID {pid} holds no GPU memory"),
+        Target::Free(gpu) => format!("GPU {} is free", gpu_name(gpu)),
+    }
+}
+
+fn gpu_name(gpu: &GpuSelector) -> String {
+    match gpu {
+        GpuSelector::Index(i) => i.to_string(),
+        GpuSelector::Uuid(u) => u.clone(),
+    }
+}
+
+/// What still holds memory, `None` when nothing does; an error when the GPU is not here.
+pub fn still_held(model: &Model, target: &Target) -> Result<Option<String>, String> {
+    let rows = &model.procs().all;
+    match target {
+        Target::Released(pid) => {
+            let held: Vec<String> = rows
+                .iter()
+                .filter(|r| r.key.pid == *pid)
+                .map(|r| format!("{} on GPU {}", vram(r.vram), r.gpu_index))
+                .collect();
+            Ok((!held.is_empty()).then(|| format!("PID {pid} still holds {}", held.join(", "))))
+        }
+        Target::Free(selector) => {
+            let Some(gpu) = model.gpus().iter().find(|g| selector.matches(g)) else {
+                return Err(format!("no GPU {} here", gpu_name(selector)));
+            };
+            let mut held: Vec<String> = rows
+                .iter()
+                .filter(|r| r.key.gpu == gpu.id)
+                .map(|r| {
+                    let who = r.user.clone().unwrap_or_else(|| "unknown user".into());
+                    format!("PID {} ({who}) {}", r.key.pid, vram(r.vram))
+                })
+                .collect();
+            if let Some(rest) = unattributed(model, gpu) {
+                held.push(format!("{} held by no process", bytes_short(rest)));
+            }
+            Ok((!held.is_empty())
+                .then(|| format!("GPU {} still held: {}", gpu.index, held.join(", "))))
+        }
+    }
+}
+
+fn vram(b: Option<crate::units::Bytes>) -> String {
+    b.map_or_else(|| "an unknown amount".into(), bytes_short)
+}

@@ -1,0 +1,70 @@
+//! The exporter's alerts: runs `alerts::Alerting` on every sample and renders its delivery
+//! counts as `gpuwatch_alerts_sent_total{sink,result}`. Only when a sink is configured do
+//! the counters appear (a zero for each sink's `ok` and `failed` from the start).
+
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::text::{Exposition, Family, Kind};
+use crate::alerts::queue::Delivery;
+use crate::alerts::{AlertSettings, Alerting};
+use crate::state::State;
+
+const SENT: Family = Family {
+    name: "gpuwatch_alerts_sent_total",
+    kind: Kind::Counter,
+    help: "Alert messages by sink and result (ok, failed after retries, dropped when its queue was full).",
+};
+
+pub struct Alerts {
+    alerting: Alerting,
+    results: UnboundedReceiver<Delivery>,
+    labels: Vec<&'static str>,
+}
+
+impl Alerts {
+    pub fn start(settings: &AlertSettings) -> Alerts {
+        let (alerting, results) = Alerting::start(settings, false);
+        let mut labels: Vec<&'static str> = settings.sinks.iter().map(|s| s.label()).collect();
+        labels.dedup();
+        Alerts {
+            alerting,
+            results,
+            labels,
+        }
+    }
+
+    pub fn on_sample(&mut self, state: &State) {
+        self.alerting.on_sample(&state.model);
+    }
+
+    /// The next delivery result that is worth a line on stderr (waits for one).
+    pub async fn delivered(&mut self) -> Option<String> {
+        loop {
+            let d = self.results.recv().await?;
+            if let Some(line) = self.alerting.on_delivery(&d) {
+                return Some(line);
+            }
+        }
+    }
+
+    /// The counter family, empty when no sink is configured.
+    pub fn metrics(&self) -> String {
+        let mut counts = self.alerting.log.counts.clone();
+        for label in &self.labels {
+            for result in ["ok", "failed"] {
+                counts.entry((label, result)).or_default();
+            }
+        }
+        let mut e = Exposition::new();
+        e.family(
+            SENT,
+            counts.into_iter().map(|((sink, result), n)| {
+                (
+                    vec![("sink", sink.to_string()), ("result", result.to_string())],
+                    n as f64,
+                )
+            }),
+        );
+        e.finish()
+    }
+}

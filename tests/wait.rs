@@ -1,0 +1,138 @@
+//! `gpuwatch wait` through the binary on the fake NVML library (issue 12, "Job done,
+//! memory released"): a real child process holds VRAM in the scenario until it frees it;
+//! `--released PID` and `--gpu N --free` return 0 once it has, and `--timeout` exits 1
+//! naming what still holds memory.
+
+mod common;
+
+use std::process::{Child, Command as StdCommand};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+const GIB: u64 = 1 << 30;
+
+/// The fake's two GPUs, the T4 (GPU 1) held by `pid` with 3 GiB until `until_tick` (never
+/// when `None`).
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+impl Fake {
+    fn new(pid: u32, until_tick: Option<u64>) -> Self {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/nvml/two_gpus.json"
+        );
+        let mut s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let held = 3 * GIB;
+        let mut process = json!({"pid": pid, "used_memory": held});
+        match until_tick {
+            Some(tick) => {
+                let mut used = vec![held; tick as usize];
+                used.push(0);
+                s["gpus"][1]["fields"]["memory_used"] = json!(used);
+                process["until_tick"] = json!(tick);
+            }
+            None => s["gpus"][1]["fields"]["memory_used"] = json!(held),
+        }
+        s["gpus"][1]["processes"] = json!([process]);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("scenario.json"), s.to_string()).unwrap();
+        Fake { dir }
+    }
+
+    fn wait(&self, args: &[&str]) -> Command {
+        let mut cmd = common::clean_command();
+        cmd.env(
+            "GPUWATCH_FAKE_NVML_SCENARIO",
+            self.dir.path().join("scenario.json"),
+        )
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["wait", "--interval", "100ms"])
+        .args(args)
+        .timeout(Duration::from_secs(60));
+        cmd
+    }
+}
+
+/// A real process for the scenario's PID (so /proc knows its user and command).
+struct Job(Child);
+
+impl Job {
+    fn start() -> Job {
+        Job(StdCommand::new("sleep").arg("60").spawn().unwrap())
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn released_returns_once_the_process_freed_its_memory() {
+    let job = Job::start();
+    let pid = job.0.id();
+    let fake = Fake::new(pid, Some(5));
+    fake.wait(&["--released", &pid.to_string(), "--timeout", "50s"])
+        .assert()
+        .success()
+        .stderr(format!("gpuwatch wait: PID {pid} holds no GPU memory\n"));
+    fake.wait(&["--gpu", "1", "--free", "--timeout", "50s"])
+        .assert()
+        .success()
+        .stderr("gpuwatch wait: GPU 1 is free\n");
+}
+
+#[test]
+fn a_timeout_exits_1_naming_what_still_holds_memory() {
+    let job = Job::start();
+    let pid = job.0.id();
+    let fake = Fake::new(pid, None);
+    fake.wait(&["--released", &pid.to_string(), "--timeout", "1s"])
+        .assert()
+        .code(1)
+        .stderr(format!(
+            "gpuwatch wait: gave up after 1s: PID {pid} still holds 3.0G on GPU 1\n"
+        ));
+    let out = fake
+        .wait(&["--gpu", "1", "--free", "--timeout", "1s"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.starts_with(&format!(
+            "gpuwatch wait: gave up after 1s: GPU 1 still held: PID {pid} ("
+        )),
+        "{stderr}"
+    );
+    // GPU 0 has 10 GiB in use and no process listed.
+    let out = fake
+        .wait(&["--gpu", "0", "--free", "--timeout", "1s"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.ends_with(" held by no process\n"), "{stderr}");
+}
+
+#[test]
+fn wait_needs_a_target() {
+    let fake = Fake::new(1, None);
+    fake.wait(&[])
+        .assert()
+        .code(2)
+        .stderr("gpuwatch: gpuwatch wait: needs either --released PID or --gpu N --free\n");
+    fake.wait(&["--gpu", "0"])
+        .assert()
+        .code(2)
+        .stderr("gpuwatch: --gpu: needs --free (wait until nothing holds it) (got \"0\")\n");
+    fake.wait(&["--gpu", "7", "--free"])
+        .assert()
+        .code(1)
+        .stderr("gpuwatch wait: no GPU 7 here\n");
+}
