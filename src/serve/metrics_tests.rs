@@ -105,6 +105,7 @@ fn render_all(state: &State) -> String {
         MetricOptions {
             dcgm_compat: true,
             process_metrics: true,
+            ..Default::default()
         },
     )
 }
