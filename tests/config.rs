@@ -547,7 +547,11 @@ fn the_new_serve_settings_flag_beats_env_beats_file_and_node_name_is_the_hostnam
     assert_eq!(s.limits.idle_timeout, Duration::from_secs(60));
     assert_eq!(s.process_metrics_limit, 100);
     let s = serve(&["serve"], &[("NODE_NAME", "node-7")]);
-    assert_eq!(s.hostname.as_deref(), Some("node-7"), "NODE_NAME is the default");
+    assert_eq!(
+        s.hostname.as_deref(),
+        Some("node-7"),
+        "NODE_NAME is the default"
+    );
     let file = [("XDG_CONFIG_HOME", xdg), ("NODE_NAME", "node-7")];
     let s = serve(&["serve"], &file);
     assert_eq!(s.hostname.as_deref(), Some("from-file"));
@@ -556,7 +560,10 @@ fn the_new_serve_settings_flag_beats_env_beats_file_and_node_name_is_the_hostnam
     assert_eq!(s.limits.header_timeout, Duration::from_secs(3));
     assert_eq!(s.limits.idle_timeout, Duration::from_secs(20));
     assert_eq!(s.process_metrics_limit, 5);
-    assert_eq!(s.web_config.as_deref(), Some(Path::new("/etc/gpuwatch/web.yml")));
+    assert_eq!(
+        s.web_config.as_deref(),
+        Some(Path::new("/etc/gpuwatch/web.yml"))
+    );
     let env = [
         ("XDG_CONFIG_HOME", xdg),
         ("GPUWATCH_HOSTNAME", "from-env"),

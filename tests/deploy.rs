@@ -38,13 +38,32 @@ fn queries(v: &Value, out: &mut Vec<String>) {
 
 /// Aggregations, written `sum by (l) (…)` as often as `sum(…)`.
 const AGGREGATIONS: &[&str] = &[
-    "sum", "avg", "min", "max", "count", "group", "stddev", "stdvar", "topk", "bottomk",
-    "quantile", "count_values",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "count",
+    "group",
+    "stddev",
+    "stdvar",
+    "topk",
+    "bottomk",
+    "quantile",
+    "count_values",
 ];
 
 const PROMQL_WORDS: &[&str] = &[
-    "by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless",
-    "bool", "offset",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
 ];
 
 /// The metric names in a PromQL expression: identifiers outside `{…}`, strings, `[…]` and the
@@ -77,14 +96,17 @@ fn metric_names(expr: &str) -> Vec<String> {
             }
             c if depth_brace == 0 && (c.is_ascii_alphabetic() || c == '_') => {
                 let start = i;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || "_:".contains(chars[i])) {
+                while i < chars.len()
+                    && (chars[i].is_ascii_alphanumeric() || "_:".contains(chars[i]))
+                {
                     i += 1;
                 }
                 let word: String = chars[start..i].iter().collect();
                 let rest = chars[i..].iter().collect::<String>();
                 let is_call = rest.trim_start().starts_with('(');
                 if PROMQL_WORDS.contains(&word.as_str()) {
-                    skip_parens = word != "and" && word != "or" && word != "unless" && word != "bool";
+                    skip_parens =
+                        word != "and" && word != "or" && word != "unless" && word != "bool";
                 } else if !is_call && !AGGREGATIONS.contains(&word.as_str()) {
                     names.push(word);
                 }
@@ -100,7 +122,9 @@ fn metric_names(expr: &str) -> Vec<String> {
 #[test]
 fn the_metric_name_parser_reads_what_dashboards_write() {
     assert_eq!(
-        metric_names(r#"sum by (user) (a_bytes{x="{y}"} * on(uuid) group_left(hostname) b_info) / rate(c_total[5m])"#),
+        metric_names(
+            r#"sum by (user) (a_bytes{x="{y}"} * on(uuid) group_left(hostname) b_info) / rate(c_total[5m])"#
+        ),
         ["a_bytes", "b_info", "c_total"]
     );
 }
@@ -129,9 +153,17 @@ fn every_dashboard_query_names_metrics_the_exporter_serves() {
         asked.extend(metric_names(&q).into_iter().filter(|n| !n.starts_with('$')));
     }
     asked.remove("hostname");
-    let missing: Vec<&String> = asked.iter().filter(|n| !served.contains(n.as_str())).collect();
-    assert!(missing.is_empty(), "the dashboard queries {missing:?}, which serve --demo lacks");
-    assert!(asked.contains("gpuwatch_user_gpu_memory_bytes") && asked.contains("gpuwatch_gpu_warnings"));
+    let missing: Vec<&String> = asked
+        .iter()
+        .filter(|n| !served.contains(n.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries {missing:?}, which serve --demo lacks"
+    );
+    assert!(
+        asked.contains("gpuwatch_user_gpu_memory_bytes") && asked.contains("gpuwatch_gpu_warnings")
+    );
 }
 
 /// The YAML documents of a manifest file.
@@ -151,7 +183,10 @@ fn the_daemonset_uses_host_pids_node_name_and_flags_serve_accepts() {
     assert_eq!(pod["hostPID"].as_bool(), Some(true));
     let container = &pod["containers"][0];
     let env = container["env"].as_sequence().unwrap();
-    let node = env.iter().find(|e| e["name"] == "NODE_NAME").expect("NODE_NAME");
+    let node = env
+        .iter()
+        .find(|e| e["name"] == "NODE_NAME")
+        .expect("NODE_NAME");
     assert_eq!(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
     let port = container["ports"][0]["containerPort"].as_u64().unwrap();
     assert_eq!(port, u64::from(gpuwatch::config::DEFAULT_PORT));
@@ -212,7 +247,11 @@ fn the_prometheus_scrape_config_checks() {
             .unwrap()
     };
     let out = check("deploy/prometheus/scrape.yml");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = check("deploy/prometheus/kubernetes.yml");
     let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     if said.contains("field kubernetes_sd_configs not found") {
@@ -226,11 +265,21 @@ fn the_prometheus_scrape_config_checks() {
 #[test]
 fn the_dockerfile_is_multi_stage_non_root_and_asks_only_for_nvml() {
     let text = read("deploy/Dockerfile");
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
     assert!(lines.iter().filter(|l| l.starts_with("FROM ")).count() >= 2);
     assert!(lines.iter().any(|l| l.contains("COPY --from=build")));
-    let user = lines.iter().rev().find_map(|l| l.strip_prefix("USER ")).expect("a USER line");
-    assert!(!user.starts_with("root") && !user.starts_with("0"), "{user}");
+    let user = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("a USER line");
+    assert!(
+        !user.starts_with("root") && !user.starts_with("0"),
+        "{user}"
+    );
     assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"));
     assert!(text.contains(&format!("EXPOSE {}", gpuwatch::config::DEFAULT_PORT)));
 }

@@ -41,7 +41,10 @@ fn gzip_only_when_asked() {
     assert_eq!(packed.header("content-encoding"), Some("gzip"));
     let text = gunzip(&packed.raw_body);
     assert!(text.contains("gpuwatch_gpu_info{"), "{text}");
-    assert!(packed.raw_body.len() * 4 < text.len(), "gzip should shrink the text");
+    assert!(
+        packed.raw_body.len() * 4 < text.len(),
+        "gzip should shrink the text"
+    );
     let plain = get(&e, "/metrics", &[("Accept-Encoding", "gzip;q=0")]);
     assert_eq!(plain.header("content-encoding"), None);
     assert!(plain.body.contains("gpuwatch_gpu_info{"));
@@ -84,7 +87,10 @@ fn openmetrics_when_asked_and_both_formats_carry_the_same_series() {
         Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
     );
     check_openmetrics(&om.body);
-    assert!(om.body.contains("# TYPE gpuwatch_gpu_energy_joules counter\n"));
+    assert!(
+        om.body
+            .contains("# TYPE gpuwatch_gpu_energy_joules counter\n")
+    );
     let text = get(&e, "/metrics", &[("Accept", "text/plain;version=0.0.4")]);
     assert_eq!(
         text.header("content-type"),
@@ -197,7 +203,10 @@ fn redact_leaves_out_users_and_commands() {
         "{body}"
     );
     let text = get(&redacted, "/metrics", &[]).body;
-    assert!(!text.contains("user=\"") && !text.contains("comm=\""), "{text}");
+    assert!(
+        !text.contains("user=\"") && !text.contains("comm=\""),
+        "{text}"
+    );
     assert!(text.contains("gpuwatch_process_gpu_memory_bytes{"));
 }
 
@@ -276,7 +285,9 @@ fn https(e: &Exporter, path: &str, auth: Option<&str>) -> serve_support::Respons
 fn tls_with_basic_auth_from_a_web_config() {
     let dir = tempfile::tempdir().unwrap();
     // Cost 4 keeps the test fast; the exporter takes any cost, as the toolkit does.
-    let hash = bcrypt::hash_with_salt("s3cret", 4, [3; 16]).unwrap().to_string();
+    let hash = bcrypt::hash_with_salt("s3cret", 4, [3; 16])
+        .unwrap()
+        .to_string();
     let config = web_config(dir.path(), &format!("basic_auth_users:\n  alice: {hash}\n"));
     let mut cmd = gpuwatch();
     cmd.arg("--demo");
@@ -287,7 +298,8 @@ fn tls_with_basic_auth_from_a_web_config() {
     assert_eq!(https(&e, "/metrics", Some("alice:wrong")).status, 401);
     assert_eq!(https(&e, "/metrics", Some("mallory:s3cret")).status, 401);
     let ok = serve_support::wait_until("a scrape over TLS", Duration::from_secs(20), || {
-        Some(https(&e, "/metrics", Some("alice:s3cret"))).filter(|r| r.body.contains("gpuwatch_gpu_info{"))
+        Some(https(&e, "/metrics", Some("alice:s3cret")))
+            .filter(|r| r.body.contains("gpuwatch_gpu_info{"))
     });
     assert_eq!(ok.status, 200);
     // Plain HTTP to the TLS port gets no metrics.
@@ -299,9 +311,19 @@ fn tls_with_basic_auth_from_a_web_config() {
 fn a_bad_web_config_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("web.yml");
-    std::fs::write(&path, "tls_server_config:\n  cert_file: x.crt\n  key_file: x.key\n").unwrap();
+    std::fs::write(
+        &path,
+        "tls_server_config:\n  cert_file: x.crt\n  key_file: x.key\n",
+    )
+    .unwrap();
     let out = gpuwatch()
-        .args(["--demo", "serve", "--listen", "127.0.0.1:0", "--web.config.file"])
+        .args([
+            "--demo",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--web.config.file",
+        ])
         .arg(&path)
         .output()
         .unwrap();
@@ -335,7 +357,8 @@ fn half_open_connections_beyond_the_cap_do_not_stop_a_scrape() {
     let mut slow: Vec<TcpStream> = (0..3 * CAP)
         .map(|_| {
             let mut s = TcpStream::connect(e.addr).unwrap();
-            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
             s
         })
         .collect();
@@ -346,7 +369,10 @@ fn half_open_connections_beyond_the_cap_do_not_stop_a_scrape() {
     }
     std::thread::sleep(Duration::from_millis(300));
     let held = sockets(e.pid());
-    assert!(held <= idle + CAP, "{held} sockets, {idle} before the clients came");
+    assert!(
+        held <= idle + CAP,
+        "{held} sockets, {idle} before the clients came"
+    );
     // A real scrape still gets its answer: the header timeout frees the slots.
     let r = request_with(e.addr, "GET", "/metrics", &[]).expect("a scrape behind slow clients");
     assert_eq!(r.status, 200);

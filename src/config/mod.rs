@@ -20,8 +20,8 @@ use std::time::Duration;
 
 pub use env::{ENV_FLAGS, check_env_names, env_var, known_env_vars};
 pub use file::LoadedFile;
-pub use serve::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROCESS_METRICS_LIMIT};
 pub use parse::{parse_duration, theme_by_name};
+pub use serve::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROCESS_METRICS_LIMIT};
 pub use sources::{DEFAULT_DEMO_GPUS, DEFAULT_SEED};
 pub use template::{InitError, check_file, default_file_text, init_file, run_config_command};
 

@@ -94,7 +94,9 @@ mod tests {
     use super::*;
 
     fn users() -> Users {
-        let hash = bcrypt::hash_with_salt("s3cret", 4, [1; 16]).unwrap().to_string();
+        let hash = bcrypt::hash_with_salt("s3cret", 4, [1; 16])
+            .unwrap()
+            .to_string();
         Users::new(BTreeMap::from([("alice".to_string(), hash)])).unwrap()
     }
 

@@ -83,7 +83,7 @@ fn current(latest: &Latest) -> Arc<Published> {
 
 const WAITING: &str = "waiting for the first sample\n";
 
-fn header_text<'h>(headers: &'h HeaderMap, name: header::HeaderName) -> Option<&'h str> {
+fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -127,7 +127,10 @@ fn encoded(request: &HeaderMap, content_type: &'static str, body: Vec<u8>) -> Re
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     // Caches must keep the gzipped and plain answers apart.
-    h.insert(header::VARY, HeaderValue::from_static("Accept, Accept-Encoding"));
+    h.insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, Accept-Encoding"),
+    );
     response
 }
 

@@ -101,8 +101,7 @@ async fn serve_connection(conn: Arc<Conn>, stream: TcpStream, _slot: OwnedSemaph
         None => serve_http(&conn, timed).await,
         Some(acceptor) => {
             let handshake = acceptor.accept(timed);
-            if let Ok(Ok(tls)) = tokio::time::timeout(conn.limits.header_timeout, handshake).await
-            {
+            if let Ok(Ok(tls)) = tokio::time::timeout(conn.limits.header_timeout, handshake).await {
                 serve_http(&conn, tls).await;
             }
         }

@@ -100,7 +100,10 @@ mod tests {
             format(Some("text/plain,application/openmetrics-text;q=0.5")),
             Format::Text
         );
-        assert_eq!(format(Some("application/openmetrics-text;q=0")), Format::Text);
+        assert_eq!(
+            format(Some("application/openmetrics-text;q=0")),
+            Format::Text
+        );
     }
 
     #[test]

@@ -246,7 +246,10 @@ mod tests {
         assert!(me.open_fds.is_some_and(|n| n >= 3.0), "{me:?}");
         let now = epoch(std::time::SystemTime::now());
         let start = me.start_time.unwrap();
-        assert!(start <= now + 1.0 && start > now - 86_400.0 * 365.0, "{start}");
+        assert!(
+            start <= now + 1.0 && start > now - 86_400.0 * 365.0,
+            "{start}"
+        );
     }
 
     #[test]

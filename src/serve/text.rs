@@ -208,7 +208,10 @@ mod tests {
              # HELP t_celsius Temp.\n# TYPE t_celsius gauge\nt_celsius{gpu=\"0\"} 61\n"
         );
         assert!(both.text.contains("# TYPE e_joules_total counter\n"));
-        assert!(both.text.contains("# HELP e_joules_total Energy \"so far\".\n"));
+        assert!(
+            both.text
+                .contains("# HELP e_joules_total Energy \"so far\".\n")
+        );
     }
 
     #[test]

@@ -75,7 +75,11 @@ impl WebConfig {
 }
 
 /// A rustls server config for the PEM certificate chain and key (TLS 1.2 and 1.3, HTTP/1.1).
-fn server_config(cert: &PathBuf, key: &PathBuf, web: &Path) -> Result<rustls::ServerConfig, String> {
+fn server_config(
+    cert: &PathBuf,
+    key: &PathBuf,
+    web: &Path,
+) -> Result<rustls::ServerConfig, String> {
     let at = |what: &str, file: &PathBuf, why: &dyn std::fmt::Display| {
         format!(
             "{}: tls_server_config.{what} {}: {why}",
@@ -137,7 +141,9 @@ mod tests {
     fn an_empty_file_asks_for_nothing_and_a_bad_hash_is_refused() {
         let open = load("").unwrap();
         assert!(open.tls.is_none() && open.users.is_none());
-        let err = load("basic_auth_users:\n  alice: not-a-hash\n").err().unwrap();
+        let err = load("basic_auth_users:\n  alice: not-a-hash\n")
+            .err()
+            .unwrap();
         assert!(err.contains("alice"), "{err}");
     }
 }

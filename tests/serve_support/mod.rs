@@ -201,7 +201,10 @@ pub fn request_text(
     target: &str,
     headers: &[(&str, &str)],
 ) -> String {
-    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n")
 }
 
