@@ -42,7 +42,11 @@ struct Conn {
     stop: watch::Receiver<bool>,
 }
 
-/// Serves until `stop` turns true; then asks open connections to finish their requests.
+/// While shutting down, how often to look whether the last connection has finished.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
+
+/// Serves until `stop` turns true; then each open connection finishes the request it is
+/// serving and closes, and this returns once none is left (the caller bounds the wait).
 pub async fn run(
     listener: TcpListener,
     router: Router,
@@ -60,10 +64,24 @@ pub async fn run(
         stop: stop.clone(),
     });
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    accept(&listener, &conn, &slots, &stop).await;
+    drop(listener);
+    while conn.stats.open_connections.load(Ordering::Relaxed) > 0 {
+        tokio::time::sleep(DRAIN_POLL).await;
+    }
+}
+
+/// Accepts (a slot first) until `stop` turns true.
+async fn accept(
+    listener: &TcpListener,
+    conn: &Arc<Conn>,
+    slots: &Arc<Semaphore>,
+    stop: &watch::Receiver<bool>,
+) {
     loop {
         // A slot first: while all are taken, new clients wait in the accept queue.
         let permit = tokio::select! {
-            p = Arc::clone(&slots).acquire_owned() => p,
+            p = Arc::clone(slots).acquire_owned() => p,
             () = super::wait_for(stop.clone()) => return,
         };
         let Ok(permit) = permit else { return };
@@ -73,7 +91,9 @@ pub async fn run(
         };
         match accepted {
             Ok((stream, _)) => {
-                tokio::spawn(serve_connection(Arc::clone(&conn), stream, permit));
+                // Counted before the task runs, so a shutdown right now still waits for it.
+                let open = Open::new(&conn.stats);
+                tokio::spawn(serve_connection(Arc::clone(conn), stream, (permit, open)));
             }
             Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
         }
@@ -83,15 +103,21 @@ pub async fn run(
 /// Counts the connection as open for as long as it lives.
 struct Open(Arc<Stats>);
 
+impl Open {
+    fn new(stats: &Arc<Stats>) -> Self {
+        stats.open_connections.fetch_add(1, Ordering::Relaxed);
+        Open(Arc::clone(stats))
+    }
+}
+
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-async fn serve_connection(conn: Arc<Conn>, stream: TcpStream, _slot: OwnedSemaphorePermit) {
-    conn.stats.open_connections.fetch_add(1, Ordering::Relaxed);
-    let _open = Open(Arc::clone(&conn.stats));
+/// One connection, holding its slot and its place in the open count until it ends.
+async fn serve_connection(conn: Arc<Conn>, stream: TcpStream, _held: (OwnedSemaphorePermit, Open)) {
     let _ = stream.set_nodelay(true);
     let mut timed = TimeoutStream::new(stream);
     timed.set_read_timeout(Some(conn.limits.idle_timeout));

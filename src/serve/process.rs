@@ -111,7 +111,9 @@ pub(super) fn render(e: &mut Exposition, state: &State, options: MetricOptions) 
         GPU_UTIL,
         labelled(|r| r.gpu_util.map(|u| f64::from(u) / 100.0)),
     );
-    e.family(LEFT_OUT, [(Labels::new(), left_out as f64)]);
+    // Before the first sample the process list is unknown, not empty.
+    let known = state.model.now().is_some();
+    e.family(LEFT_OUT, known.then(|| (Labels::new(), left_out as f64)));
 }
 
 /// The GPU's labels plus `pid`, and `user`/`comm` when the process is visible from here
