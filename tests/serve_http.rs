@@ -202,6 +202,18 @@ fn redact_leaves_out_users_and_commands() {
             .all(|w| w["message"].is_null()),
         "{body}"
     );
+    // Still a valid snapshot document: the fields are null, as for an unknown process.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/gpuwatch-snapshot.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
     let text = get(&redacted, "/metrics", &[]).body;
     assert!(
         !text.contains("user=\"") && !text.contains("comm=\""),
