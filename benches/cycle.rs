@@ -245,6 +245,7 @@ fn json(c: &mut Criterion) {
         let options = gpuwatch::serve::MetricOptions {
             dcgm_compat: true,
             process_metrics: true,
+            ..Default::default()
         };
         c.bench_function(&name.replace("json", "prometheus"), |b| {
             b.iter(|| black_box(gpuwatch::serve::metrics::render(&state, options)).len())

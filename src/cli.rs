@@ -46,7 +46,7 @@ pub const SORT_NAMES: [&str; 11] = [
 
 const ENV_HELP: &str = "\
 Every setting flag can also come from the environment as GPUWATCH_<FLAG>, e.g.
-GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:9400 (switches take
+GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:9445 (switches take
 1/true/yes or 0/false/no); a GPUWATCH_* variable gpuwatch does not know is an error. Most
 also come from the config file (gpuwatch config init writes one with every key explained).
 A flag beats the environment, which beats the file, which beats the default.
@@ -298,7 +298,7 @@ pub enum Command {
     /// when not enough GPUs qualify, saying why for each one skipped.
     Pick(PickArgs),
     /// Serve Prometheus metrics (and a JSON snapshot) over HTTP, e.g. `gpuwatch serve --listen
-    /// 0.0.0.0:9400`; the global flags (--interval, --only, --demo, ...) apply.
+    /// 0.0.0.0:9445`; the global flags (--interval, --only, --demo, ...) apply.
     Serve(ServeArgs),
     /// Alerts: `gpuwatch alert test` sends one synthetic alert through the configured sinks.
     Alert {
@@ -405,8 +405,8 @@ pub enum PickFormat {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:9400 listens on
-    /// every interface) [default: 127.0.0.1:9400].
+    /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:9445 listens on
+    /// every interface) [default: 127.0.0.1:9445; dcgm-exporter's is 9400].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
 
@@ -415,8 +415,40 @@ pub struct ServeArgs {
     #[arg(long)]
     pub dcgm_compat: bool,
 
-    /// Also export per-process series labelled by PID, user and command (more series that
-    /// come and go with the processes).
+    /// Also export per-PID series labelled by PID, user and command (more series that come
+    /// and go with the processes; per-user and per-workload totals are always exported).
     #[arg(long)]
     pub process_metrics: bool,
+
+    /// With --process-metrics: at most N processes get series, the largest VRAM holders
+    /// [default: 100].
+    #[arg(long, value_name = "N")]
+    pub process_metrics_limit: Option<String>,
+
+    /// Leave user names and command lines out of /api/v1/snapshot and the metrics.
+    #[arg(long)]
+    pub redact: bool,
+
+    /// The host name the metrics and the snapshot carry [default: $NODE_NAME when set (a
+    /// Kubernetes DaemonSet), else this host's name].
+    #[arg(long, value_name = "NAME")]
+    pub hostname: Option<String>,
+
+    /// TLS and basic auth from a web config file in the Prometheus exporter toolkit's format
+    /// (tls_server_config: cert_file, key_file; basic_auth_users: bcrypt hashes).
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<String>,
+
+    /// Connections served at once; more wait to be accepted [default: 64].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<String>,
+
+    /// Time a client has for the TLS handshake and each request's headers, from connecting
+    /// or the previous response; also ends idle keep-alive connections [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub http_header_timeout: Option<String>,
+
+    /// A connection on which nothing moves either way for this long is closed [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub http_idle_timeout: Option<String>,
 }

@@ -89,7 +89,12 @@ fn lacks_cpu(state: &State) -> bool {
 /// The `--once --json` document (also `/api/v1/snapshot`), written through `source::wire`:
 /// real numbers in base units, `null` for unknown.
 pub fn render_json(state: &State) -> String {
-    let doc = wire::Snapshot {
+    snapshot_doc(state).to_json()
+}
+
+/// The `--once --json` document before it is written (the exporter redacts it first).
+pub fn snapshot_doc(state: &State) -> wire::Snapshot {
+    wire::Snapshot {
         schema_version: wire::SCHEMA_MAJOR,
         schema_minor: wire::SCHEMA_MINOR,
         time: state.model.now().and_then(wire::epoch_secs),
@@ -116,8 +121,7 @@ pub fn render_json(state: &State) -> String {
             .map(|w| warning_doc(w, Some(warning_line(w))))
             .collect(),
         free_gpus: free_gpus(&state.model),
-    };
-    doc.to_json()
+    }
 }
 
 /// A row of the process table as the document's process (the table, not the raw sample,

@@ -331,6 +331,11 @@ fn the_default_file_is_exactly_the_defaults() {
         "listen",
         "dcgm_compat",
         "process_metrics",
+        "process_metrics_limit",
+        "redact",
+        "max_connections",
+        "header_timeout",
+        "idle_timeout",
     ] {
         assert!(
             default_file_text().contains(&format!("\n{key} = ")),
@@ -498,7 +503,7 @@ fn serve_settings_flag_beats_env_beats_file() {
     let file = [("XDG_CONFIG_HOME", xdg)];
     let serve = |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().serve;
     let s = serve(&["serve"], &[]);
-    assert_eq!(s.listen.to_string(), "127.0.0.1:9400", "default");
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9445", "default");
     assert!(!s.dcgm_compat && !s.process_metrics);
     let s = serve(&["serve"], &file);
     assert_eq!(s.listen.to_string(), "0.0.0.0:9500", "file");
@@ -523,6 +528,82 @@ fn serve_settings_flag_beats_env_beats_file() {
     );
     assert_eq!(s.listen.to_string(), "127.0.0.1:9702", "flag");
     assert!(s.dcgm_compat);
+}
+
+#[test]
+fn the_new_serve_settings_flag_beats_env_beats_file_and_node_name_is_the_hostname_default() {
+    let home = config_home(
+        "[serve]\nhostname = \"from-file\"\nredact = true\nmax_connections = 8\n\
+         header_timeout = \"3s\"\nidle_timeout = 20\nprocess_metrics_limit = 5\n\
+         web_config_file = \"/etc/gpuwatch/web.yml\"\n",
+    );
+    let xdg = home.path().to_str().unwrap();
+    let serve = |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().serve;
+    let s = serve(&["serve"], &[]);
+    assert_eq!(s.hostname, None);
+    assert!(!s.redact && s.web_config.is_none());
+    assert_eq!(s.limits.max_connections, 64);
+    assert_eq!(s.limits.header_timeout, Duration::from_secs(10));
+    assert_eq!(s.limits.idle_timeout, Duration::from_secs(60));
+    assert_eq!(s.process_metrics_limit, 100);
+    let s = serve(&["serve"], &[("NODE_NAME", "node-7")]);
+    assert_eq!(
+        s.hostname.as_deref(),
+        Some("node-7"),
+        "NODE_NAME is the default"
+    );
+    let file = [("XDG_CONFIG_HOME", xdg), ("NODE_NAME", "node-7")];
+    let s = serve(&["serve"], &file);
+    assert_eq!(s.hostname.as_deref(), Some("from-file"));
+    assert!(s.redact);
+    assert_eq!(s.limits.max_connections, 8);
+    assert_eq!(s.limits.header_timeout, Duration::from_secs(3));
+    assert_eq!(s.limits.idle_timeout, Duration::from_secs(20));
+    assert_eq!(s.process_metrics_limit, 5);
+    assert_eq!(
+        s.web_config.as_deref(),
+        Some(Path::new("/etc/gpuwatch/web.yml"))
+    );
+    let env = [
+        ("XDG_CONFIG_HOME", xdg),
+        ("GPUWATCH_HOSTNAME", "from-env"),
+        ("GPUWATCH_REDACT", "no"),
+        ("GPUWATCH_MAX_CONNECTIONS", "9"),
+        ("GPUWATCH_HTTP_HEADER_TIMEOUT", "4s"),
+        ("GPUWATCH_WEB_CONFIG_FILE", "/tmp/web.yml"),
+    ];
+    let s = serve(&["serve"], &env);
+    assert_eq!(s.hostname.as_deref(), Some("from-env"));
+    assert!(!s.redact);
+    assert_eq!(s.limits.max_connections, 9);
+    assert_eq!(s.limits.header_timeout, Duration::from_secs(4));
+    assert_eq!(s.web_config.as_deref(), Some(Path::new("/tmp/web.yml")));
+    let s = serve(
+        &[
+            "serve",
+            "--hostname",
+            "from-flag",
+            "--max-connections",
+            "2",
+            "--http-idle-timeout",
+            "5s",
+            "--web.config.file",
+            "w.yml",
+        ],
+        &env,
+    );
+    assert_eq!(s.hostname.as_deref(), Some("from-flag"));
+    assert_eq!(s.limits.max_connections, 2);
+    assert_eq!(s.limits.idle_timeout, Duration::from_secs(5));
+    assert_eq!(s.web_config.as_deref(), Some(Path::new("w.yml")));
+    assert_eq!(
+        resolve(&["serve", "--max-connections", "0"], &[]).unwrap_err(),
+        "--max-connections: must be at least 1 (got \"0\")"
+    );
+    assert_eq!(
+        resolve(&["serve"], &[("GPUWATCH_HTTP_HEADER_TIMEOUT", "0s")]).unwrap_err(),
+        "GPUWATCH_HTTP_HEADER_TIMEOUT: must be more than 0 (got \"0s\")"
+    );
 }
 
 #[test]
@@ -565,7 +646,7 @@ fn new_keys_name_file_line_and_key() {
     for (text, message) in [
         (
             "[serve]\nlisten = \"localhost\"\n",
-            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:9400 or 0.0.0.0:9400 \
+            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:9445 or 0.0.0.0:9445 \
              (got \"localhost\")",
         ),
         (
@@ -586,7 +667,7 @@ fn new_keys_name_file_line_and_key() {
         ),
         (
             "[serve]\nlisen = \"0.0.0.0:1\"\n",
-            "2: serve.lisen: unknown key (known keys here: listen, dcgm_compat, process_metrics)",
+            "2: serve.lisen: unknown key (known keys here: listen, dcgm_compat, process_metrics, process_metrics_limit, redact, hostname, web_config_file, max_connections, header_timeout, idle_timeout)",
         ),
     ] {
         let home = config_home(text);

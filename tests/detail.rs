@@ -246,7 +246,7 @@ fn the_json_document_carries_each_process_peak_vram() {
 }
 
 #[test]
-fn once_json_peak_is_the_first_reading() {
+fn once_json_peak_is_at_least_the_current_reading() {
     let out = common::clean_command()
         .args(["--demo", "--once", "--json"])
         .assert()
@@ -254,8 +254,11 @@ fn once_json_peak_is_the_first_reading() {
     let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let procs = doc["processes"].as_array().unwrap();
     assert!(!procs.is_empty());
+    // The demo opens mid-story: its back-filled history is in the peaks, so a process
+    // that shrank (the OOM job restarted) has a peak above its current use.
     for p in procs {
-        assert_eq!(p["peak_gpu_memory"], p["used_gpu_memory"], "{p}");
+        let (peak, used) = (&p["peak_gpu_memory"], &p["used_gpu_memory"]);
+        assert!(peak.as_u64() >= used.as_u64(), "{p}");
         assert!(p["parents"].is_array(), "{p}");
     }
 }

@@ -120,6 +120,13 @@ fn prometheus_scrapes_the_exporter_and_promql_sees_the_fleet() {
     );
     assert_eq!(mib_gap, 0.0);
     assert_eq!(prometheus.single_value("up"), 1.0);
+    // Prometheus asks for OpenMetrics first, so what it ingested was the OpenMetrics text
+    // (the exporter counts the scrapes it answered in each format).
+    let om = wait_until("an OpenMetrics scrape counted", SCRAPED, || {
+        let rows = prometheus.query(r#"gpuwatch_exporter_scrapes_total{format="openmetrics"}"#)?;
+        rows.first().map(|r| r.1).filter(|n| *n > 0.0)
+    });
+    assert!(om > 0.0);
 }
 
 /// What dcgm-exporter serves for two GPUs of a Kubernetes node (its names, units and labels,

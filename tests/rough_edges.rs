@@ -204,7 +204,12 @@ fn help_at_80x24_wraps_or_pages_instead_of_cutting() {
     let mut seen = String::new();
     for _ in 0..6 {
         let text = screen(&state, 80, 24);
-        assert!(!text.contains('…'), "nothing is cut:\n{text}");
+        // The popup's rows (between its side borders): the screen behind may cut its own.
+        let popup: Vec<&str> = text.lines().filter(|l| l.starts_with("\"│")).collect();
+        assert!(
+            popup.iter().all(|l| !l.contains('…')),
+            "nothing is cut:\n{text}"
+        );
         seen += &text;
         act(&mut state, Action::PageDown);
     }

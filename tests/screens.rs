@@ -250,8 +250,6 @@ fn critical_warnings_are_red_in_colour_and_reversed_in_mono() {
 #[test]
 fn own_processes_are_highlighted_and_selection_is_reversed() {
     let mut state = demo_state(8, LATE, 120, 40);
-    // The first row (alice's) is selected from the start: move the selection off it.
-    update(&mut state, Msg::Action(Action::SelectLast));
     let term = render(&state, 120, 40, true);
     let (x, y) = find(&term, "alice     slurm");
     assert_eq!(

@@ -41,6 +41,13 @@ pub const ENV_FLAGS: &[&str] = &[
     "listen",
     "dcgm-compat",
     "process-metrics",
+    "process-metrics-limit",
+    "redact",
+    "hostname",
+    "web.config.file",
+    "max-connections",
+    "http-header-timeout",
+    "http-idle-timeout",
     "oom-warn",
     "oom-critical",
     "oom-time-to-full",
@@ -64,9 +71,10 @@ pub const ENV_FLAGS: &[&str] = &[
 /// the tests load through `--nvml-lib` takes its scenario from this one.
 const OTHER_VARS: &[&str] = &["GPUWATCH_FAKE_NVML_SCENARIO"];
 
-/// `GPUWATCH_TEMP_WARN` for `temp-warn`.
+/// `GPUWATCH_TEMP_WARN` for `temp-warn` (and `GPUWATCH_WEB_CONFIG_FILE` for the exporter
+/// toolkit's dotted `web.config.file`).
 pub fn env_var(flag: &str) -> String {
-    format!("GPUWATCH_{}", flag.to_uppercase().replace('-', "_"))
+    format!("GPUWATCH_{}", flag.to_uppercase().replace(['-', '.'], "_"))
 }
 
 /// Every `GPUWATCH_*` name gpuwatch knows, in table order.

@@ -101,13 +101,20 @@ pub struct RemoteTable {
     pub with_local: Entry<bool>,
 }
 
-/// `gpuwatch serve`'s `--listen`, `--dcgm-compat`, `--process-metrics`.
+/// `gpuwatch serve`'s flags (`--http-header-timeout` is `header_timeout`, and so on).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServeTable {
     pub listen: Entry<String>,
     pub dcgm_compat: Entry<bool>,
     pub process_metrics: Entry<bool>,
+    pub process_metrics_limit: Entry<u64>,
+    pub redact: Entry<bool>,
+    pub hostname: Entry<String>,
+    pub web_config_file: Entry<String>,
+    pub max_connections: Entry<u64>,
+    pub header_timeout: Entry<DurationText>,
+    pub idle_timeout: Entry<DurationText>,
 }
 
 #[derive(Debug, Default, Deserialize)]

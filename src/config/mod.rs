@@ -8,6 +8,7 @@ mod env;
 mod file;
 mod outputs;
 mod parse;
+mod serve;
 mod sources;
 mod template;
 mod thresholds;
@@ -20,8 +21,8 @@ use std::time::Duration;
 
 pub use env::{ENV_FLAGS, check_env_names, check_env_values, env_var, known_env_vars};
 pub use file::LoadedFile;
-pub use outputs::DEFAULT_LISTEN;
 pub use parse::{parse_duration, theme_by_name};
+pub use serve::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROCESS_METRICS_LIMIT};
 pub use sources::{DEFAULT_DEMO_GPUS, DEFAULT_SEED};
 pub use template::{InitError, check_file, default_file_text, init_file, run_config_command};
 
@@ -124,7 +125,29 @@ pub struct ServeSettings {
     /// a port in use is blamed on the place to change.
     pub listen_origin: String,
     pub dcgm_compat: bool,
+    /// Per-PID series (opt-in); per-user and per-workload totals are always there.
     pub process_metrics: bool,
+    /// At most this many processes get per-PID series (the largest VRAM holders).
+    pub process_metrics_limit: usize,
+    /// Leave user names and command lines out of the snapshot and the process series.
+    pub redact: bool,
+    /// `--hostname`, else `NODE_NAME`; `None` uses the host's own name.
+    pub hostname: Option<String>,
+    /// `--web.config.file`: TLS and basic auth, in the Prometheus exporter toolkit's format.
+    pub web_config: Option<PathBuf>,
+    pub limits: ConnectionLimits,
+}
+
+/// What one client may hold of the exporter (slow or idle clients must not starve scrapes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections served at once; more wait in the kernel's accept queue.
+    pub max_connections: usize,
+    /// For the TLS handshake and each request's headers, counted from the connection's start
+    /// or the previous response (so it also closes idle keep-alive connections).
+    pub header_timeout: Duration,
+    /// No byte moved either way for this long: the connection is closed.
+    pub idle_timeout: Duration,
 }
 
 /// Everything the program needs to know, resolved and validated.
@@ -279,7 +302,7 @@ impl Settings {
             record: outputs::record(cli, &r)?,
             remote: sources::remote(cli, &r)?,
             prometheus: sources::prometheus(cli, &r)?,
-            serve: outputs::serve(cli, &r)?,
+            serve: serve::serve(cli, &r, env)?,
             interval,
             history,
             once: once || json || !stdout_is_tty,

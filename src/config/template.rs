@@ -156,8 +156,27 @@ with_local = false
 listen = "{listen}"
 # Also export dcgm-exporter's DCGM_FI_DEV_* names for existing dashboards (--dcgm-compat).
 dcgm_compat = false
-# Also export per-process series labelled by PID, user and command (--process-metrics).
+# Also export per-PID series labelled by PID, user and command (--process-metrics); per-user
+# and per-workload totals are always exported.
 process_metrics = false
+# With process_metrics: at most this many processes get series, the largest VRAM holders
+# (--process-metrics-limit).
+process_metrics_limit = {limit}
+# Leave user names and command lines out of the snapshot and the series (--redact).
+redact = false
+# The host name on the metrics and the snapshot (--hostname); by default $NODE_NAME when set
+# (a Kubernetes DaemonSet), else this host's name.
+# hostname = "gpu-node-1"
+# TLS and basic auth, in the Prometheus exporter toolkit's web config format
+# (--web.config.file); plain HTTP without a password by default.
+# web_config_file = "/etc/gpuwatch/web.yml"
+# Connections served at once; more wait to be accepted (--max-connections).
+max_connections = {max_connections}
+# Time for the TLS handshake and each request's headers, also ending idle keep-alive
+# connections (--http-header-timeout).
+header_timeout = "{header}"
+# A connection on which nothing moves either way for this long is closed (--http-idle-timeout).
+idle_timeout = "{idle}"
 
 [prometheus]
 # Draw the fleet a Prometheus server scrapes (gpuwatch's or dcgm-exporter's series), as
@@ -173,6 +192,10 @@ process_metrics = false
 # bearer_token_file = "/var/run/secrets/prometheus-token"
 "#,
         listen = DEFAULT_LISTEN,
+        limit = super::serve::DEFAULT_PROCESS_METRICS_LIMIT,
+        max_connections = super::serve::DEFAULT_MAX_CONNECTIONS,
+        header = humantime::format_duration(super::serve::DEFAULT_HEADER_TIMEOUT),
+        idle = humantime::format_duration(super::serve::DEFAULT_IDLE_TIMEOUT),
     )
 }
 

@@ -4,7 +4,7 @@
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::text::{Exposition, Family, Kind};
+use super::text::{Exposition, Family, Kind, Texts};
 use crate::alerts::queue::Delivery;
 use crate::alerts::{AlertSettings, Alerting};
 use crate::state::State;
@@ -48,7 +48,7 @@ impl Alerts {
     }
 
     /// The counter family, empty when no sink is configured.
-    pub fn metrics(&self) -> String {
+    pub fn metrics(&self) -> Texts {
         let mut counts = self.alerting.log.counts.clone();
         for label in &self.labels {
             for result in ["ok", "failed"] {
@@ -65,6 +65,6 @@ impl Alerts {
                 )
             }),
         );
-        e.finish()
+        e.finish_both()
     }
 }

@@ -10,16 +10,31 @@ use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
 use super::readings::{GPU_SERIES, gpu_labels, write_gpu_series};
-use super::text::{Exposition, Family, Kind, Labels};
+use super::text::{Exposition, Family, Kind, Labels, Texts};
 use super::{dcgm, process, workload};
 
 /// Which optional groups of series a scrape carries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MetricOptions {
     /// Also the dcgm-exporter names (`DCGM_FI_DEV_*`) that existing dashboards query.
     pub dcgm_compat: bool,
-    /// Per-process series (PID, user and command as labels: opt-in, they churn).
+    /// Per-PID series (PID, user and command as labels: opt-in, they churn).
     pub process_metrics: bool,
+    /// At most this many processes get per-PID series, the largest VRAM holders first.
+    pub process_limit: usize,
+    /// No user names and no commands in any label.
+    pub redact: bool,
+}
+
+impl Default for MetricOptions {
+    fn default() -> Self {
+        MetricOptions {
+            dcgm_compat: false,
+            process_metrics: false,
+            process_limit: crate::config::DEFAULT_PROCESS_METRICS_LIMIT,
+            redact: false,
+        }
+    }
 }
 
 const BUILD_INFO: Family = Family {
@@ -73,8 +88,13 @@ const PROCESSES: Family = Family {
     help: "Processes with a context on the GPU.",
 };
 
-/// The whole `/metrics` document for the current state.
+/// The whole `/metrics` document for the current state, in the 0.0.4 text format.
 pub fn render(state: &State, options: MetricOptions) -> String {
+    render_both(state, options).text
+}
+
+/// The document in both text formats (OpenMetrics without its `# EOF`).
+pub fn render_both(state: &State, options: MetricOptions) -> Texts {
     let mut e = Exposition::new();
     e.family(
         BUILD_INFO,
@@ -106,14 +126,18 @@ pub fn render(state: &State, options: MetricOptions) -> String {
     e.family(THROTTLE, state.model.gpus().iter().flat_map(throttle));
     e.family(WARNINGS, warning_counts(state));
     e.family(PROCESSES, process_counts(state));
-    e.family(OWNERS, owner_lists(state));
+    // The owners' names are user names: left out with --redact.
+    if !options.redact {
+        e.family(OWNERS, owner_lists(state));
+    }
+    process::render_totals(&mut e, state, options.redact);
     if options.process_metrics {
-        process::render(&mut e, state);
+        process::render(&mut e, state, options);
     }
     if options.dcgm_compat {
         dcgm::render(&mut e, state, &pods);
     }
-    e.finish()
+    e.finish_both()
 }
 
 /// Whether the source answers, and when the readings were taken (absent before any poll).
@@ -137,7 +161,9 @@ fn info_labels(state: &State, g: &GpuReading) -> Labels {
     let mut labels = gpu_labels(g);
     // Unknown identity facts are left out rather than written as "" (which means the same
     // to Prometheus but reads like a real, empty value).
+    let hostname = Some(&state.model.host().hostname).filter(|h| !h.is_empty());
     let known = [
+        ("hostname", hostname),
         ("pci_bus_id", g.pci_bus_id.as_ref()),
         ("driver_version", state.model.host().driver_version.as_ref()),
         ("cuda_version", state.model.host().cuda_version.as_ref()),

@@ -125,6 +125,7 @@ fn render_all(state: &State) -> String {
         MetricOptions {
             dcgm_compat: true,
             process_metrics: true,
+            ..Default::default()
         },
     )
 }
@@ -203,7 +204,7 @@ fn identity_and_host_facts_are_an_info_metric_without_unknown_labels() {
         samples(&text, "gpuwatch_gpu_info"),
         [concat!(
             r#"gpuwatch_gpu_info{gpu="0",uuid="GPU-full",name="NVIDIA H100 80GB HBM3","#,
-            r#"pci_bus_id="00000000:17:00.0",driver_version="550.54.15"} 1"#
+            r#"hostname="node1",pci_bus_id="00000000:17:00.0",driver_version="550.54.15"} 1"#
         )]
     );
     assert_eq!(
@@ -260,6 +261,8 @@ fn unknown_readings_are_left_out_not_zero() {
             "gpuwatch_gpu_lost",
             "gpuwatch_gpu_processes",
             "gpuwatch_gpu_owners_info",
+            // A real 0: the (empty) process list is known.
+            "gpuwatch_process_series_left_out",
         ],
         "{text}"
     );

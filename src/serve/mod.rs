@@ -1,22 +1,27 @@
 //! `gpuwatch serve`: a Prometheus exporter. Runs the same sampler and `state::update` as
 //! the TUI (so warnings and the process table agree), renders each sample's documents once,
-//! and serves the latest over HTTP. Owns the listener, the sample loop and shutdown; never
+//! and serves the latest over HTTP(S). Owns startup, the sample loop and shutdown; never
 //! touches the terminal code.
 
 mod alerting;
+mod auth;
 mod dcgm;
 mod http;
+mod listener;
 pub mod metrics;
+mod negotiate;
 mod process;
 mod readings;
+mod redact;
+pub mod stats;
 pub mod text;
+mod webconfig;
 mod workload;
 
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
@@ -27,8 +32,10 @@ use crate::sampler::{self, SamplerEvent};
 use crate::source::GpuSource;
 use crate::state::{Msg, State, ViewConfig, update};
 
-use http::Published;
+use http::{Published, Shared};
 pub use metrics::MetricOptions;
+use stats::{Stats, TimedSource};
+use webconfig::WebConfig;
 
 /// A port we cannot have: the same code as other usage errors.
 const EXIT_USAGE: u8 = 2;
@@ -37,18 +44,22 @@ const EXIT_USAGE: u8 = 2;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// `gpuwatch serve` after the settings are resolved (`config` checked the address) and the
-/// source is built: binds, serves until SIGINT/SIGTERM (exit 0). A port we cannot have is
-/// one line and exit 2; runtime failures exit 1.
+/// source is built: reads the web config, binds, serves until SIGINT/SIGTERM (exit 0). A
+/// port we cannot have or a bad web config is one line and exit 2; runtime failures exit 1.
 pub fn main(
     settings: &ServeSettings,
     alerts: &AlertSettings,
     source: Box<dyn GpuSource>,
     config: ViewConfig,
 ) -> ExitCode {
-    let options = MetricOptions {
-        dcgm_compat: settings.dcgm_compat,
-        process_metrics: settings.process_metrics,
+    let web = match &settings.web_config {
+        Some(path) => match WebConfig::load(path) {
+            Ok(web) => web,
+            Err(why) => return fail(&why, EXIT_USAGE),
+        },
+        None => WebConfig::open(),
     };
+    listener::raise_fd_limit();
     let listener = match bind(settings.listen, &settings.listen_origin) {
         Ok(l) => l,
         Err(why) => return fail(&why, EXIT_USAGE),
@@ -60,7 +71,7 @@ pub fn main(
         Ok(r) => r,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}"), 1),
     };
-    let result = runtime.block_on(serve(listener, source, config, options, alerts));
+    let result = runtime.block_on(serve(listener, source, config, web, settings, alerts));
     // A poll stuck in the driver holds a blocking-pool thread that would keep dropping the
     // runtime waiting for ever: give it a moment, then leave it behind.
     runtime.shutdown_timeout(crate::sampler::ABANDON_AFTER);
@@ -87,67 +98,124 @@ fn bind(addr: SocketAddr, origin: &str) -> Result<std::net::TcpListener, String>
     Ok(listener)
 }
 
+/// What the sample loop needs besides the sampler's channel.
+struct Follow {
+    options: MetricOptions,
+    /// Replaces the source's host name (`--hostname`, `NODE_NAME`).
+    hostname: Option<String>,
+    stats: Arc<Stats>,
+    publish: watch::Sender<Arc<Published>>,
+    alerts: alerting::Alerts,
+}
+
 async fn serve(
     listener: std::net::TcpListener,
     source: Box<dyn GpuSource>,
     config: ViewConfig,
-    options: MetricOptions,
+    web: WebConfig,
+    settings: &ServeSettings,
     alerts: &AlertSettings,
 ) -> Result<(), String> {
+    let options = MetricOptions {
+        dcgm_compat: settings.dcgm_compat,
+        process_metrics: settings.process_metrics,
+        process_limit: settings.process_metrics_limit,
+        redact: settings.redact,
+    };
     let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let stop = stop_on_signal().map_err(|e| format!("cannot watch for signals: {e}"))?;
+    let stats = Arc::new(Stats::default());
     let state = State::new(config);
     let alerting = alerting::Alerts::start(alerts);
-    let (publish, latest) = watch::channel(Arc::new(Published::render(&state, options, "")));
+    let none = crate::serve::text::Texts::default();
+    let (publish, latest) = watch::channel(Arc::new(Published::render(&state, options, &none)));
     let (tx, rx) = sampler::channel();
-    let sampler = tokio::spawn(sampler::run(source, state.config.interval, tx));
+    let timed = TimedSource {
+        inner: source,
+        stats: Arc::clone(&stats),
+    };
+    let sampler = tokio::spawn(sampler::run(Box::new(timed), state.config.interval, tx));
     // Tests (and scripts using port 0) read the real address from this line.
-    eprintln!("gpuwatch: serving http://{addr}/metrics");
+    let scheme = if web.tls.is_some() { "https" } else { "http" };
+    eprintln!("gpuwatch: serving {scheme}://{addr}/metrics");
 
-    let graceful = wait_for(stop.clone());
-    let server = axum::serve(listener, http::router(latest)).with_graceful_shutdown(graceful);
+    let router = http::router(Shared {
+        latest,
+        stats: Arc::clone(&stats),
+    });
+    let server = listener::run(
+        listener,
+        router,
+        web,
+        settings.limits,
+        Arc::clone(&stats),
+        stop.clone(),
+    );
     let deadline = async move {
         wait_for(stop).await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
+    let follow = Follow {
+        options,
+        hostname: settings.hostname.clone(),
+        stats,
+        publish,
+        alerts: alerting,
+    };
     let result = tokio::select! {
-        served = server.into_future() => served.map_err(|e| format!("serving HTTP failed: {e}")),
+        () = server => Ok(()),
         () = deadline => Ok(()),
-        why = follow(rx, state, options, publish, alerting) => Err(why),
+        why = follow.run(rx, state) => Err(why),
     };
     sampler.abort();
     result
 }
 
-/// Applies every sampler event to the state, steps the alerts, and publishes the freshly
-/// rendered documents; records alert deliveries as they come back (saying a sink's failure
-/// on stderr once). Returns only when the sampler is gone, with why.
-async fn follow(
-    mut rx: mpsc::Receiver<SamplerEvent>,
-    mut state: State,
-    options: MetricOptions,
-    publish: watch::Sender<Arc<Published>>,
-    mut alerts: alerting::Alerts,
-) -> String {
-    loop {
-        let event = tokio::select! {
-            event = rx.recv() => event,
-            Some(line) = alerts.delivered() => {
-                eprintln!("gpuwatch: {line}");
-                continue;
+impl Follow {
+    /// Applies every sampler event to the state, steps the alerts, and publishes the
+    /// freshly rendered documents; records alert deliveries as they come back (saying a
+    /// sink's failure on stderr once). Returns only when the sampler is gone, with why.
+    async fn run(mut self, mut rx: mpsc::Receiver<SamplerEvent>, mut state: State) -> String {
+        loop {
+            let event = tokio::select! {
+                event = rx.recv() => event,
+                Some(line) = self.alerts.delivered() => {
+                    eprintln!("gpuwatch: {line}");
+                    continue;
+                }
+            };
+            let Some(event) = event else { break };
+            let msg = self.message(event, &state);
+            let sampled = matches!(msg, Msg::Sample(_));
+            update(&mut state, msg);
+            if sampled {
+                self.alerts.on_sample(&state);
             }
-        };
-        let Some(event) = event else { break };
-        let msg = match event {
-            SamplerEvent::Sample(sample) => {
+            let start = Instant::now();
+            let published = Published::render(&state, self.options, &self.alerts.metrics());
+            self.stats.render.set(start.elapsed());
+            self.publish.send_replace(Arc::new(published));
+        }
+        let last = state.model.source_error().unwrap_or_default();
+        format!("the GPU sampler stopped: {last}")
+    }
+
+    /// The state's message for a sampler event, saying on stderr what an operator of a
+    /// headless exporter needs to know (once per outage, not once per interval).
+    fn message(&self, event: SamplerEvent, state: &State) -> Msg {
+        match event {
+            SamplerEvent::Sample(mut sample) => {
                 if state.model.source_error().is_some() {
                     eprintln!("gpuwatch: reading GPUs works again");
+                }
+                if let Some(name) = &self.hostname {
+                    sample.host.hostname.clone_from(name);
                 }
                 Msg::Sample(sample)
             }
             SamplerEvent::Failed(why) => {
-                // Once per outage, not once per interval.
+                self.stats.sampler_errors.inc();
                 if state.model.source_error().is_none() {
                     eprintln!(
                         "gpuwatch: reading GPUs failed: {} (retrying)",
@@ -169,17 +237,8 @@ async fn follow(
                 eprintln!("gpuwatch: {}", crate::text_safe::escape(&text));
                 Msg::Notice(text)
             }
-        };
-        let sampled = matches!(msg, Msg::Sample(_));
-        update(&mut state, msg);
-        if sampled {
-            alerts.on_sample(&state);
         }
-        let extra = alerts.metrics();
-        publish.send_replace(Arc::new(Published::render(&state, options, &extra)));
     }
-    let last = state.model.source_error().unwrap_or_default();
-    format!("the GPU sampler stopped: {last}")
 }
 
 /// A flag that turns true on the first SIGINT or SIGTERM.
@@ -197,7 +256,7 @@ fn stop_on_signal() -> std::io::Result<watch::Receiver<bool>> {
     Ok(rx)
 }
 
-async fn wait_for(mut stop: watch::Receiver<bool>) {
+pub(super) async fn wait_for(mut stop: watch::Receiver<bool>) {
     // An error means the signal task is gone, which only happens at shutdown anyway.
     let _ = stop.wait_for(|stopped| *stopped).await;
 }

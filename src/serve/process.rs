@@ -1,11 +1,16 @@
-//! Opt-in per-process series (`--process-metrics`): VRAM and SM share of every GPU process,
-//! labelled by PID, user, a short command and its workload (`container`, `pod`,
-//! `namespace`, `hpc_job`). Rendered fresh per sample, so a process's
-//! series disappear once it exits. Pure; reads `&State` only.
+//! Series about the processes on the GPUs, bounded: per GPU, the VRAM and process count of
+//! each user and of each workload (`container`, `pod`, `namespace`, `hpc_job`) always; and,
+//! opt-in (`--process-metrics`), per-PID series (VRAM and SM share, labelled by PID, user, a
+//! short command and the workload) for at most `--process-metrics-limit` processes, the
+//! largest VRAM holders. `--redact` leaves user names and commands out. Rendered fresh per
+//! sample, so a process's series disappear once it exits. Pure; reads `&State` only.
+
+use std::collections::BTreeMap;
 
 use crate::model::procs::{ProcRow, Visibility};
 use crate::state::State;
 
+use super::metrics::MetricOptions;
 use super::readings::gpu_labels;
 use super::text::{Exposition, Family, Kind, Labels};
 
@@ -23,21 +28,97 @@ const GPU_UTIL: Family = Family {
     help: "Share of the GPU's SM time the process used over the last sample period (0-1).",
 };
 
-pub(super) fn render(e: &mut Exposition, state: &State) {
-    let rows = &state.model.procs().all;
+const USER_MEMORY: Family = Family {
+    name: "gpuwatch_user_gpu_memory_bytes",
+    kind: Kind::Gauge,
+    help: "Device memory a user's processes hold on the GPU (left out with --redact).",
+};
+const WORKLOAD_MEMORY: Family = Family {
+    name: "gpuwatch_workload_gpu_memory_bytes",
+    kind: Kind::Gauge,
+    help: "Device memory a workload's processes hold on the GPU (a container, pod or Slurm job).",
+};
+const WORKLOAD_PROCESSES: Family = Family {
+    name: "gpuwatch_workload_gpu_processes",
+    kind: Kind::Gauge,
+    help: "Processes of a workload (a container, pod or Slurm job) with a context on the GPU.",
+};
+const LEFT_OUT: Family = Family {
+    name: "gpuwatch_process_series_left_out",
+    kind: Kind::Gauge,
+    help: "GPU processes without per-process series because of --process-metrics-limit.",
+};
+
+/// The per-user and per-workload totals: as many series as owners, not processes.
+pub(super) fn render_totals(e: &mut Exposition, state: &State, redact: bool) {
+    if !redact {
+        let users = state.model.gpus().iter().flat_map(|g| {
+            crate::model::owners::owners(&state.model, g)
+                .iter()
+                .map(move |(user, vram)| {
+                    let mut labels = gpu_labels(g);
+                    labels.push(("user", user.clone()));
+                    (labels, vram.0 as f64)
+                })
+        });
+        e.family(USER_MEMORY, users);
+    }
+    // (GPU position, workload labels) → (VRAM when every process's is known, processes).
+    let mut jobs: BTreeMap<(usize, Labels), (Option<u64>, u32)> = BTreeMap::new();
+    for r in &state.model.procs().all {
+        let Some(w) = r.context.workload.as_deref() else {
+            continue;
+        };
+        let job = super::workload::labels(w);
+        let gpu = state.model.gpus().iter().position(|g| g.id == r.key.gpu);
+        let (Some(gpu), false) = (gpu, job.is_empty()) else {
+            continue;
+        };
+        let entry = jobs.entry((gpu, job)).or_insert((Some(0), 0));
+        entry.0 = entry.0.zip(r.vram).map(|(sum, b)| sum + b.0);
+        entry.1 += 1;
+    }
+    let labelled = |(gpu, job): &(usize, Labels)| {
+        let mut labels = gpu_labels(&state.model.gpus()[*gpu]);
+        labels.extend(job.iter().cloned());
+        labels
+    };
+    e.family(
+        WORKLOAD_MEMORY,
+        jobs.iter()
+            .filter_map(|(k, (vram, _))| vram.map(|v| (labelled(k), v as f64))),
+    );
+    e.family(
+        WORKLOAD_PROCESSES,
+        jobs.iter().map(|(k, (_, n))| (labelled(k), f64::from(*n))),
+    );
+}
+
+/// Per-PID series for the `options.process_limit` largest VRAM holders (unknown VRAM last).
+pub(super) fn render(e: &mut Exposition, state: &State, options: MetricOptions) {
+    let mut rows: Vec<&ProcRow> = state.model.procs().all.iter().collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.vram.map(|b| b.0)));
+    let left_out = rows.len().saturating_sub(options.process_limit);
+    rows.truncate(options.process_limit);
+    let redact = options.redact;
+    let rows = &rows;
     let labelled = |value: fn(&ProcRow) -> Option<f64>| {
         rows.iter()
-            .filter_map(move |r| value(r).map(|v| (labels(state, r), v)))
+            .filter_map(move |r| value(r).map(|v| (labels(state, r, redact), v)))
     };
     e.family(GPU_MEMORY, labelled(|r| r.vram.map(|b| b.0 as f64)));
     e.family(
         GPU_UTIL,
         labelled(|r| r.gpu_util.map(|u| f64::from(u) / 100.0)),
     );
+    // Before the first sample the process list is unknown, not empty.
+    let known = state.model.now().is_some();
+    e.family(LEFT_OUT, known.then(|| (Labels::new(), left_out as f64)));
 }
 
-/// The GPU's labels plus `pid`, and `user`/`comm` when the process is visible from here.
-fn labels(state: &State, r: &ProcRow) -> Labels {
+/// The GPU's labels plus `pid`, and `user`/`comm` when the process is visible from here
+/// (and `redact` is off).
+fn labels(state: &State, r: &ProcRow, redact: bool) -> Labels {
     let mut labels = match state.model.gpus().iter().find(|g| g.id == r.key.gpu) {
         Some(g) => gpu_labels(g),
         None => vec![
@@ -46,11 +127,11 @@ fn labels(state: &State, r: &ProcRow) -> Labels {
         ],
     };
     labels.push(("pid", r.key.pid.to_string()));
-    if let Some(user) = &r.user {
+    if let Some(user) = r.user.as_ref().filter(|_| !redact) {
         labels.push(("user", user.clone()));
     }
     // For processes outside our PID namespace the command is a placeholder, not a name.
-    if r.visibility == Visibility::Visible {
+    if r.visibility == Visibility::Visible && !redact {
         labels.push(("comm", comm(&r.command)));
     }
     if let Some(w) = r.context.workload.as_deref() {

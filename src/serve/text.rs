@@ -1,5 +1,6 @@
-//! The Prometheus text exposition format 0.0.4, written by hand: metric families with HELP,
-//! TYPE and samples, escaped as the format requires. Knows nothing of GPUs.
+//! The Prometheus text exposition format 0.0.4 and OpenMetrics 1.0 text, written by hand and
+//! at once (the samples are the same; headers and escaping differ): metric families with
+//! HELP, TYPE and samples, escaped as each format requires. Knows nothing of GPUs.
 //!
 //! Why not the prometheus-client crate: it encodes OpenMetrics 1.0 only (a `# EOF` line,
 //! counters renamed to `<name>_total` under a `<name>` TYPE line, `# UNIT` lines) and wants
@@ -10,6 +11,11 @@ use std::fmt::Write;
 
 /// The Content-Type of the 0.0.4 text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The Content-Type of OpenMetrics text 1.0.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The line that ends an OpenMetrics document (the writer leaves it to whoever ends it).
+pub const OPENMETRICS_EOF: &str = "# EOF\n";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -37,10 +43,20 @@ pub struct Family {
     pub help: &'static str,
 }
 
-/// A document being written; `finish` returns the text.
+/// A document being written in both formats; `finish` returns the 0.0.4 text, `finish_both`
+/// both (the OpenMetrics one without its `# EOF`, so more can be appended).
 #[derive(Debug, Default)]
 pub struct Exposition {
     out: String,
+    openmetrics: String,
+}
+
+/// Both texts of one document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Texts {
+    pub text: String,
+    /// Without the closing `# EOF`.
+    pub openmetrics: String,
 }
 
 impl Exposition {
@@ -69,6 +85,13 @@ impl Exposition {
         self.out
     }
 
+    pub fn finish_both(self) -> Texts {
+        Texts {
+            text: self.out,
+            openmetrics: self.openmetrics,
+        }
+    }
+
     fn header(&mut self, family: Family) {
         let _ = writeln!(
             self.out,
@@ -77,9 +100,14 @@ impl Exposition {
             escape_help(family.help)
         );
         let _ = writeln!(self.out, "# TYPE {} {}", family.name, family.kind.as_str());
+        let (name, kind) = openmetrics_family(family);
+        let help = escape_help(family.help).replace('"', "\\\"");
+        let _ = writeln!(self.openmetrics, "# HELP {name} {help}");
+        let _ = writeln!(self.openmetrics, "# TYPE {name} {kind}");
     }
 
     fn sample(&mut self, name: &str, labels: &Labels, value: f64) {
+        let start = self.out.len();
         self.out.push_str(name);
         if !labels.is_empty() {
             self.out.push('{');
@@ -92,8 +120,24 @@ impl Exposition {
             self.out.push('}');
         }
         // Rust prints finite floats in plain decimal (never exponent form) and whole
-        // numbers without a fraction, both of which the format accepts.
+        // numbers without a fraction, both of which either format accepts.
         let _ = writeln!(self.out, " {value}");
+        // A sample line is the same in both formats.
+        let line = &self.out[start..];
+        self.openmetrics.push_str(line);
+    }
+}
+
+/// OpenMetrics names a counter's family without the `_total` its samples carry; a counter
+/// whose name lacks it (dcgm-exporter's energy counter) cannot be an OpenMetrics counter, so
+/// it is `unknown` there, which Prometheus stores the same way.
+fn openmetrics_family(family: Family) -> (&'static str, &'static str) {
+    match family.kind {
+        Kind::Gauge => (family.name, "gauge"),
+        Kind::Counter => match family.name.strip_suffix("_total") {
+            Some(base) => (base, "counter"),
+            None => (family.name, "unknown"),
+        },
     }
 }
 
@@ -142,6 +186,31 @@ mod tests {
             e.finish(),
             "# HELP t_celsius Temp.\n# TYPE t_celsius gauge\nt_celsius{gpu=\"0\"} 61\n\
              # HELP e_joules_total Energy.\n# TYPE e_joules_total counter\ne_joules_total 1.5\n"
+        );
+    }
+
+    #[test]
+    fn openmetrics_names_counter_families_without_total_and_escapes_quotes_in_help() {
+        let mut e = Exposition::new();
+        let counter = |name| Family {
+            name,
+            kind: Kind::Counter,
+            help: "Energy \"so far\".",
+        };
+        e.family(counter("e_joules_total"), [(Labels::new(), 1.5)]);
+        e.family(counter("DCGM_E"), [(Labels::new(), 2.0)]);
+        e.family(TEMP, [(vec![("gpu", "0".to_string())], 61.0)]);
+        let both = e.finish_both();
+        assert_eq!(
+            both.openmetrics,
+            "# HELP e_joules Energy \\\"so far\\\".\n# TYPE e_joules counter\ne_joules_total 1.5\n\
+             # HELP DCGM_E Energy \\\"so far\\\".\n# TYPE DCGM_E unknown\nDCGM_E 2\n\
+             # HELP t_celsius Temp.\n# TYPE t_celsius gauge\nt_celsius{gpu=\"0\"} 61\n"
+        );
+        assert!(both.text.contains("# TYPE e_joules_total counter\n"));
+        assert!(
+            both.text
+                .contains("# HELP e_joules_total Energy \"so far\".\n")
         );
     }
 

@@ -76,6 +76,10 @@ impl Exporter {
         }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn get(&self, path: &str) -> Response {
         request(self.addr, "GET", path).unwrap_or_else(|e| panic!("GET {path}: {e}"))
     }
@@ -115,9 +119,11 @@ impl Drop for Exporter {
     }
 }
 
-/// `gpuwatch: serving http://ADDR/metrics` → ADDR.
+/// `gpuwatch: serving http://ADDR/metrics` (or `https://`) → ADDR.
 fn serving_addr(line: &str) -> Option<SocketAddr> {
-    line.strip_prefix("gpuwatch: serving http://")?
+    let rest = line.strip_prefix("gpuwatch: serving ")?;
+    rest.strip_prefix("http://")
+        .or_else(|| rest.strip_prefix("https://"))?
         .strip_suffix("/metrics")?
         .parse()
         .ok()
@@ -144,6 +150,8 @@ pub struct Response {
     /// Header names lower-cased.
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// The body's bytes as sent (after de-chunking, which text bodies only use).
+    pub raw_body: Vec<u8>,
 }
 
 impl Response {
@@ -157,16 +165,65 @@ impl Response {
 
 /// One request on a fresh connection (`Connection: close`, so the body ends at EOF).
 pub fn request(addr: SocketAddr, method: &str, target: &str) -> std::io::Result<Response> {
+    request_with(addr, method, target, &[])
+}
+
+/// The same with extra header lines (`("Accept-Encoding", "gzip")`).
+pub fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Response> {
+    let raw = exchange(addr, method, target, headers)?;
+    parse_bytes(&raw).ok_or_else(|| std::io::Error::other("malformed HTTP response"))
+}
+
+/// The raw bytes of the answer to one request.
+pub fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Vec<u8>> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        stream,
-        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    stream.write_all(request_text(addr, method, target, headers).as_bytes())?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
-    parse(&String::from_utf8_lossy(&raw))
-        .ok_or_else(|| std::io::Error::other("malformed HTTP response"))
+    Ok(raw)
+}
+
+/// The request as sent, ending the head.
+pub fn request_text(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> String {
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n")
+}
+
+/// A response whose head is text and whose body may be bytes (gzip): the body is kept raw
+/// in `raw_body` and as (lossy) text in `body`.
+pub fn parse_bytes(raw: &[u8]) -> Option<Response> {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let body = &raw[split + 4..];
+    let mut r = parse(&format!("{head}\r\n\r\n{}", String::from_utf8_lossy(body)))?;
+    let chunked = r
+        .header("transfer-encoding")
+        .is_some_and(|v| v.contains("chunked"));
+    r.raw_body = if chunked {
+        r.body.clone().into_bytes()
+    } else {
+        body.to_vec()
+    };
+    Some(r)
 }
 
 fn parse(raw: &str) -> Option<Response> {
@@ -188,6 +245,7 @@ fn parse(raw: &str) -> Option<Response> {
     Some(Response {
         status,
         headers,
+        raw_body: body.clone().into_bytes(),
         body,
     })
 }
