@@ -431,3 +431,82 @@ fn the_tui_in_tmux_shows_the_xid_in_the_warnings_bar() {
     t.send(&["q"]);
     t.wait_restored();
 }
+
+/// A webhook receiver on 127.0.0.1: each request's JSON body goes to the channel; every
+/// request is answered 200.
+fn webhook_receiver() -> (String, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+            if let Ok(v) = serde_json::from_slice(&body) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    (url, rx)
+}
+
+#[test]
+fn xid_and_remapped_rows_from_the_fake_reach_the_alert_webhook() {
+    let setup = Setup::new(&scenario());
+    let (url, bodies) = webhook_receiver();
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwatch"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GPUWATCH_FAKE_NVML_SCENARIO", setup.scenario())
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["--interval", "200ms", "--alert-webhook", &url])
+        // A pending remapping is a warning: sent when asked for, after its `for` time.
+        .args([
+            "--alert-on",
+            "xid,remapped_rows=warning",
+            "--alert-for",
+            "1s",
+        ])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut kinds = std::collections::BTreeMap::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline
+        && !(kinds.contains_key("xid") && kinds.contains_key("remapped_rows"))
+    {
+        if let Ok(body) = bodies.recv_timeout(Duration::from_secs(1))
+            && body["status"] == "firing"
+        {
+            kinds.insert(body["kind"].as_str().unwrap_or_default().to_string(), body);
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let xid = kinds
+        .get("xid")
+        .unwrap_or_else(|| panic!("no XID alert: {kinds:#?}"));
+    assert_eq!(xid["severity"], "critical", "{xid}");
+    assert_eq!(xid["gpu_index"], 0, "{xid}");
+    assert_eq!(xid["warning"]["xid"], 79, "{xid}");
+    assert!(xid["message"].as_str().unwrap().contains("XID 79"), "{xid}");
+    let rows = kinds
+        .get("remapped_rows")
+        .unwrap_or_else(|| panic!("no remapped-rows alert: {kinds:#?}"));
+    assert_eq!(rows["gpu_index"], 0, "{rows}");
+}

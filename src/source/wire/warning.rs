@@ -138,6 +138,12 @@ pub const KIND_NAMES: &[&str] = &[
     "host_down",
     "stale_vram",
     "pile_up",
+    "xid",
+    "remapped_rows",
+    "retired_pages",
+    "pcie_replays",
+    "ecc_corrected",
+    "hw_slowdown",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
