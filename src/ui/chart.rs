@@ -22,6 +22,53 @@ pub struct Series {
     pub points: Vec<(f64, Option<f64>)>,
 }
 
+/// A reading taken at a moment: what a chart plots against time.
+pub trait Timed {
+    fn at(&self) -> SystemTime;
+}
+
+impl Timed for crate::history::gpu_points::GpuPoint {
+    fn at(&self) -> SystemTime {
+        self.at
+    }
+}
+
+impl Timed for crate::history::procs::ProcPoint {
+    fn at(&self) -> SystemTime {
+        self.at
+    }
+}
+
+/// Points of one GPU or process with the time they are drawn against (the latest sample's).
+pub struct Points<'a, P> {
+    pub now: SystemTime,
+    pub points: Vec<&'a P>,
+}
+
+impl<P: Timed> Points<'_, P> {
+    /// One line: `f` of each point, a gap where it is unknown.
+    pub fn series<V: Into<f64>>(
+        &self,
+        label: String,
+        style: Style,
+        f: impl Fn(&P) -> Option<V>,
+    ) -> Series {
+        Series {
+            label,
+            style,
+            points: self
+                .points
+                .iter()
+                .map(|p| (x_of(self.now, p.at()), f(p).map(Into::into)))
+                .collect(),
+        }
+    }
+
+    pub fn latest(&self) -> Option<&P> {
+        self.points.last().copied()
+    }
+}
+
 /// A chart to draw: title series, reference lines, and the value axis.
 pub struct ChartSpec {
     pub title: String,

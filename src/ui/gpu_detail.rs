@@ -4,12 +4,11 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::Theme;
-use super::chart::{self, ChartSpec, Series};
+use super::chart::{self, ChartSpec};
 use super::format::{NA, bytes_short, gib, or_na, pack, rate, truncate};
 use crate::history::gpu_points::GpuPoint;
 use crate::source::{GpuId, GpuReading, GpuStatus};
@@ -230,25 +229,8 @@ fn process_lines(g: &GpuReading, state: &State, width: usize, room: usize) -> Ve
     lines
 }
 
-/// A GPU's points with the time they are drawn against.
-struct Points<'a> {
-    now: std::time::SystemTime,
-    points: Vec<&'a GpuPoint>,
-}
-
-impl Points<'_> {
-    fn series(&self, label: String, style: Style, f: fn(&GpuPoint) -> Option<f32>) -> Series {
-        Series {
-            label,
-            style,
-            points: self
-                .points
-                .iter()
-                .map(|p| (chart::x_of(self.now, p.at), f(p).map(f64::from)))
-                .collect(),
-        }
-    }
-}
+/// This GPU's points, drawn against the latest sample's time.
+type Points<'a> = chart::Points<'a, GpuPoint>;
 
 fn draw_charts(
     frame: &mut Frame,

@@ -6,12 +6,11 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::Theme;
-use super::chart::{self, ChartSpec, Series};
+use super::chart::{self, ChartSpec};
 use super::format::{NA, bytes_short, duration_short, elapsed, gib, or_na, pack, wrap};
 use crate::history::procs::{LINGER, ProcHistory, ProcId, ProcPoint};
 use crate::model::procs::ProcRow;
@@ -193,29 +192,8 @@ fn draw_charts(
     }
 }
 
-/// A process's points with the time they are drawn against.
-struct Points<'a> {
-    now: std::time::SystemTime,
-    points: Vec<&'a ProcPoint>,
-}
-
-impl Points<'_> {
-    fn series(&self, label: String, style: Style, f: fn(&ProcPoint) -> Option<f64>) -> Series {
-        Series {
-            label,
-            style,
-            points: self
-                .points
-                .iter()
-                .map(|p| (chart::x_of(self.now, p.at), f(p)))
-                .collect(),
-        }
-    }
-
-    fn latest(&self) -> Option<&ProcPoint> {
-        self.points.last().copied()
-    }
-}
+/// This process's points, drawn against the latest sample's time.
+type Points<'a> = chart::Points<'a, ProcPoint>;
 
 /// VRAM (with the peak) and SM share.
 fn gpu_specs(theme: &Theme, pts: &Points, peak: Option<Bytes>) -> Vec<ChartSpec> {
