@@ -283,3 +283,43 @@ fn the_dockerfile_is_multi_stage_non_root_and_asks_only_for_nvml() {
     assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"));
     assert!(text.contains(&format!("EXPOSE {}", gpuwatch::config::DEFAULT_PORT)));
 }
+
+/// The release script's GLIBC check (`scripts/glibc-max.sh`, `objdump -T`) reads the highest
+/// version a binary needs: the same as the versions `objdump -T` lists, here on the test
+/// build (the release binaries themselves are checked by `scripts/release.sh`, which fails
+/// above 2.28; building them needs zig, too slow for CI).
+#[test]
+fn the_glibc_check_reads_the_highest_version_a_binary_needs() {
+    let bin = env!("CARGO_BIN_EXE_gpuwatch");
+    let Ok(dump) = std::process::Command::new("objdump")
+        .args(["-T", bin])
+        .output()
+    else {
+        eprintln!("skipped: objdump is not installed");
+        return;
+    };
+    let text = String::from_utf8_lossy(&dump.stdout);
+    let version = |v: &str| -> Vec<u32> { v.split('.').filter_map(|n| n.parse().ok()).collect() };
+    let highest = text
+        .split("GLIBC_")
+        .skip(1)
+        .filter_map(|rest| {
+            rest.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .next()
+        })
+        .map(version)
+        .max()
+        .expect("a dynamically linked binary needs some GLIBC version");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/glibc-max.sh");
+    let out = std::process::Command::new(script)
+        .arg(bin)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(version(said.trim()), highest, "{said}");
+}
