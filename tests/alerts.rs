@@ -6,77 +6,12 @@
 
 mod serve_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc;
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use serve_support::webhook::{Answer, Receiver};
 use serve_support::{Exporter, gpuwatch, wait_until};
-
-/// What the receiver does with a request.
-#[derive(Clone, Copy, PartialEq)]
-enum Answer {
-    Ok,
-    /// Reads the request and never answers (the connection stays open).
-    Hang,
-}
-
-/// A webhook receiver on 127.0.0.1: every request's path and JSON body go to `bodies`.
-struct Receiver {
-    addr: SocketAddr,
-    bodies: mpsc::Receiver<(String, Value)>,
-}
-
-impl Receiver {
-    fn start(answer: Answer) -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, bodies) = mpsc::channel();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().map_while(Result::ok) {
-                let tx = tx.clone();
-                std::thread::spawn(move || serve_one(stream, answer, &tx));
-            }
-        });
-        Receiver { addr, bodies }
-    }
-
-    /// The next message, within `timeout`.
-    fn next(&self, timeout: Duration) -> Option<(String, Value)> {
-        self.bodies.recv_timeout(timeout).ok()
-    }
-}
-
-fn serve_one(stream: TcpStream, answer: Answer, tx: &mpsc::Sender<(String, Value)>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut length = 0;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap() == 0 || header == "\r\n" {
-            break;
-        }
-        if let Some((k, v)) = header.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    let _ = tx.send((path, serde_json::from_slice(&body).unwrap()));
-    match answer {
-        Answer::Ok => {
-            let mut stream = stream;
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
-        }
-        // Hold the connection well past the sink's timeout.
-        Answer::Hang => std::thread::sleep(Duration::from_secs(120)),
-    }
-}
 
 /// The demo at 20x speed, sampled every 100 ms: GPU 3 climbs past 90 °C within about two
 /// seconds, is critical after holding 2 s, and its benchmark pauses (the GPU cools) after

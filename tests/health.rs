@@ -432,41 +432,11 @@ fn the_tui_in_tmux_shows_the_xid_in_the_warnings_bar() {
     t.wait_restored();
 }
 
-/// A webhook receiver on 127.0.0.1: each request's JSON body goes to the channel; every
-/// request is answered 200.
-fn webhook_receiver() -> (String, std::sync::mpsc::Receiver<Value>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().map_while(Result::ok) {
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
-            if let Ok(v) = serde_json::from_slice(&body) {
-                let _ = tx.send(v);
-            }
-        }
-    });
-    (url, rx)
-}
-
 #[test]
 fn xid_and_remapped_rows_from_the_fake_reach_the_alert_webhook() {
     let setup = Setup::new(&scenario());
-    let (url, bodies) = webhook_receiver();
+    let receiver = serve_support::webhook::Receiver::start(serve_support::webhook::Answer::Ok);
+    let url = format!("http://{}/hook", receiver.addr);
     let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwatch"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -490,7 +460,7 @@ fn xid_and_remapped_rows_from_the_fake_reach_the_alert_webhook() {
     while std::time::Instant::now() < deadline
         && !(kinds.contains_key("xid") && kinds.contains_key("remapped_rows"))
     {
-        if let Ok(body) = bodies.recv_timeout(Duration::from_secs(1))
+        if let Some((_, body)) = receiver.next(Duration::from_secs(1))
             && body["status"] == "firing"
         {
             kinds.insert(body["kind"].as_str().unwrap_or_default().to_string(), body);

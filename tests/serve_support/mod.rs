@@ -3,6 +3,8 @@
 //! 127.0.0.1 is ever contacted; every wait is bounded.
 #![allow(dead_code)]
 
+pub mod webhook;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
