@@ -65,16 +65,7 @@ fn type_is_sortable_by_s_and_by_a_click_on_its_title() {
 
 #[test]
 fn the_first_row_is_selected_from_the_first_frame_and_follows_its_process() {
-    let mut source = sim(8);
-    let mut state = State::new(common::config());
-    update(
-        &mut state,
-        Msg::Resize {
-            width: 120,
-            height: 40,
-        },
-    );
-    update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
+    let mut state = demo_state(8, 1, 120, 40);
     let first = state.model.procs().row(0).unwrap().key.clone();
     assert_eq!(state.model.procs().selected.as_ref(), Some(&first));
     let text = screen(&state, 120, 40);
@@ -115,16 +106,7 @@ fn w_lists_every_warning_even_those_the_bar_has_no_room_for() {
 fn other_users_rows_are_dimmed_and_your_own_highlighted() {
     let state = demo_state(8, 3, 120, 40);
     let term = render(&state, 120, 40, true);
-    let text = term.backend().to_string();
-    let at = |needle: &str| {
-        for (y, line) in text.lines().enumerate() {
-            let line = line.trim_start_matches('"');
-            if let Some(b) = line.find(needle) {
-                return (line[..b].chars().count() as u16, y as u16);
-            }
-        }
-        panic!("{needle:?} not on screen:\n{text}");
-    };
+    let at = |needle: &str| common::find(&term, needle);
     let (x, y) = at("carol");
     assert_eq!(term.backend().buffer()[(x, y)].fg, Color::DarkGray);
     // alice (the current user) has the first rows; skip the selected one.
@@ -182,16 +164,7 @@ fn on_two_hosts(mut sample: Sample) -> Sample {
 #[test]
 fn the_host_column_is_as_wide_as_its_host_names() {
     let mut source = sim(8);
-    let mut state = State::new(common::config());
-    update(
-        &mut state,
-        Msg::Resize {
-            width: 160,
-            height: 40,
-        },
-    );
-    let sample = on_two_hosts(source.sample().unwrap());
-    update(&mut state, Msg::Sample(Box::new(sample)));
+    let state = common::state_of_sample(on_two_hosts(source.sample().unwrap()), 160, 40);
     let text = screen(&state, 160, 40);
     assert!(text.contains("127.0.0.1:33895"), "{text}");
     assert!(text.contains("127.0.0.1:34211"), "{text}");
@@ -232,15 +205,7 @@ fn unknown_power_beside_a_known_limit_says_so() {
     let mut sample = source.sample().unwrap();
     sample.gpus[0].power = None;
     let limit = sample.gpus[0].power_limit.expect("the demo has a limit").0;
-    let mut state = State::new(common::config());
-    update(
-        &mut state,
-        Msg::Resize {
-            width: 120,
-            height: 40,
-        },
-    );
-    update(&mut state, Msg::Sample(Box::new(sample)));
+    let mut state = common::state_of_sample(sample, 120, 40);
     state.view.layout = gpuwatch::state::LayoutPref::Full;
     let text = screen(&state, 120, 40);
     let want = format!("N/A (limit {limit:.0} W)");

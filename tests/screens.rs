@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{demo_state, render, screen};
+use common::{demo_state, find, render, screen};
 use gpuwatch::source::{GpuId, GpuReading, GpuStatus, HostInfo, Sample};
 use gpuwatch::state::{Action, Msg, State, update};
 use gpuwatch::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
@@ -144,16 +144,7 @@ fn absent_zero_lost_sample() -> Sample {
 }
 
 fn absent_zero_lost_state(w: u16, h: u16) -> State {
-    let mut state = State::new(common::config());
-    update(
-        &mut state,
-        Msg::Resize {
-            width: w,
-            height: h,
-        },
-    );
-    update(&mut state, Msg::Sample(Box::new(absent_zero_lost_sample())));
-    state
+    common::state_of_sample(absent_zero_lost_sample(), w, h)
 }
 
 #[test]
@@ -217,18 +208,6 @@ fn paused_marker_and_frozen_readings() {
 }
 
 // ---- styles ----------------------------------------------------------------------------
-
-fn find(term: &ratatui::Terminal<ratatui::backend::TestBackend>, needle: &str) -> (u16, u16) {
-    let text = term.backend().to_string();
-    for (y, line) in text.lines().enumerate() {
-        // TestBackend's Display wraps each line in quotes.
-        let line = line.trim_start_matches('"');
-        if let Some(byte) = line.find(needle) {
-            return (line[..byte].chars().count() as u16, y as u16);
-        }
-    }
-    panic!("{needle:?} not on screen:\n{text}");
-}
 
 #[test]
 fn critical_warnings_are_red_in_colour_and_reversed_in_mono() {

@@ -134,3 +134,30 @@ pub fn kind_name(kind: &gpuwatch::model::warnings::WarningKind) -> &'static str 
         WarningKind::HwSlowdown { .. } => "slowdown",
     }
 }
+
+/// Where `needle` starts on a rendered terminal: (column, row) in cells.
+pub fn find(term: &ratatui::Terminal<ratatui::backend::TestBackend>, needle: &str) -> (u16, u16) {
+    let text = term.backend().to_string();
+    for (y, line) in text.lines().enumerate() {
+        // TestBackend's Display wraps each line in quotes.
+        let line = line.trim_start_matches('"');
+        if let Some(byte) = line.find(needle) {
+            return (line[..byte].chars().count() as u16, y as u16);
+        }
+    }
+    panic!("{needle:?} not on screen:\n{text}");
+}
+
+/// A state that has seen just `sample`, in a `w`x`h` terminal.
+pub fn state_of_sample(sample: gpuwatch::source::Sample, w: u16, h: u16) -> State {
+    let mut state = State::new(config());
+    update(
+        &mut state,
+        Msg::Resize {
+            width: w,
+            height: h,
+        },
+    );
+    update(&mut state, Msg::Sample(Box::new(sample)));
+    state
+}
