@@ -79,11 +79,12 @@ async fn next_sample(rx: &mut tokio::sync::mpsc::Receiver<SamplerEvent>) -> Opti
 
 /// Whether a process this host can see has no CPU% yet (its first sighting).
 fn lacks_cpu(state: &State) -> bool {
-    state.model.procs().all.iter().any(|r| {
-        r.host.is_none()
-            && r.visibility == crate::model::procs::Visibility::Visible
-            && r.cpu.is_none()
-    })
+    state
+        .model
+        .procs()
+        .all
+        .iter()
+        .any(|r| r.host.is_none() && r.visibility == Visibility::Visible && r.cpu.is_none())
 }
 
 /// The `--once --json` document (also `/api/v1/snapshot`), written through `source::wire`:

@@ -59,7 +59,7 @@ pub fn draw(frame: &mut Frame, state: &State, theme: &Theme) {
         detail::draw_env(frame, area, state, theme);
     }
     if state.view.show_warnings {
-        help::draw_warnings(frame, area, state, theme);
+        warnings_bar::draw_list(frame, area, state, theme);
     }
     if state.view.show_help {
         help::draw(frame, area, state.view.overlay_page, theme);

@@ -1,4 +1,5 @@
-//! The warnings bar: one loud line per warning, critical first; hidden when empty.
+//! The warnings bar: one loud line per warning, critical first; hidden when empty. And the
+//! list of every warning (`w`), for those the bar has no room for.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -6,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Theme;
+use super::overlay::{self, Entry};
 use crate::model::warnings::Severity;
 use crate::state::State;
 
@@ -45,4 +47,53 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         ));
     }
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// Every warning, critical first as the bar orders them, each wrapped in full.
+pub fn draw_list(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let entries: Vec<Entry> = state
+        .model
+        .warnings()
+        .iter()
+        .map(|w| {
+            let (label, label_style, text_style) = match w.severity {
+                Severity::Critical => ("CRIT", theme.critical_badge, theme.critical),
+                Severity::Warning => ("WARN", theme.warning_badge, theme.warning),
+            };
+            Entry {
+                label: label.to_string(),
+                label_style,
+                text: super::text::warning_line(w),
+                text_style,
+            }
+        })
+        .collect();
+    if entries.is_empty() {
+        let none = [Entry {
+            label: String::new(),
+            label_style: theme.dim,
+            text: "no warnings".into(),
+            text_style: theme.dim,
+        }];
+        overlay::draw(
+            frame,
+            area,
+            " Warnings (w or Esc to close) ",
+            &none,
+            0,
+            40,
+            theme,
+        );
+        return;
+    }
+    let title = format!(" Warnings: {} (w or Esc to close) ", entries.len());
+    overlay::draw(
+        frame,
+        area,
+        &title,
+        &entries,
+        state.view.overlay_page,
+        120,
+        theme,
+    );
 }
