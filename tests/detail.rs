@@ -120,6 +120,29 @@ fn enter_opens_the_selected_process_and_esc_goes_back() {
 }
 
 #[test]
+fn help_over_a_detail_view_keeps_table_keys_from_the_table_beneath() {
+    use gpuwatch::model::procs::SortKey;
+    let mut state = opened_on_process(120, 40);
+    let row = state.model.procs().selected_row().unwrap().key.clone();
+    let sort = state.model.procs().sort;
+    act(&mut state, Action::ToggleHelp);
+    assert!(state.view.show_help);
+    // Sorting, the user table and the filter would act on a table no one sees.
+    act(&mut state, Action::SortBy(SortKey::Pid));
+    act(&mut state, Action::SortNext);
+    act(&mut state, Action::ToggleUsers);
+    act(&mut state, Action::OpenFilter);
+    assert_eq!(state.model.procs().sort, sort);
+    assert_eq!(state.view.panel, Panel::Processes);
+    assert!(!state.view.filter_editing);
+    assert_eq!(state.model.procs().selected_row().unwrap().key, row);
+    // Esc closes help and only help; the view is still there.
+    act(&mut state, Action::Back);
+    assert!(!state.view.show_help);
+    assert!(matches!(state.view.detail, Some(Detail::Process(_))));
+}
+
+#[test]
 fn the_process_view_follows_its_identity_across_samples_and_sorts() {
     let mut state = demo_state(8, SAMPLES, 120, 40);
     act(&mut state, Action::SelectLast);

@@ -14,7 +14,8 @@ pub(super) fn apply_action(state: &mut State, action: Action) -> Vec<Effect> {
     if overlay_page(state, action) {
         return Vec::new();
     }
-    if state.view.detail.is_some() && !state.view.show_help && !detail::allowed(action) {
+    // Help opened over a detail view covers it, not the table: table keys stay inert.
+    if state.view.detail.is_some() && !detail::allowed(action) {
         return Vec::new();
     }
     match action {
