@@ -47,7 +47,6 @@ pub fn line(row: &ProcRow, gpus: &[GpuReading]) -> String {
         }
         Pinning::Unknown => {}
     }
-    parts.push("e: environment".into());
     parts.join(" · ")
 }
 
