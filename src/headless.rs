@@ -77,14 +77,18 @@ async fn next_sample(rx: &mut tokio::sync::mpsc::Receiver<SamplerEvent>) -> Opti
     }
 }
 
-/// Whether a process this host can see has no CPU% yet (its first sighting).
+/// Whether a process this host can see has no CPU% yet (its first sighting), or the host
+/// line has memory but no CPU % (both are deltas between two readings of /proc).
 fn lacks_cpu(state: &State) -> bool {
-    state
-        .model
-        .procs()
-        .all
-        .iter()
-        .any(|r| r.host.is_none() && r.visibility == Visibility::Visible && r.cpu.is_none())
+    let load = &state.model.host().load;
+    let host_lacks = load.memory_total.is_some() && load.cpu_percent.is_none();
+    host_lacks
+        || state
+            .model
+            .procs()
+            .all
+            .iter()
+            .any(|r| r.host.is_none() && r.visibility == Visibility::Visible && r.cpu.is_none())
 }
 
 /// The `--once --json` document (also `/api/v1/snapshot`), written through `source::wire`:
@@ -290,12 +294,22 @@ pub fn render_text(state: &State) -> String {
         state.model.gpus().len(),
         list_or_none(&free_gpus(&state.model)),
     );
+    out += &host_line(&h.load);
     out += &gpu_table(state);
     out += &health_lines(state);
     out += &warning_lines(state);
     out += &process_table(state);
     // Fields are escaped where they are written; this last pass guards any that is not.
     crate::text_safe::escape_lines(&out).into_owned()
+}
+
+/// The TUI's host line as text (`host: CPU 38% · RAM …`); nothing when the source read no
+/// host figures at all (a recording or remote host of an older version).
+fn host_line(load: &crate::source::HostLoad) -> String {
+    if *load == crate::source::HostLoad::default() {
+        return String::new();
+    }
+    format!("host: {}\n", crate::ui::host::plain(load))
 }
 
 /// One line per GPU with its readings and who holds it.

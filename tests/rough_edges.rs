@@ -265,6 +265,14 @@ fn once_on_a_real_host_has_cpu_percent_and_the_configured_columns() {
     );
     let row = line_with(&text, "sleep 30");
     assert!(!row.contains("N/A"), "CPU% is known: {row}");
+    // The TUI's host line, with this machine's CPU % from the same two samples.
+    let host = line_with(&text, "host: CPU ");
+    let cpu = host["host: CPU ".len()..].split('%').next().unwrap();
+    assert!(cpu.parse::<f64>().is_ok(), "host CPU % is a number: {host}");
+    assert!(
+        host.contains(" · RAM ") && host.contains(" · load "),
+        "{host}"
+    );
     let _ = sleep.kill();
     let _ = sleep.wait();
 }

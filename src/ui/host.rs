@@ -74,6 +74,14 @@ pub fn spans_for(load: &HostLoad, theme: &Theme) -> Vec<Span<'static>> {
     spans
 }
 
+/// The same words without styles, for `--once`'s text.
+pub fn plain(load: &HostLoad) -> String {
+    spans_for(load, &Theme::new(false))
+        .iter()
+        .map(|s| s.content.as_ref())
+        .collect()
+}
+
 fn ratio(used: Option<Bytes>, total: Option<Bytes>) -> Option<f64> {
     match (used, total) {
         (Some(u), Some(t)) if t.0 > 0 => Some(u.0 as f64 / t.0 as f64),

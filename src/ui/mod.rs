@@ -12,7 +12,7 @@ mod header;
 pub mod health_text;
 mod help;
 pub mod hit;
-mod host;
+pub mod host;
 mod overlay;
 pub mod proc_detail;
 pub mod table;
