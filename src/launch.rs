@@ -87,7 +87,10 @@ pub fn build(settings: &Settings, opening: Opening) -> Result<Built, String> {
     if let Some(rec) = &settings.record {
         let max = rec.max_size.map(|b| b.0);
         let inner = std::mem::replace(&mut built.source, Box::new(NoSource));
-        built.source = Box::new(RecordingSource::new(inner, &rec.path, built.interval, max)?);
+        let mut recorder = RecordingSource::new(inner, &rec.path, built.interval, max)?;
+        // The demo's back-filled history is part of what the user saw: it goes in first.
+        recorder.record_earlier(&built.prelude);
+        built.source = Box::new(recorder);
     }
     check_only(&mut built, settings)?;
     Ok(built)

@@ -256,3 +256,25 @@ fn percent(screen: &str) -> usize {
         .parse()
         .expect("a percentage")
 }
+
+#[test]
+fn recording_the_demo_keeps_the_history_it_opened_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.ndjson");
+    common::clean_command()
+        .args(["--demo", "--once", "--record"])
+        .arg(&file)
+        .assert()
+        .success();
+    let recording = record::read(&file).unwrap();
+    // The back-fill (hundreds of samples, oldest first) and then the one live sample.
+    let times: Vec<_> = recording.samples.iter().map(|s| s.time).collect();
+    assert!(times.len() > 300, "{} samples recorded", times.len());
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "in time order");
+    // Played back, it raises what the demo opened with, time-based ones included.
+    let kinds: std::collections::BTreeSet<_> =
+        warnings_fired(&file).into_iter().map(|w| w.1).collect();
+    for kind in ["oom", "heat", "idle", "stale", "xid"] {
+        assert!(kinds.contains(kind), "{kind} missing from {kinds:?}");
+    }
+}

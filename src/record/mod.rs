@@ -92,19 +92,35 @@ impl RecordingSource {
     pub fn dropped(&self) -> u64 {
         self.writer.dropped()
     }
+
+    /// Writes samples the view starts with before any sample of the source (the demo's
+    /// back-filled history), so a replay of the file opens where the user's screen did.
+    /// Called once before the UI starts: it waits for the disk rather than dropping, since
+    /// these are hundreds of lines at once, more than the queue holds.
+    pub fn record_earlier(&mut self, samples: &[Sample]) {
+        for sample in samples {
+            let line = self.line_for(sample);
+            self.writer.push_waiting(line);
+        }
+    }
+
+    /// The sample's line, with each process's peak VRAM so far.
+    fn line_for(&mut self, sample: &Sample) -> String {
+        // One-point rings: only the peaks are wanted here, bounded like the UI's.
+        self.peaks.record(sample.time, &sample.processes, 1);
+        let peaks = &self.peaks;
+        wire::recorded_sample_line(sample, |p| {
+            peaks.get(&ProcId::of(p)).and_then(|h| h.peak_on(&p.gpu))
+        }) + "\n"
+    }
 }
 
 impl GpuSource for RecordingSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         let sample = self.inner.sample()?;
-        // One-point rings: only the peaks are wanted here, bounded like the UI's.
-        self.peaks.record(sample.time, &sample.processes, 1);
-        let peaks = &self.peaks;
-        let line = wire::recorded_sample_line(&sample, |p| {
-            peaks.get(&ProcId::of(p)).and_then(|h| h.peak_on(&p.gpu))
-        });
+        let line = self.line_for(&sample);
         // Only serialising happens here; the disk is the recorder thread's.
-        self.writer.push(line + "\n");
+        self.writer.push(line);
         Ok(sample)
     }
 

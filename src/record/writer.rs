@@ -90,6 +90,15 @@ impl Writer {
         }
     }
 
+    /// Queues one line, waiting while the queue is full: only for the lines written before
+    /// sampling starts (`RecordingSource::record_earlier`), never on the sampler's path.
+    pub fn push_waiting(&mut self, line: String) {
+        let Some(tx) = &self.tx else { return };
+        if tx.send(line).is_err() {
+            self.tx = None;
+        }
+    }
+
     /// What the recorder said since the last call, and a count of dropped lines if new.
     pub fn notices(&mut self) -> Vec<String> {
         let mut out = self
