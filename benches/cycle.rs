@@ -49,6 +49,7 @@ fn synthetic_procs(gpus: &[GpuReading], count: usize, tick: u64) -> Vec<ProcRead
             let user = i % 24;
             let wobble = (i as u64 * 7919 + tick * 104_729) % 1000;
             ProcReading {
+                peak_gpu_memory: None,
                 pid: 10_000 + i as u32,
                 gpu: gpu.id.clone(),
                 kind: if i % 17 == 0 {

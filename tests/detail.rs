@@ -242,6 +242,7 @@ fn sample_with(secs: u64, vram_gib: f64) -> Sample {
         host: HostInfo::default(),
         gpus: vec![gpu],
         processes: vec![ProcReading {
+            peak_gpu_memory: None,
             pid: 4242,
             gpu: id,
             kind: ProcKind::Compute,

@@ -107,7 +107,9 @@ impl ProcHistory {
             .collect();
         let details = readings.iter().find_map(|p| p.details());
         for p in readings {
-            let Some(used) = p.gpu_memory else { continue };
+            let Some(used) = p.gpu_memory.max(p.peak_gpu_memory) else {
+                continue;
+            };
             match self.peaks.iter_mut().find(|(g, _)| *g == p.gpu) {
                 Some((_, peak)) => *peak = (*peak).max(used),
                 None => self.peaks.push((p.gpu.clone(), used)),
@@ -193,6 +195,7 @@ mod tests {
 
     fn proc(pid: u32, gpu: &str, mib: Option<u64>) -> ProcReading {
         ProcReading {
+            peak_gpu_memory: None,
             pid,
             gpu: GpuId(gpu.into()),
             kind: ProcKind::Compute,

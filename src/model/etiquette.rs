@@ -80,6 +80,7 @@ mod tests {
 
     fn proc(pid: u32, gib: f64) -> ProcReading {
         ProcReading {
+            peak_gpu_memory: None,
             pid,
             gpu: GpuId("GPU-a".into()),
             kind: ProcKind::Compute,

@@ -17,6 +17,7 @@ fn gpu(index: u32, total_gib: f64, used_gib: f64, util: u32) -> GpuReading {
 /// A process on GPU `index` holding `gib`; `user` `None` is one we cannot see.
 fn proc(pid: u32, index: u32, user: Option<(&str, u32)>, gib: f64) -> ProcReading {
     ProcReading {
+        peak_gpu_memory: None,
         pid,
         gpu: GpuId(format!("GPU-{index}")),
         kind: ProcKind::Compute,

@@ -73,6 +73,7 @@ fn full() -> GpuReading {
 
 fn proc_on(gpu: &str, pid: u32, host: HostProc) -> ProcReading {
     ProcReading {
+        peak_gpu_memory: None,
         pid,
         gpu: GpuId(gpu.into()),
         kind: ProcKind::Compute,

@@ -289,6 +289,11 @@ pub struct ProcReading {
     pub gpu: GpuId,
     pub kind: ProcKind,
     pub gpu_memory: Option<Bytes>,
+    /// The most VRAM it held on this GPU up to this sample, when the source knows its past
+    /// (a recording's or a remote snapshot's `peak_gpu_memory`): the history takes the larger
+    /// of this and what it saw, so a replay that skipped ahead, or a rotated recording's
+    /// second file, still shows the real peak. `None` from live sources.
+    pub peak_gpu_memory: Option<Bytes>,
     /// Share of the GPU's SM time this process used over the last interval.
     pub sm_util: Option<Percent>,
     /// What the host knows about the process; `None` when it is not visible from here.

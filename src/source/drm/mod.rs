@@ -136,6 +136,7 @@ impl DrmSource {
         let processes = usage
             .into_iter()
             .map(|u| ProcReading {
+                peak_gpu_memory: None,
                 pid: u.pid,
                 gpu: by_pdev[u.pdev.as_str()].id.clone(),
                 kind: u.kind,

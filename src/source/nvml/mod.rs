@@ -267,6 +267,7 @@ impl GpuSource for NvmlSource {
         let processes: Vec<ProcReading> = listed
             .into_iter()
             .map(|(gpu, p)| ProcReading {
+                peak_gpu_memory: None,
                 pid: p.pid,
                 gpu,
                 kind: p.kind,
@@ -340,6 +341,7 @@ mod tests {
             names: PodNames::default(),
         };
         let p = ProcReading {
+            peak_gpu_memory: None,
             pid: 7,
             gpu: id,
             kind: ProcKind::Compute,

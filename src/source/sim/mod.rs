@@ -197,6 +197,7 @@ impl SimSource {
             0.0
         };
         Some(ProcReading {
+            peak_gpu_memory: None,
             pid,
             gpu: gpu.clone(),
             kind: ProcKind::Compute,

@@ -202,6 +202,7 @@ impl Proc {
             Visibility::Exited => HostProc::Exited,
         };
         Ok(ProcReading {
+            peak_gpu_memory: self.peak_gpu_memory.map(Bytes),
             pid,
             gpu: GpuId(self.gpu_uuid),
             kind: self.kind.into(),

@@ -190,6 +190,7 @@ pub fn read_recorded_sample(line: &str) -> Result<Sample, String> {
                 RecordedHostProc::Exited => HostProc::Exited,
             };
             Ok(ProcReading {
+                peak_gpu_memory: None,
                 pid: p.pid,
                 gpu: GpuId(p.gpu),
                 kind: p.kind.into(),
@@ -268,6 +269,7 @@ pub fn read_snapshot(text: &str, fallback_time: SystemTime) -> Result<Sample, St
                 Visibility::Exited => HostProc::Exited,
             };
             Ok(ProcReading {
+                peak_gpu_memory: None,
                 pid,
                 gpu: GpuId(p.gpu_uuid),
                 kind: p.kind.into(),
