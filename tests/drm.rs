@@ -239,3 +239,68 @@ fn auto_shows_nvidia_and_amd_together_each_with_its_vendor() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("AMD Instinct MI300X"));
 }
+
+mod serve_support;
+
+#[test]
+fn the_exporter_serves_an_amd_card_with_its_owners_over_a_socket() {
+    let root = fixture("amd-mi300x");
+    let mut cmd = serve_support::gpuwatch();
+    cmd.args(["--source", "amd"])
+        .args(["--sysfs-root", &format!("{root}/sys")])
+        .args(["--proc-root", &format!("{root}/proc")]);
+    let exporter = serve_support::Exporter::start(cmd, &[]);
+    exporter.wait_ready();
+    let metrics = exporter.get("/metrics").body;
+    let series = |name: &str, needle: &str| -> f64 {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(needle))
+            .unwrap_or_else(|| panic!("no {name} with {needle}:\n{metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let card = "uuid=\"AMD-1cb6d8a2b3e4f501\"";
+    assert_eq!(
+        series("gpuwatch_gpu_memory_used_bytes", card),
+        154_618_822_656.0
+    );
+    assert_eq!(series("gpuwatch_gpu_processes", card), 2.0);
+    assert_eq!(
+        series(
+            "gpuwatch_user_gpu_memory_bytes",
+            "user=\"slurm 12345 (root)\""
+        ),
+        (96u64 << 30) as f64
+    );
+    // What amdgpu cannot tell is left out, not exported as 0.
+    assert!(
+        !metrics.contains("gpuwatch_gpu_encoder_utilization_ratio{"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn the_monitor_shows_an_amd_card_and_its_owners_in_a_real_terminal() {
+    let Some(t) = common::tmux::Tmux::start("drm-tui", 120, 40) else {
+        return;
+    };
+    let root = fixture("amd-mi300x");
+    t.send(&[
+        &format!(
+            "{} --source amd --sysfs-root {root}/sys --proc-root {root}/proc",
+            env!("CARGO_BIN_EXE_gpuwatch")
+        ),
+        "Enter",
+    ]);
+    let screen = t.wait_for("AMD Instinct MI300X", std::time::Duration::from_secs(15));
+    let screen = if screen.contains("slurm 12345") {
+        screen
+    } else {
+        t.wait_for("slurm 12345", std::time::Duration::from_secs(5))
+    };
+    assert!(
+        screen.contains("144.0/192.0") || screen.contains("144/192"),
+        "{screen}"
+    );
+    t.send(&["q"]);
+}
