@@ -3,7 +3,7 @@
 //! MI300X and an Intel Arc. Each is filled as its real source fills it — what NVML answers
 //! in MIG mode, what amdgpu's sysfs and fdinfo give, what i915's give — and every other
 //! field stays `None`, so the screens show `N/A` exactly where a real box would. Data and
-//! readings only: `super` owns the clock and the random numbers.
+//! readings only: `super` owns the clock; the three draw from their own random numbers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,18 +20,22 @@ use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 /// How many GPUs the mixed scenario adds.
 pub(super) const EXTRA_GPUS: usize = 3;
 
-/// What the three GPUs remember between samples: smoothed temperatures (a random walk
-/// needs memory) and energy counters.
-#[derive(Debug)]
+/// What the three GPUs remember between samples: their own random numbers (so the default
+/// story's draws, and so its readings, are the same with or without them), smoothed
+/// temperatures (a random walk needs memory) and energy counters.
 pub(super) struct Walks {
+    rng: fastrand::Rng,
     temps: [f64; EXTRA_GPUS],
     energy_joules: [f64; EXTRA_GPUS],
 }
 
 impl Walks {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(seed: u64) -> Self {
         Walks {
+            // "mixed" in ASCII: any constant keeps this generator apart from the story's.
+            rng: fastrand::Rng::with_seed(seed ^ 0x006d_6978_6564),
             temps: [58.0, 62.0, 52.0],
+            // The AMD GPU's stays unused: amdgpu gives no energy counter.
             energy_joules: [300.0 * 86_400.0, 0.0, 40.0 * 86_400.0],
         }
     }
@@ -213,9 +217,10 @@ impl SimSource {
 
     /// A noise draw in 0..1, and the `k`th extra GPU's temperature moved toward `target`.
     fn walk(&mut self, k: usize, target: f64) -> (f64, Celsius) {
-        let noise = self.rng.f64();
+        let noise = self.mixed.rng.f64();
+        let step = (self.mixed.rng.f64() - 0.5) * 1.2;
         let temp = &mut self.mixed.temps[k];
-        *temp += (target - *temp) * 0.3 + (self.rng.f64() - 0.5) * 1.2;
+        *temp += (target - *temp) * 0.3 + step;
         (noise, Celsius(temp.round().max(0.0) as u32))
     }
 
@@ -342,7 +347,7 @@ impl SimSource {
     fn proc(&mut self, p: &Proc, gpu: &GpuId, util: f64) -> ProcReading {
         let gib = p.gib
             + if p.jitter > 0.0 {
-                p.jitter * self.rng.f64()
+                p.jitter * self.mixed.rng.f64()
             } else {
                 0.0
             };

@@ -105,7 +105,7 @@ impl SimSource {
         SimSource {
             gpu_count,
             scenario: Scenario::Default,
-            mixed: mixed::Walks::new(),
+            mixed: mixed::Walks::new(seed),
             interval,
             clock,
             origin,
@@ -320,8 +320,8 @@ impl SimSource {
         let mut gpus: Vec<GpuReading> = (0..self.gpu_count)
             .map(|i| self.gpu(i, &mut processes))
             .collect();
-        // After the default story's GPUs, so its random draws (and so its readings) are the
-        // same in both scenarios; NVIDIA's first, as `--source auto` numbers them.
+        // After the default story's GPUs (NVIDIA's first, as `--source auto` numbers them);
+        // they draw from their own generator, so the default story reads the same.
         if self.scenario == Scenario::Mixed {
             gpus.extend(self.mixed_gpus(&mut processes));
         }
