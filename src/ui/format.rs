@@ -1,9 +1,8 @@
 //! Turning readings into short human text: bytes, durations, temperatures, `N/A`.
 //! Pure string formatting; shared by the TUI and the plain-text `--once` output.
 
-use std::time::Duration;
-
 use std::borrow::Cow;
+use std::time::Duration;
 
 use crate::source::throttle::ThrottleReason;
 use crate::source::{GpuReading, Vendor};

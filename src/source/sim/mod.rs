@@ -5,7 +5,8 @@
 //! Each GPU plays a role chosen by its index (so 8 GPUs show every situation the monitor
 //! must make visible): steady training, filling toward OOM, overheating, held but idle,
 //! stale VRAM with no process, and free. Beyond 8 GPUs the pattern repeats with other users.
-//! The roles are a table (`scenario::ROLES`); this file turns a role into readings.
+//! The roles are a table (`scenario::ROLES`); this file turns a role into readings. The
+//! `mixed` scenario adds a MIG-mode H100, an AMD and an Intel GPU after them (`mixed`).
 
 mod backfill;
 mod context;
@@ -71,7 +72,7 @@ pub struct SimSource {
     /// GPUs of the default story (`--demo-gpus`); the mixed scenario's come after them.
     gpu_count: usize,
     scenario: Scenario,
-    /// The mixed scenario's GPUs' smoothed temperatures and energy counters.
+    /// What the mixed scenario's GPUs carry from sample to sample (unused by the default).
     mixed: mixed::Walks,
     interval: Duration,
     clock: SimClock,
