@@ -43,12 +43,35 @@ fn mixed_state(gpus: usize, w: u16, h: u16) -> State {
 
 #[test]
 fn mixed_fleet_at_80x24() {
-    assert_snapshot!(screen(&mixed_state(1, 80, 24), 80, 24));
+    let text = screen(&mixed_state(1, 80, 24), 80, 24);
+    // Too narrow for names: the AMD and Intel lines are tagged, NVIDIA's are not.
+    let line = |gpu: &str| {
+        let start = format!("\"  {gpu} ");
+        text.lines()
+            .find(|l| l.starts_with(&start))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line("2").contains("W AMD slurm 48200 (heidi)"), "{text}");
+    assert!(line("3").contains("W Intel ivan"), "{text}");
+    assert!(
+        !line("0").contains("AMD") && !line("1").contains("NVIDIA"),
+        "{text}"
+    );
+    assert_snapshot!(text);
 }
 
 #[test]
 fn mixed_fleet_at_200x60() {
-    assert_snapshot!(screen(&mixed_state(1, 200, 60), 200, 60));
+    let text = screen(&mixed_state(1, 200, 60), 200, 60);
+    for title in [
+        "2 · AMD Instinct MI300X",
+        "3 · Intel GPU 0x56a0",
+        "1 · NVIDIA H100",
+    ] {
+        assert!(text.contains(title), "{title} not on\n{text}");
+    }
+    assert_snapshot!(text);
 }
 
 /// The AMD GPU's detail view lists every field, the ones amdgpu cannot give as `N/A`.
