@@ -12,6 +12,7 @@ mod backfill;
 mod context;
 mod health;
 mod mixed;
+mod mixed_jobs;
 mod scenario;
 
 use std::time::{Duration, SystemTime};
