@@ -2,8 +2,9 @@
 //! split 3g.40gb + 2g.20gb + 1g.10gb (the 2g.20gb instance nearly full), an AMD Instinct
 //! MI300X and an Intel Arc. Each is filled as its real source fills it — what NVML answers
 //! in MIG mode, what amdgpu's sysfs and fdinfo give, what i915's give — and every other
-//! field stays `None`, so the screens show `N/A` exactly where a real box would. Data and
-//! readings only: `super` owns the clock; the three draw from their own random numbers.
+//! field stays `None`, so the screens show `N/A` exactly where a real box would. Readings
+//! only (the jobs are data in `mixed_jobs`): `super` owns the clock; the three GPUs draw
+//! from their own random numbers.
 
 use std::sync::Arc;
 use std::time::Duration;
