@@ -85,6 +85,11 @@ pub struct Cli {
     #[arg(long, value_name = "N", global = true)]
     pub demo_gpus: Option<String>,
 
+    /// The simulated fleet's story: default (an NVIDIA server), or mixed (the same with an
+    /// H100 in MIG mode, an AMD and an Intel GPU after it) [default: default].
+    #[arg(long, value_name = "NAME", global = true)]
+    pub demo_scenario: Option<String>,
+
     /// Seed of the simulated fleet; the same seed gives the same readings [default: 42].
     #[arg(long, value_name = "N", global = true)]
     pub seed: Option<String>,

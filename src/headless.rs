@@ -323,7 +323,7 @@ fn gpu_table(state: &State) -> String {
             out += &format!(
                 "{:>3}  {:<22} LOST — not responding\n",
                 g.index,
-                escape(&g.name)
+                escape(&crate::ui::format::gpu_name(g))
             );
             continue;
         }
@@ -340,7 +340,10 @@ fn gpu_table(state: &State) -> String {
         out += &format!(
             "{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
             g.index,
-            escape(&crate::ui::format::truncate(&g.name, 22)),
+            escape(&crate::ui::format::truncate(
+                &crate::ui::format::gpu_name(g),
+                22
+            )),
             or_na(g.util, |u| format!("{}%", u.0)),
             mem,
             or_na(g.temperature, |t| format!("{}C", t.0)),

@@ -248,7 +248,8 @@ fn live_source(settings: &Settings, opening: Opening) -> Result<Live, String> {
             settings.interval,
             SimClock::Real,
         )
-        .with_speed(settings.demo_speed);
+        .with_speed(settings.demo_speed)
+        .with_scenario(settings.demo_scenario);
         let prelude = if opening == Opening::MidStory {
             sim.backfill(demo_lead(settings), settings.history)
         } else {

@@ -90,6 +90,14 @@ fn demo_once_json_conforms() {
     assert_conforms(&doc, "--demo");
 }
 
+/// The mixed scenario: MIG instances, an AMD and an Intel GPU with their unknowns `null`.
+#[test]
+fn mixed_demo_once_json_conforms() {
+    let doc = once_json(common::clean_command().args(["--demo", "--demo-scenario", "mixed"]));
+    assert_eq!(doc["gpus"].as_array().unwrap().len(), 11);
+    assert_conforms(&doc, "--demo-scenario mixed");
+}
+
 #[test]
 fn a_late_demo_with_every_kind_of_warning_conforms() {
     // Far enough into the demo scenario that the OOM, heat, stale and idle warnings fire.

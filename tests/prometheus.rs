@@ -379,3 +379,45 @@ fn a_prometheus_that_cannot_be_read_is_one_line() {
         "gpuwatch: --prometheus: not with --remote/--hosts-file (pick one)\n"
     );
 }
+
+/// The `vendor` label through a real Prometheus: PromQL can group by it, and
+/// `--prometheus` reads each GPU's vendor back from it.
+#[test]
+fn vendors_survive_the_round_trip_through_prometheus() {
+    if !on_path("prometheus") {
+        println!("prometheus is not installed: skipping the vendor round trip");
+        return;
+    }
+    let exporter = Exporter::demo(&["--demo-gpus", "1", "--demo-scenario", "mixed"]);
+    let dir = tempfile::tempdir().unwrap();
+    let prometheus = Prometheus::start(dir.path(), &exporter.addr.to_string());
+    let by_vendor = wait_until("gpuwatch_gpu_info by vendor", SCRAPED, || {
+        let rows = prometheus.query("count by (vendor) (gpuwatch_gpu_info)")?;
+        let mut counts: Vec<(String, f64)> = rows
+            .iter()
+            .map(|(labels, n)| (labels["vendor"].as_str().unwrap_or("").to_string(), *n))
+            .collect();
+        counts.sort_by(|a, b| a.0.cmp(&b.0));
+        (counts.len() == 3).then_some(counts)
+    });
+    let names: Vec<(&str, f64)> = by_vendor.iter().map(|(v, n)| (v.as_str(), *n)).collect();
+    assert_eq!(names, [("amd", 1.0), ("intel", 1.0), ("nvidia", 2.0)]);
+    let url = format!("http://127.0.0.1:{}", prometheus.port);
+    let out = gpuwatch()
+        .args(["--prometheus", &url, "--once", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vendors: Vec<(u64, &str)> = doc["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["index"].as_u64().unwrap(), g["vendor"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        vendors,
+        [(0, "nvidia"), (1, "nvidia"), (2, "amd"), (3, "intel")],
+        "{doc:#}"
+    );
+}

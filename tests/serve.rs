@@ -77,7 +77,7 @@ fn metrics_are_prometheus_text_in_base_units_for_every_gpu() {
         "{limit}"
     );
     assert!(
-        limit.ends_with(r#",name="NVIDIA H100 80GB HBM3"} 700"#),
+        limit.ends_with(r#",name="NVIDIA H100 80GB HBM3",vendor="nvidia"} 700"#),
         "{limit}"
     );
     // Clocks in hertz, ratios in 0..=1.

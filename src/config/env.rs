@@ -12,6 +12,7 @@ pub const ENV_FLAGS: &[&str] = &[
     "source",
     "demo",
     "demo-gpus",
+    "demo-scenario",
     "seed",
     "nvml-lib",
     "sysfs-root",

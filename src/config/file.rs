@@ -22,6 +22,7 @@ pub type Entry<T> = Option<Spanned<T>>;
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub source: Entry<String>,
+    pub demo_scenario: Entry<String>,
     pub interval: Entry<DurationText>,
     pub history: Entry<DurationText>,
     pub compact: Entry<bool>,

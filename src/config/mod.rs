@@ -155,6 +155,8 @@ pub struct ConnectionLimits {
 pub struct Settings {
     pub source: SourceKind,
     pub demo_gpus: usize,
+    /// The demo fleet's story (`--demo-scenario`).
+    pub demo_scenario: crate::source::sim::Scenario,
     pub seed: u64,
     /// `gpuwatch replay FILE`: play this recording instead of a live source.
     pub replay: Option<PathBuf>,
@@ -297,6 +299,7 @@ impl Settings {
         Ok(Settings {
             source: sources::source_kind(cli, &r)?,
             demo_gpus,
+            demo_scenario: sources::demo_scenario(cli, &r)?,
             seed,
             replay: sources::replay(cli),
             record: outputs::record(cli, &r)?,

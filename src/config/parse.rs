@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::cli::SourceKind;
 use crate::model::procs::SortKey;
+use crate::source::sim::Scenario;
 use crate::ui::theme::ThemeName;
 
 /// `500ms`, `2s`, `1m`, or a bare number of seconds like `watch -n` takes. Humantime reads
@@ -74,6 +75,13 @@ pub fn source_by_name(name: &str) -> Result<SourceKind, String> {
         "demo" => Ok(SourceKind::Demo),
         _ => Err("unknown source; use nvml, auto, amd, intel or demo".into()),
     }
+}
+
+pub fn scenario_by_name(name: &str) -> Result<Scenario, String> {
+    Scenario::from_name(name.trim()).ok_or_else(|| {
+        let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
+        format!("unknown demo scenario; use {}", names.join(" or "))
+    })
 }
 
 pub fn source_config_name(kind: SourceKind) -> &'static str {

@@ -4,13 +4,13 @@
 
 use std::path::PathBuf;
 
-use super::parse::{parse_addresses, parse_whole, source_by_name};
+use super::parse::{parse_addresses, parse_whole, scenario_by_name, source_by_name};
 use super::values::{Got, Resolver};
 use super::{PrometheusSettings, RemoteSettings, SettingsError};
 use crate::cli::{Cli, Command, SourceKind};
 use crate::source::drm::Roots;
 use crate::source::remote::parse_address;
-use crate::source::sim::MAX_GPUS;
+use crate::source::sim::{MAX_GPUS, Scenario};
 
 pub const DEFAULT_DEMO_GPUS: usize = 8;
 pub const DEFAULT_SEED: u64 = 42;
@@ -46,6 +46,20 @@ pub(super) fn demo_fleet(cli: &Cli, r: &Resolver) -> Result<(usize, u64), Settin
     }
     let seed = r.flag_or_env(("seed", &cli.seed), parse_whole, DEFAULT_SEED)?;
     Ok((gpus.value, seed.value))
+}
+
+/// `--demo-scenario` / `demo_scenario`: which story the simulated fleet tells. Read whatever
+/// the source (like the fleet's size), so a file that sets it for `--demo` never gets in the
+/// way of real GPUs.
+pub(super) fn demo_scenario(cli: &Cli, r: &Resolver) -> Result<Scenario, SettingsError> {
+    Ok(r.layer(
+        ("demo-scenario", &cli.demo_scenario),
+        ("demo_scenario", &r.file_config().demo_scenario),
+        scenario_by_name,
+        |s| scenario_by_name(s),
+        Scenario::Default,
+    )?
+    .value)
 }
 
 pub(super) fn kubelet_socket(cli: &Cli, r: &Resolver) -> Result<PathBuf, SettingsError> {

@@ -45,6 +45,9 @@ fn top_level_keys() -> String {
 # Where readings come from (--source): "nvml" (NVIDIA GPUs), "amd" (amdgpu), "intel"
 # (i915/xe), "auto" (every vendor present, else the simulated demo fleet) or "demo".
 source = "{source}"
+# The demo fleet's story (--demo-scenario): "default" (an NVIDIA server shared by a few
+# users) or "mixed" (the same plus an H100 in MIG mode, an AMD and an Intel GPU).
+demo_scenario = "{scenario}"
 # Time between samples, at least 100ms (--interval).
 interval = {interval}
 # How far back sparklines and VRAM trends reach (--history).
@@ -60,6 +63,7 @@ mouse = false
 theme = "{theme}"
 "#,
         source = source_config_name(SourceKind::Nvml),
+        scenario = crate::source::sim::Scenario::Default.name(),
         interval = dur(DEFAULT_INTERVAL),
         history = dur(DEFAULT_HISTORY),
         theme = theme_config_name(ThemeName::Dark),

@@ -399,3 +399,40 @@ fn gpus_of_several_hosts_are_told_apart_by_a_host_label() {
     let dcgm = samples(&text, "DCGM_FI_DEV_GPU_TEMP");
     assert!(dcgm[1].contains(r#"Hostname="node-b""#), "{dcgm:#?}");
 }
+
+#[test]
+fn every_per_gpu_series_names_the_vendor_when_it_is_known() {
+    let mut amd = full();
+    amd.vendor = Some(crate::source::Vendor::Amd);
+    let mut unknown = full();
+    unknown.id = GpuId("GPU-old".into());
+    unknown.index = 1;
+    let text = render(
+        &state_with(vec![amd, unknown], vec![]),
+        MetricOptions::default(),
+    );
+    let per_gpu: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("gpuwatch_gpu_"))
+        .collect();
+    let tagged = r#",name="NVIDIA H100 80GB HBM3",vendor="amd""#;
+    let on = |gpu: &str| -> Vec<&str> {
+        per_gpu
+            .iter()
+            .copied()
+            .filter(|l| l.contains(gpu))
+            .collect()
+    };
+    assert!(on(r#"{gpu="0","#).len() > 30, "{text}");
+    assert!(
+        on(r#"{gpu="0","#).iter().all(|l| l.contains(tagged)),
+        "{text}"
+    );
+    // A GPU whose vendor is not known (a recording from before gpuwatch said) has no label
+    // rather than an empty or made-up one.
+    assert!(on(r#"{gpu="1","#).len() > 30);
+    assert!(
+        on(r#"{gpu="1","#).iter().all(|l| !l.contains("vendor=")),
+        "{text}"
+    );
+}

@@ -277,14 +277,19 @@ pub(super) fn write_gpu_series(
     }
 }
 
-/// The labels every native per-GPU series carries; `host` too when the state holds several
-/// hosts' GPUs (`--remote`), whose indices would otherwise collide.
+/// The labels every native per-GPU series carries: `vendor` when known (`nvidia`, `amd`,
+/// `intel`: one query or dashboard across a box's vendors can still tell them apart), and
+/// `host` when the state holds several hosts' GPUs (`--remote`), whose indices would
+/// otherwise collide.
 pub(super) fn gpu_labels(g: &GpuReading) -> Labels {
     let mut labels = vec![
         ("gpu", g.index.to_string()),
         ("uuid", g.id.0.clone()),
         ("name", g.name.clone()),
     ];
+    if let Some(vendor) = g.vendor {
+        labels.push(("vendor", vendor.name().to_string()));
+    }
     if let Some(host) = &g.host {
         labels.push(("host", host.clone()));
     }

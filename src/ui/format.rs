@@ -1,13 +1,46 @@
 //! Turning readings into short human text: bytes, durations, temperatures, `N/A`.
 //! Pure string formatting; shared by the TUI and the plain-text `--once` output.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::source::throttle::ThrottleReason;
+use crate::source::{GpuReading, Vendor};
 use crate::units::Bytes;
 
 /// What an unknown reading shows as. A real zero shows as 0.
 pub const NA: &str = "N/A";
+
+/// The GPU's name with its vendor in front when the name does not say it (a board whose
+/// `product_name` is `Radeon RX 7900 XTX`, a name from another exporter), so a box with
+/// several vendors' GPUs tells them apart. NVIDIA stays implicit: NVML's names begin with it,
+/// and a GPU of unknown vendor (an old recording) keeps its name as it is.
+pub fn gpu_name(g: &GpuReading) -> Cow<'_, str> {
+    let word = match g.vendor {
+        Some(Vendor::Amd) => "AMD",
+        Some(Vendor::Intel) => "Intel",
+        Some(Vendor::Nvidia) | None => return Cow::Borrowed(&g.name),
+    };
+    let said = g
+        .name
+        .get(..word.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(word));
+    if said {
+        Cow::Borrowed(&g.name)
+    } else {
+        Cow::Owned(format!("{word} {}", g.name))
+    }
+}
+
+/// The vendor's tag on a line too narrow for the GPU's name: `AMD`, `Intel`; `None` for
+/// NVIDIA (implicit) and unknown vendors.
+pub fn vendor_tag(g: &GpuReading) -> Option<&'static str> {
+    match g.vendor? {
+        Vendor::Amd => Some("AMD"),
+        Vendor::Intel => Some("Intel"),
+        Vendor::Nvidia => None,
+    }
+}
 
 /// GiB with one decimal, no unit: `41.2`.
 pub fn gib(b: Bytes) -> String {
@@ -203,6 +236,44 @@ pub fn pack(items: &[String], sep: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_vendor_is_named_once_and_only_where_the_name_lacks_it() {
+        let gpu = |name: &str, vendor| {
+            let mut g = GpuReading::absent(crate::source::GpuId("x".into()), 0, name);
+            g.vendor = vendor;
+            g
+        };
+        let named = |name, vendor| gpu_name(&gpu(name, vendor)).into_owned();
+        assert_eq!(
+            named("Radeon RX 7900 XTX", Some(Vendor::Amd)),
+            "AMD Radeon RX 7900 XTX"
+        );
+        assert_eq!(
+            named("AMD Instinct MI300X", Some(Vendor::Amd)),
+            "AMD Instinct MI300X"
+        );
+        assert_eq!(named("amd gpu 0x744c", Some(Vendor::Amd)), "amd gpu 0x744c");
+        assert_eq!(named("Arc A770", Some(Vendor::Intel)), "Intel Arc A770");
+        assert_eq!(
+            named("Intel GPU 0x56a0", Some(Vendor::Intel)),
+            "Intel GPU 0x56a0"
+        );
+        assert_eq!(
+            named("H100", Some(Vendor::Nvidia)),
+            "H100",
+            "NVIDIA is implicit"
+        );
+        assert_eq!(
+            named("Radeon", None),
+            "Radeon",
+            "an unknown vendor is not guessed"
+        );
+        assert_eq!(named("AM", Some(Vendor::Amd)), "AMD AM");
+        assert_eq!(vendor_tag(&gpu("x", Some(Vendor::Intel))), Some("Intel"));
+        assert_eq!(vendor_tag(&gpu("x", Some(Vendor::Nvidia))), None);
+        assert_eq!(vendor_tag(&gpu("x", None)), None);
+    }
 
     #[test]
     fn words_wrap_at_the_width_and_long_words_split() {

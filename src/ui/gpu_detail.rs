@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use super::Theme;
 use super::chart::{self, ChartSpec};
-use super::format::{NA, bytes_short, gib, or_na, pack, rate, truncate};
+use super::format::{NA, bytes_short, gib, gpu_name, or_na, pack, rate, truncate};
 use crate::history::gpu_points::GpuPoint;
 use crate::source::{GpuId, GpuReading, GpuStatus};
 use crate::state::State;
@@ -25,7 +25,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Gp
     let title = format!(
         " GPU {} · {} · {} · Tab: next GPU · Esc: back",
         gpu.label(),
-        gpu.name,
+        gpu_name(gpu),
         gpu.pci_bus_id.as_deref().unwrap_or("bus N/A")
     );
     let width = area.width as usize;

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Theme;
-use super::format::{NA, bar, bytes_short, gib, or_na, truncate};
+use super::format::{NA, bar, bytes_short, gib, gpu_name, or_na, truncate};
 use crate::layout::{Areas, first_gpu_shown, gpu_rects, panel_rows, visible_gpus};
 use crate::model::owners::{is_free, owners, unattributed};
 use crate::source::{GpuReading, GpuStatus};
@@ -105,7 +105,7 @@ fn panel_block(
                 " {}{} · {} ",
                 if focused { "▶ " } else { "" },
                 g.label(),
-                g.name
+                gpu_name(g)
             ),
             theme.severity(severity, if focused { theme.focus } else { theme.title }),
         ));

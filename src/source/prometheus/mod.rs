@@ -18,7 +18,9 @@ use api::{Api, Series};
 use series::{Field, Identity};
 
 use super::workload::PodAllocation;
-use super::{GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
+use super::{
+    GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError, Vendor,
+};
 
 /// How long one query may take: a 1,000-host answer is tens of MB, so more than a remote
 /// snapshot's 2 s.
@@ -298,6 +300,12 @@ fn fill_identity(
         && let Some(n) = &id.name
     {
         g.name = n.clone();
+    }
+    // A `vendor` label wins; a dcgm-exporter series only says NVIDIA when nothing else has.
+    if id.vendor.is_some() {
+        g.vendor = id.vendor;
+    } else if id.dcgm && g.vendor.is_none() {
+        g.vendor = Some(Vendor::Nvidia);
     }
     let get = |k: &str| labels.get(k).filter(|v| !v.is_empty());
     if g.pci_bus_id.is_none() {

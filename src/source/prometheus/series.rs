@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::source::GpuReading;
+use crate::source::{GpuReading, Vendor};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// A `GpuReading` field a series can fill.
@@ -173,6 +173,11 @@ pub struct Identity {
     pub uuid: String,
     pub index: Option<u32>,
     pub name: Option<String>,
+    /// gpuwatch's `vendor` label (`None` when absent or a vendor this build does not know).
+    pub vendor: Option<Vendor>,
+    /// Named the dcgm-exporter way (`UUID`): NVIDIA's, unless a `vendor` label says more
+    /// (gpuwatch's `--dcgm-compat` writes those names for every vendor's GPUs).
+    pub dcgm: bool,
     /// `host` (a gpuwatch watching others) or `Hostname` (dcgm-exporter); `None`: only the
     /// scrape target (`instance`) says where it is.
     pub host: Option<String>,
@@ -185,6 +190,8 @@ pub fn identity(labels: &HashMap<String, String>) -> Option<Identity> {
         uuid: get("uuid").or_else(|| get("UUID"))?,
         index: get("gpu").and_then(|g| g.parse().ok()),
         name: get("name").or_else(|| get("modelName")),
+        vendor: get("vendor").as_deref().and_then(Vendor::from_name),
+        dcgm: get("uuid").is_none(),
         host: get("host").or_else(|| get("Hostname")),
         instance: get("instance"),
     })

@@ -334,3 +334,31 @@ fn selectors_are_checked() {
     );
     assert!(parse_selector(r#"{a="}"}"#).is_err());
 }
+
+#[test]
+fn the_vendor_label_is_read_back_and_dcgm_series_are_nvidias() {
+    let with_vendor = |vendor: &str| {
+        native("node1:9401", "AMD-1", 0)
+            .into_iter()
+            .map(|(mut labels, v)| {
+                labels["vendor"] = json!(vendor);
+                (labels, v)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut all = with_vendor("amd");
+    all.extend(native("node1:9401", "GPU-old", 1));
+    all.extend(with_vendor("riscv-future").into_iter().map(|(mut l, v)| {
+        l["uuid"] = json!("X-2");
+        l["gpu"] = json!("2");
+        (l, v)
+    }));
+    all.extend(dcgm("node2", "GPU-d0", 0));
+    let (mut src, _) = source(vector(&all), empty_matrix);
+    let s = src.sample().unwrap();
+    let vendor = |uuid: &str| s.gpus.iter().find(|g| g.id.0 == uuid).unwrap().vendor;
+    assert_eq!(vendor("AMD-1"), Some(Vendor::Amd));
+    assert_eq!(vendor("GPU-old"), None, "no label: unknown, not assumed");
+    assert_eq!(vendor("X-2"), None, "a vendor this build does not know");
+    assert_eq!(vendor("GPU-d0"), Some(Vendor::Nvidia), "dcgm-exporter's");
+}

@@ -5,11 +5,14 @@
 //! Each GPU plays a role chosen by its index (so 8 GPUs show every situation the monitor
 //! must make visible): steady training, filling toward OOM, overheating, held but idle,
 //! stale VRAM with no process, and free. Beyond 8 GPUs the pattern repeats with other users.
-//! The roles are a table (`scenario::ROLES`); this file turns a role into readings.
+//! The roles are a table (`scenario::ROLES`); this file turns a role into readings. The
+//! `mixed` scenario adds a MIG-mode H100, an AMD and an Intel GPU after them (`mixed`).
 
 mod backfill;
 mod context;
 mod health;
+mod mixed;
+mod mixed_jobs;
 mod scenario;
 
 use std::time::{Duration, SystemTime};
@@ -28,6 +31,33 @@ use scenario::{
 /// Largest fleet the simulation builds (`--demo-gpus`).
 pub const MAX_GPUS: usize = 64;
 
+/// Which story the demo fleet tells (`--demo-scenario`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scenario {
+    /// The NVIDIA server of `scenario::ROLES`.
+    #[default]
+    Default,
+    /// The same server with three more GPUs after it: an H100 in MIG mode, an AMD MI300X
+    /// and an Intel Arc (`mixed`), so MIG and the other vendors show without the hardware.
+    Mixed,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 2] = [Scenario::Default, Scenario::Mixed];
+
+    /// The public name (`--demo-scenario`, the config file).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Default => "default",
+            Scenario::Mixed => "mixed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
 /// How the simulation stamps its samples.
 #[derive(Debug, Clone, Copy)]
 pub enum SimClock {
@@ -40,7 +70,11 @@ pub enum SimClock {
 }
 
 pub struct SimSource {
+    /// GPUs of the default story (`--demo-gpus`); the mixed scenario's come after them.
     gpu_count: usize,
+    scenario: Scenario,
+    /// What the mixed scenario's GPUs carry from sample to sample (unused by the default).
+    mixed: mixed::Walks,
     interval: Duration,
     clock: SimClock,
     /// Wall time of the first sample (of the back-fill, when there is one); process start
@@ -72,6 +106,8 @@ impl SimSource {
         let temps = (0..gpu_count).map(|i| role_of(i).start_temp).collect();
         SimSource {
             gpu_count,
+            scenario: Scenario::Default,
+            mixed: mixed::Walks::new(seed),
             interval,
             clock,
             origin,
@@ -90,6 +126,12 @@ impl SimSource {
     /// hot GPU's whole burst within seconds).
     pub fn with_speed(mut self, speed: f64) -> Self {
         self.speed = speed;
+        self
+    }
+
+    /// Tells `scenario`'s story instead of the default one.
+    pub fn with_scenario(mut self, scenario: Scenario) -> Self {
+        self.scenario = scenario;
         self
     }
 
@@ -278,9 +320,14 @@ impl SimSource {
     fn take(&mut self, time: SystemTime, step: Duration) -> Sample {
         self.step = step;
         let mut processes = Vec::new();
-        let gpus = (0..self.gpu_count)
+        let mut gpus: Vec<GpuReading> = (0..self.gpu_count)
             .map(|i| self.gpu(i, &mut processes))
             .collect();
+        // After the default story's GPUs (NVIDIA's first, as `--source auto` numbers them);
+        // they draw from their own generator, so the default story reads the same.
+        if self.scenario == Scenario::Mixed {
+            gpus.extend(self.mixed_gpus(&mut processes));
+        }
         let load = host_load(self.gpu_count, &processes);
         self.elapsed += step;
         Sample {

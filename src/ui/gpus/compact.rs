@@ -14,13 +14,16 @@ use crate::layout::{Areas, compact_column_rects};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 use crate::ui::Theme;
-use crate::ui::format::{bar, or_na, truncate};
+use crate::ui::format::{bar, gpu_name, or_na, truncate, vendor_tag};
 
 /// Column widths of a compact line, chosen once per frame from the available width.
 struct CompactColumns {
     /// Width of the GPU label (`3`, or `gpu1:3` when watching several hosts).
     label: usize,
     name: usize,
+    /// Lines too narrow for the name, in a fleet of several vendors: an `AMD`/`Intel` tag
+    /// goes before the owners instead (NVIDIA's GPUs have none).
+    vendor_tags: bool,
     bar: usize,
     extras: bool,
     /// Width of the util and VRAM sparklines (0: none).
@@ -37,9 +40,12 @@ impl CompactColumns {
             .map(|g| g.label().chars().count())
             .max()
             .unwrap_or(1);
+        let gpus = state.model.gpus();
+        let mixed = gpus.iter().any(|g| g.vendor != gpus[0].vendor);
         CompactColumns {
             label: longest.clamp(3, 16),
             name: if wide { 14 } else { 0 },
+            vendor_tags: !wide && mixed,
             bar: if width >= 100 { 12 } else { 8 },
             extras: wide,
             spark: match width {
@@ -126,6 +132,9 @@ fn compact_line(
         return Line::from(spans);
     }
     spans.extend(reading_spans(cols, state, g, theme));
+    if let Some(tag) = vendor_tag(g).filter(|_| cols.vendor_tags) {
+        spans.push(Span::styled(format!("{tag} "), theme.title));
+    }
     let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
     spans.extend(fit_spans(
         owner_spans(state, g, theme),
@@ -156,7 +165,7 @@ fn label_spans(
     if cols.name > 0 {
         spans.push(Span::raw(format!(
             "{:<w$} ",
-            truncate(short_name(&g.name), cols.name),
+            truncate(short_name(&gpu_name(g)), cols.name),
             w = cols.name
         )));
     }

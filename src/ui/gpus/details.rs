@@ -11,7 +11,7 @@ use super::{fit_spans, owner_entries};
 use crate::source::GpuReading;
 use crate::state::State;
 use crate::ui::Theme;
-use crate::ui::format::{ThrottleKind, or_na, rate, throttle_label};
+use crate::ui::format::{ThrottleKind, gpu_name, or_na, rate, throttle_label};
 
 /// A panel's border titles and inner detail lines, laid out for one width.
 pub struct PanelText {
@@ -48,7 +48,7 @@ impl PanelWords {
         let panel = panel_width as usize;
         // The title ` 3 · NAME ` (and `▶ ` when focused), two corners, a space either side
         // of the owners and one cell between the two titles.
-        let title = g.name.chars().count() + g.label().chars().count() + 5 + 2;
+        let title = gpu_name(g).chars().count() + g.label().chars().count() + 5 + 2;
         PanelWords {
             owners: owner_entries(state, g, theme),
             parts,
