@@ -11,13 +11,14 @@ use super::Model;
 use super::holders::owner_name;
 use super::owners::is_free;
 use super::procs::ProcRow;
-use super::visible::{Pinning, pinning};
+use super::visible::{Pinning, pinning_for};
 use super::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::source::GpuReading;
 
-/// Whether a row is known to run unpinned (an unreadable environment is not evidence).
-pub fn unpinned(row: &ProcRow) -> bool {
-    pinning(row.context.env.as_deref()) == Pinning::Unset
+/// Whether a row on `gpu` is known to run unpinned (an unreadable environment is not
+/// evidence); pinned means by the variables of the GPU's vendor.
+pub fn unpinned(row: &ProcRow, gpu: &GpuReading) -> bool {
+    pinning_for(row.context.env.as_deref(), gpu.vendor) == Pinning::Unset
 }
 
 /// The pile-up warnings of the model's latest sample, one per host at most.
@@ -38,7 +39,7 @@ fn on_gpu0(model: &Model, gpu0: &GpuReading) -> Option<Warning> {
         .filter(|r| r.key.gpu == gpu0.id)
         .collect();
     let owners: BTreeSet<String> = rows.iter().map(|r| owner_name(r)).collect();
-    let loose: Vec<&&ProcRow> = rows.iter().filter(|r| unpinned(r)).collect();
+    let loose: Vec<&&ProcRow> = rows.iter().filter(|r| unpinned(r, gpu0)).collect();
     let free: Vec<u32> = model
         .gpus()
         .iter()

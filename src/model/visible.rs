@@ -2,10 +2,11 @@
 //! (indices, `GPU-…` UUIDs or unique UUID prefixes, `MIG-…`), or a container's
 //! `NVIDIA_VISIBLE_DEVICES` (the runtime mounts only those GPUs). People talk in the
 //! numbers their job sees ("job GPU 0"), so this also turns a physical GPU into the index
-//! the process knows it by. Pure.
+//! the process knows it by. AMD and Intel GPUs have their own variables (ROCm's
+//! `ROCR_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES`, Level Zero's `ZE_AFFINITY_MASK`). Pure.
 
-use crate::source::GpuReading;
 use crate::source::workload::ProcEnv;
+use crate::source::{GpuReading, Vendor};
 
 /// What a process's environment says about its GPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +33,43 @@ pub struct JobIndex {
     pub certain: bool,
 }
 
-/// Reads the pinning from an environment (`None`: not readable).
+/// The variables that restrict a process to some GPUs of `vendor`, the first one set
+/// winning. ROCm reads `ROCR_VISIBLE_DEVICES` below HIP's own list, and HIP also honours
+/// `CUDA_VISIBLE_DEVICES`; oneAPI programs read Level Zero's mask or the SYCL selector.
+/// Unknown vendors (older remote hosts) are taken for NVIDIA, as gpuwatch once only was.
+pub fn variables(vendor: Option<Vendor>) -> &'static [&'static str] {
+    match vendor {
+        Some(Vendor::Amd) => &[
+            "ROCR_VISIBLE_DEVICES",
+            "HIP_VISIBLE_DEVICES",
+            "CUDA_VISIBLE_DEVICES",
+        ],
+        Some(Vendor::Intel) => &["ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR"],
+        Some(Vendor::Nvidia) | None => &["CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"],
+    }
+}
+
+/// What an unpinned process lacks, in words for the footer (`no CUDA_VISIBLE_DEVICES`).
+pub fn unset_words(vendor: Option<Vendor>) -> &'static str {
+    match vendor {
+        Some(Vendor::Amd) => "no ROCR_/HIP_VISIBLE_DEVICES",
+        Some(Vendor::Intel) => "no ZE_AFFINITY_MASK",
+        Some(Vendor::Nvidia) | None => "no CUDA_VISIBLE_DEVICES",
+    }
+}
+
+/// Reads the pinning from an environment (`None`: not readable), for an NVIDIA GPU.
 pub fn pinning(env: Option<&ProcEnv>) -> Pinning {
+    pinning_for(env, Some(Vendor::Nvidia))
+}
+
+/// The same for a GPU of `vendor`: a process on an AMD GPU with `HIP_VISIBLE_DEVICES` set
+/// is pinned, whatever its CUDA variables say.
+pub fn pinning_for(env: Option<&ProcEnv>, vendor: Option<Vendor>) -> Pinning {
     let Some(env) = env else {
         return Pinning::Unknown;
     };
-    for variable in ["CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"] {
+    for &variable in variables(vendor) {
         if let Some(value) = env.get(variable) {
             let entries = value
                 .split(',')
@@ -73,6 +105,9 @@ pub fn job_index(
             local: gpu.index,
             certain: true,
         }),
+        // ROCm and Level Zero number only their own vendor's GPUs (and Level Zero's mask
+        // has sub-device syntax): not worked out, so not guessed.
+        Pinning::Set { .. } if matches!(gpu.vendor, Some(Vendor::Amd | Vendor::Intel)) => None,
         Pinning::Set { variable, entries } => {
             if entries
                 .iter()
@@ -160,6 +195,49 @@ mod tests {
                 entries: vec![]
             }
         );
+    }
+
+    #[test]
+    fn amd_and_intel_gpus_are_pinned_by_their_own_variables() {
+        let hip = env(&[("HIP_VISIBLE_DEVICES", "1")]);
+        assert_eq!(pinning(Some(&hip)), Pinning::Unset, "not CUDA's");
+        assert_eq!(
+            pinning_for(Some(&hip), Some(Vendor::Amd)),
+            Pinning::Set {
+                variable: "HIP_VISIBLE_DEVICES",
+                entries: vec!["1".into()]
+            }
+        );
+        // ROCR's list is the one the runtime applies first.
+        let both = env(&[
+            ("HIP_VISIBLE_DEVICES", "0"),
+            ("ROCR_VISIBLE_DEVICES", "GPU-1a2b"),
+        ]);
+        assert!(matches!(
+            pinning_for(Some(&both), Some(Vendor::Amd)),
+            Pinning::Set {
+                variable: "ROCR_VISIBLE_DEVICES",
+                ..
+            }
+        ));
+        let ze = env(&[("ZE_AFFINITY_MASK", "0.1")]);
+        assert!(matches!(
+            pinning_for(Some(&ze), Some(Vendor::Intel)),
+            Pinning::Set {
+                variable: "ZE_AFFINITY_MASK",
+                ..
+            }
+        ));
+        let cuda = env(&[("CUDA_VISIBLE_DEVICES", "0")]);
+        assert_eq!(
+            pinning_for(Some(&cuda), Some(Vendor::Intel)),
+            Pinning::Unset
+        );
+        // Their numbering is not guessed.
+        let mut amd = gpus(&["MI300X"; 2]);
+        amd[1].vendor = Some(Vendor::Amd);
+        let pin = pinning_for(Some(&hip), Some(Vendor::Amd));
+        assert_eq!(job_index(&pin, Some(&hip), &amd[1], &amd), None);
     }
 
     #[test]

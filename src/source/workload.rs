@@ -113,8 +113,9 @@ impl Workload {
 }
 
 /// The variables of a process's environment that say how it uses GPUs and which job it
-/// belongs to: `CUDA_*`, `NVIDIA_*`, `SLURM_*`, `OMP_*`, `NCCL_*` — never the rest (other
-/// users' environments hold secrets).
+/// belongs to: `CUDA_*`, `NVIDIA_*`, `SLURM_*`, `OMP_*`, `NCCL_*`, and AMD's and Intel's
+/// `HIP_*`, `ROCR_*`, `ZE_*`, `ONEAPI_*` — never the rest (other users' environments hold
+/// secrets).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcEnv {
     vars: Vec<(String, String)>,
@@ -122,7 +123,9 @@ pub struct ProcEnv {
 
 impl ProcEnv {
     /// Prefixes of the variables kept.
-    pub const PREFIXES: [&'static str; 5] = ["CUDA_", "NVIDIA_", "SLURM_", "OMP_", "NCCL_"];
+    pub const PREFIXES: [&'static str; 9] = [
+        "CUDA_", "NVIDIA_", "SLURM_", "OMP_", "NCCL_", "HIP_", "ROCR_", "ZE_", "ONEAPI_",
+    ];
 
     /// Keeps only the GPU- and job-related variables, sorted by name.
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Self {

@@ -20,8 +20,8 @@ use crate::state::State;
 /// "job GPU 3?" when CUDA's order may differ); `None` when it is the same or unknown.
 pub fn job_gpu(row: &ProcRow, gpus: &[GpuReading]) -> Option<String> {
     let env = row.context.env.as_deref();
-    let pin = visible::pinning(env);
     let gpu = gpus.iter().find(|g| g.id == row.key.gpu)?;
+    let pin = visible::pinning_for(env, gpu.vendor);
     let index = visible::job_index(&pin, env, gpu, gpus)?;
     let doubt = if index.certain { "" } else { "?" };
     (index.local != gpu.index || !index.certain)
@@ -40,8 +40,12 @@ pub fn line(row: &ProcRow, gpus: &[GpuReading]) -> String {
     )];
     parts.extend(row.job.clone());
     parts.extend(job_gpu(row, gpus));
-    match visible::pinning(row.context.env.as_deref()) {
-        Pinning::Unset => parts.push("no CUDA_VISIBLE_DEVICES".into()),
+    let vendor = gpus
+        .iter()
+        .find(|g| g.id == row.key.gpu)
+        .and_then(|g| g.vendor);
+    match visible::pinning_for(row.context.env.as_deref(), vendor) {
+        Pinning::Unset => parts.push(visible::unset_words(vendor).into()),
         Pinning::Set { variable, entries } => {
             parts.push(format!("{variable}={}", entries.join(",")))
         }

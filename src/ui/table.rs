@@ -204,7 +204,8 @@ fn row<'a>(
 ) -> Row<'a> {
     let own = r.user.is_some() && r.user.as_deref() == state.config.current_user.as_deref();
     // Started without CUDA_VISIBLE_DEVICES on a GPU 0 others share: the pile-up's cause.
-    let loose = piled.contains(&&r.key.gpu) && unpinned(r);
+    let loose = piled.contains(&&r.key.gpu)
+        && (state.model.gpus().iter()).any(|g| g.id == r.key.gpu && unpinned(r, g));
     let cell = |c: Column| match c {
         Column::Command if loose => format!("⚠ {}", cell_text(c, r)),
         _ => cell_text(c, r),
