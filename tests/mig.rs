@@ -117,12 +117,152 @@ fn the_gpu_panel_lists_each_instance_with_its_memory_and_util_na() {
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     let screen = common::screen(&state, 200, 40);
     assert!(screen.contains("MIG on"), "{screen}");
+    // Each instance a line of its own inside the panel: profile, ids, a memory bar,
+    // used/total, util N/A (never 0), processes, the short UUID and who holds it.
+    assert!(screen.contains("MIG on · 2 instances"), "{screen}");
     assert!(
-        screen.contains("3g.40gb gi1 20.0/40.0G util N/A 1 proc"),
+        screen.contains(
+            "├ 3g.40gb  gi1 ci0 ████░░░░ 20.0/40.0G util N/A 1 proc MIG-4b6f1c2d · pid 4000001 20.0G"
+        ),
         "{screen}"
     );
     assert!(
-        screen.contains("2g.20gb gi5 8.0/20.0G util N/A 1 proc"),
+        screen.contains("└ 2g.20gb  gi5 ci0 ███▎░░░░ 8.0/20.0G util N/A 1 proc MIG-9a8b7c6d"),
         "{screen}"
     );
+    // Process rows say which instance: GPU 0, GPU instance 1 / 5.
+    assert!(screen.contains("0/1  4000001"), "{screen}");
+    assert!(screen.contains("0/5  4000002"), "{screen}");
+}
+
+/// The scenario with a real process (so it has a user and a command) on the 3g.40gb
+/// instance, which is `used_gib` full.
+fn scenario_with(pid: u32, used_gib: u64) -> Value {
+    let mut s = scenario(json!(1));
+    let gib = 1u64 << 30;
+    s["gpus"][0]["mig_devices"][0]["memory_used"] = json!(used_gib * gib);
+    s["gpus"][0]["processes"][0]["pid"] = json!(pid);
+    s["gpus"][0]["processes"][0]["used_memory"] = json!(used_gib * gib);
+    s
+}
+
+struct Sleeper(std::process::Child);
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sleeper() -> Sleeper {
+    Sleeper(
+        std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn the_tui_in_tmux_shows_instances_in_panels_and_compact_rows_and_filters_by_profile() {
+    let Some(t) = common::tmux::Tmux::start("mig", 160, 40) else {
+        return;
+    };
+    let job = sleeper();
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, &scenario_with(job.0.id(), 20));
+    let cmd = format!(
+        "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
+        path.display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        common::fake_lib().display()
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for("2g.20gb", std::time::Duration::from_secs(20));
+    let me = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-un")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let me = me.trim();
+    let line = screen
+        .lines()
+        .find(|l| l.contains("3g.40gb"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(line.contains("gi1 ci0"), "{line}");
+    assert!(line.contains("20.0/40.0G util N/A 1 proc"), "{line}");
+    assert!(line.contains("MIG-4b6f1c2d"), "{line}");
+    assert!(line.contains(&format!("· {me} 20.0G")), "{line}");
+    assert!(
+        screen.contains(&format!("0/1  {:>7}", job.0.id())),
+        "{screen}"
+    );
+
+    // Compact: the instances on lines of their own under the GPU's line.
+    t.send(&["c"]);
+    let screen = t.wait_for("VRAM GiB", std::time::Duration::from_secs(10));
+    let lines: Vec<&str> = screen.lines().collect();
+    let gpu = lines
+        .iter()
+        .position(|l| l.contains("H100 80GB"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(lines[gpu + 1].contains("└ 3g.40gb"), "{screen}");
+    assert!(lines[gpu + 2].contains("└ 2g.20gb"), "{screen}");
+    assert!(lines[gpu + 1].contains("util N/A"), "{screen}");
+
+    // The filter matches the instance's profile (and its UUID).
+    t.send(&["/", "2g.20gb", "Enter"]);
+    let screen = t.wait_for("Processes (1 of 2)", std::time::Duration::from_secs(10));
+    assert!(screen.contains("0/5  4000002"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
+fn only_a_mig_uuid_selects_that_instance_and_its_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::clean_command()
+        .env(
+            "GPUWATCH_FAKE_NVML_SCENARIO",
+            write(&dir, &scenario(json!(1))),
+        )
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["--once", "--json", "--only", "MIG-9a8b7c6d"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let migs = doc["gpus"][0]["mig_devices"].as_array().unwrap();
+    let ids: Vec<&str> = migs.iter().map(|m| m["uuid"].as_str().unwrap()).collect();
+    assert_eq!(ids, [MIG_B]);
+    let pids: Vec<u64> = doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids, [4_000_002]);
+    // A MIG UUID that names nothing is a typo, said as for GPUs.
+    let out = common::clean_command()
+        .env(
+            "GPUWATCH_FAKE_NVML_SCENARIO",
+            write(&dir, &scenario(json!(1))),
+        )
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .args(["--once", "--only", "MIG-ffff"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MIG-ffff matches no GPU"), "{err}");
 }
