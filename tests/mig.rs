@@ -202,6 +202,16 @@ fn the_tui_in_tmux_shows_instances_in_panels_and_compact_rows_and_filters_by_pro
         "{screen}"
     );
 
+    // The per-user view names the instance the user holds (GPU/GI), as the table does.
+    t.send(&["u"]);
+    let screen = t.wait_for("IDLE VRAM", std::time::Duration::from_secs(10));
+    let row = screen
+        .lines()
+        .find(|l| l.trim_start().starts_with(me))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(row.contains(" 0/1 "), "{row}");
+    t.send(&["u"]);
+
     // Compact: the instances on lines of their own under the GPU's line.
     t.send(&["c"]);
     let screen = t.wait_for("VRAM GiB", std::time::Duration::from_secs(10));
