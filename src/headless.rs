@@ -192,11 +192,15 @@ fn warning_kind_doc(kind: &WarningKind) -> wire::WarningKind {
             total,
             percent,
             time_to_full,
+            instance,
         } => wire::WarningKind::OomRisk {
             memory_used: used.0,
             memory_total: total.0,
             memory_percent: *percent,
             time_to_full: time_to_full.as_ref().map(secs),
+            mig_uuid: instance.as_ref().map(|i| i.id.0.clone()),
+            gpu_instance_id: instance.as_ref().and_then(|i| i.gpu_instance),
+            mig_profile: instance.as_ref().and_then(|i| i.profile.clone()),
         },
         WarningKind::Overheating {
             temperature,

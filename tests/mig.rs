@@ -276,3 +276,51 @@ fn only_a_mig_uuid_selects_that_instance_and_its_processes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("MIG-ffff matches no GPU"), "{err}");
 }
+
+#[test]
+fn a_nearly_full_instance_is_an_oom_risk_named_by_instance_while_the_gpu_is_not() {
+    // 39 of the 3g.40gb instance's 40 GiB (97.5%: critical), the GPU 28 of 80 GiB.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = scenario(json!(1));
+    s["gpus"][0]["mig_devices"][0]["memory_used"] = json!(39u64 << 30);
+    let path = write(&dir, &s);
+    let run = |args: &[&str]| {
+        let out = common::clean_command()
+            .env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
+            .arg("--nvml-lib")
+            .arg(common::fake_lib())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let doc: Value = serde_json::from_str(&run(&["--once", "--json"])).unwrap();
+    let ooms: Vec<&Value> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "oom_risk")
+        .collect();
+    assert_eq!(ooms.len(), 1, "{ooms:?}");
+    let w = ooms[0];
+    assert_eq!(w["severity"], "critical");
+    assert_eq!(w["gpu_index"], 0);
+    assert_eq!(w["mig_uuid"], MIG_A);
+    assert_eq!(w["gpu_instance_id"], 1);
+    assert_eq!(w["mig_profile"], "3g.40gb");
+    assert_eq!(w["memory_total"], 42_949_672_960u64);
+    assert_eq!(
+        w["message"],
+        "GPU 0 MIG 3g.40gb gi1 (MIG-4b6f1c2d) VRAM 98% (39.0/40.0 GiB) — OOM risk"
+    );
+    let text = run(&["--once"]);
+    assert!(
+        text.contains("GPU 0 MIG 3g.40gb gi1 (MIG-4b6f1c2d) VRAM 98%"),
+        "{text}"
+    );
+}
