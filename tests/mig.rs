@@ -324,3 +324,55 @@ fn a_nearly_full_instance_is_an_oom_risk_named_by_instance_while_the_gpu_is_not(
         "{text}"
     );
 }
+
+#[test]
+fn pick_on_a_mig_gpu_chooses_a_free_instance_and_prints_its_mig_uuid() {
+    // The 3g.40gb instance has a process; the 2g.20gb one is emptied: the free one.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = scenario(json!(1));
+    s["gpus"][0]["mig_devices"][1]["memory_used"] = json!(16u64 << 20);
+    s["gpus"][0]["processes"] = json!([s["gpus"][0]["processes"][0].clone()]);
+    let path = write(&dir, &s);
+    let pick = |args: &[&str], visible: Option<&str>| {
+        let mut cmd = common::clean_command();
+        cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
+            .arg("--nvml-lib")
+            .arg(common::fake_lib())
+            .arg("pick")
+            .args(args);
+        if let Some(v) = visible {
+            cmd.env("CUDA_VISIBLE_DEVICES", v);
+        }
+        cmd.output().unwrap()
+    };
+    let out = pick(&["--format", "env", "-v"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={MIG_B}")
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("GPU 0/1 skipped: held by pid 4000001 of an unknown user (20.0 GiB)"),
+        "{err}"
+    );
+    // Two are asked for, one instance is free: said per instance.
+    let out = pick(&["--count", "2"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 qualifies (0/5)"), "{err}");
+    // An inherited CUDA_VISIBLE_DEVICES naming an instance restricts to it.
+    let out = pick(&[], Some(&MIG_A[..12]));
+    assert_eq!(out.status.code(), Some(1), "the named instance is taken");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("GPU 0/5 skipped: not in CUDA_VISIBLE_DEVICES"),
+        "{err}"
+    );
+    let out = pick(&["--format", "uuids"], Some(MIG_B));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), MIG_B);
+}
