@@ -4,6 +4,7 @@
 //! flips on between two samples.
 
 mod common;
+mod serve_support;
 
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::nvml::NvmlSource;
@@ -375,4 +376,48 @@ fn pick_on_a_mig_gpu_chooses_a_free_instance_and_prints_its_mig_uuid() {
     );
     let out = pick(&["--format", "uuids"], Some(MIG_B));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), MIG_B);
+}
+
+#[test]
+fn the_exporter_serves_per_instance_series_with_dcgm_exporters_instance_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, &scenario(json!(1)));
+    let mut cmd = serve_support::gpuwatch();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib());
+    let exporter = serve_support::Exporter::start(cmd, &["--dcgm-compat", "--process-metrics"]);
+    exporter.wait_ready();
+    let text = exporter.get("/metrics").body;
+    let line = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix) && l.contains("GPU_I_ID=\"1\""))
+            .unwrap_or_else(|| panic!("no {prefix} for GI 1 in\n{text}"))
+            .to_string()
+    };
+    let used = line("gpuwatch_mig_memory_used_bytes{");
+    assert!(used.contains("GPU_I_PROFILE=\"3g.40gb\""), "{used}");
+    assert!(used.contains(&format!("mig_uuid=\"{MIG_A}\"")), "{used}");
+    assert!(
+        used.contains("uuid=\"GPU-0e8f6c1a"),
+        "the parent GPU: {used}"
+    );
+    assert!(used.ends_with(" 21474836480"), "{used}");
+    assert!(line("gpuwatch_mig_memory_total_bytes{").ends_with(" 42949672960"));
+    assert!(line("gpuwatch_mig_memory_free_bytes{").ends_with(" 21474836480"));
+    assert!(line("gpuwatch_mig_processes{").ends_with(" 1"));
+    // dcgm-exporter's names: the instance's framebuffer in MiB, with the GPU's labels.
+    let fb = line("DCGM_FI_DEV_FB_USED{");
+    assert!(fb.contains("UUID=\"GPU-0e8f6c1a"), "{fb}");
+    assert!(fb.contains("GPU_I_PROFILE=\"3g.40gb\""), "{fb}");
+    assert!(fb.ends_with(" 20480"), "{fb}");
+    assert!(line("DCGM_FI_DEV_FB_FREE{").ends_with(" 20480"));
+    // One header per family, the GPU's sample and the instances' together.
+    assert_eq!(text.matches("# TYPE DCGM_FI_DEV_FB_USED gauge").count(), 1);
+    // Processes carry their instance.
+    let p = line("gpuwatch_process_gpu_memory_bytes{");
+    assert!(p.contains("pid=\"4000001\""), "{p}");
+    assert!(p.contains("GPU_I_PROFILE=\"3g.40gb\""), "{p}");
+    // No per-instance utilisation series at all (unknown, never 0).
+    assert!(!text.contains("gpuwatch_mig_util"), "{text}");
 }
