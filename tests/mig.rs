@@ -324,6 +324,19 @@ fn a_nearly_full_instance_is_an_oom_risk_named_by_instance_while_the_gpu_is_not(
         text.contains("GPU 0 MIG 3g.40gb gi1 (MIG-4b6f1c2d) VRAM 98%"),
         "{text}"
     );
+    // The text tables: a row per instance under its GPU (GPU/GI, profile, util N/A,
+    // memory, holder, UUID), and process rows on their instance.
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("0/1  └ 3g.40gb ci0"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(" N/A "), "{row}");
+    assert!(row.contains("39.0/40.0"), "{row}");
+    assert!(
+        row.ends_with(&format!("pid 4000001 20.0G · {MIG_A}")),
+        "{row}"
+    );
+    assert!(text.contains("0/5  4000002"), "{text}");
 }
 
 #[test]

@@ -241,6 +241,33 @@ mod tests {
     }
 
     #[test]
+    fn a_mig_gpus_compact_block_holds_its_instance_lines_in_one_column() {
+        let mut i = input(200, 40, 3);
+        i.pref = super::super::LayoutPref::Compact;
+        i.instance_lines = 7;
+        let a = screen(&i);
+        assert!(a.compact);
+        // GPU 0 with 7 instances takes 8 lines; GPUs 1 and 2 follow it.
+        let rects = gpu_rects(&a, &[8, 1, 1], 0);
+        let heights: Vec<(usize, u16, u16)> = rects
+            .iter()
+            .map(|(g, r)| (*g, r.y - a.gpus.y, r.height))
+            .collect();
+        assert_eq!(heights, [(0, 1, 8), (1, 9, 1), (2, 10, 1)]);
+        // In a short column a block that does not fit moves whole to the next column.
+        let tight = Areas {
+            gpus: Rect::new(0, 0, 200, 6),
+            columns: 2,
+            ..a
+        };
+        let rects = gpu_rects(&tight, &[3, 3, 1], 0);
+        let at: Vec<(usize, u16, u16)> = rects.iter().map(|(g, r)| (*g, r.x, r.y)).collect();
+        assert_eq!(at, [(0, 0, 1), (1, 101, 1), (2, 101, 4)]);
+        // Scrolled past the end, the last screenful stays full.
+        assert_eq!(first_gpu_shown(&tight, &[3, 3, 1], 9), 0);
+    }
+
+    #[test]
     fn panels_hit_where_they_are_drawn() {
         let a = screen(&input(200, 60, 8));
         let rects = gpu_rects(&a, &[1; 8], 0);
