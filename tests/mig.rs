@@ -431,6 +431,86 @@ fn the_exporter_serves_per_instance_series_with_dcgm_exporters_instance_labels()
     let p = line("gpuwatch_process_gpu_memory_bytes{");
     assert!(p.contains("pid=\"4000001\""), "{p}");
     assert!(p.contains("GPU_I_PROFILE=\"3g.40gb\""), "{p}");
-    // No per-instance utilisation series at all (unknown, never 0).
-    assert!(!text.contains("gpuwatch_mig_util"), "{text}");
+    // No GPM here: no per-instance activity series at all (unknown, never 0).
+    assert!(!text.contains("gpuwatch_mig_sm_activity_ratio{"), "{text}");
+}
+
+#[test]
+fn gpm_gives_an_instance_its_sm_activity_from_the_second_sample_on() {
+    // GPM on the 3g.40gb instance (Hopper+); the 2g.20gb one has no GPM metric.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = scenario(json!(1));
+    s["gpus"][0]["mig_devices"][0]["sm_activity"] = json!([10, 35, 60]);
+    write(&dir, &s);
+    let lib = dir.path().join("libnvidia-ml.so.1");
+    std::fs::copy(common::fake_lib(), &lib).unwrap();
+    let mut source = NvmlSource::open(Some(&lib)).unwrap();
+    let util = |sample: &gpuwatch::source::Sample| -> Vec<Option<u32>> {
+        sample.gpus[0]
+            .mig_devices
+            .iter()
+            .map(|m| m.util.map(|u| u.0))
+            .collect()
+    };
+    // Nothing to compare the first sample with: unknown, not 0.
+    assert_eq!(util(&source.sample().unwrap()), [None, None]);
+    assert_eq!(util(&source.sample().unwrap()), [Some(35), None]);
+    assert_eq!(util(&source.sample().unwrap()), [Some(60), None]);
+    drop(source);
+    // The binary shows it where the panel said N/A.
+    let Some(t) = common::tmux::Tmux::start("mig-gpm", 160, 40) else {
+        return;
+    };
+    let cmd = format!(
+        "GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
+        dir.path().join("scenario.json").display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        common::fake_lib().display()
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for("util 60%", std::time::Duration::from_secs(20));
+    let line = screen
+        .lines()
+        .find(|l| l.contains("3g.40gb"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(line.contains("20.0/40.0G util 60% 1 proc"), "{line}");
+    let other = screen
+        .lines()
+        .find(|l| l.contains("2g.20gb"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(other.contains("util N/A"), "{other}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
+
+#[test]
+fn with_gpm_the_exporter_serves_each_instances_sm_activity() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = scenario(json!(1));
+    s["gpus"][0]["mig_devices"][0]["sm_activity"] = json!(35);
+    let path = write(&dir, &s);
+    let mut cmd = serve_support::gpuwatch();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib());
+    let exporter = serve_support::Exporter::start(cmd, &["--interval", "200ms"]);
+    exporter.wait_ready();
+    let line = serve_support::wait_until(
+        "an SM activity sample",
+        std::time::Duration::from_secs(20),
+        || {
+            let text = exporter.get("/metrics").body;
+            text.lines()
+                .find(|l| l.starts_with("gpuwatch_mig_sm_activity_ratio{"))
+                .map(str::to_string)
+        },
+    );
+    assert!(line.contains("GPU_I_ID=\"1\""), "{line}");
+    assert!(line.ends_with(" 0.35"), "{line}");
+    let text = exporter.get("/metrics").body;
+    assert_eq!(
+        text.matches("gpuwatch_mig_sm_activity_ratio{").count(),
+        1,
+        "the instance without GPM has none: {text}"
+    );
 }

@@ -1,8 +1,8 @@
 //! MIG instances on `/metrics`: per-instance framebuffer and process series, labelled as
 //! dcgm-exporter labels them — the parent GPU's labels plus `GPU_I_ID` (the GPU instance
 //! id) and `GPU_I_PROFILE` (e.g. `3g.40gb`) — so dashboards that split dcgm-exporter's
-//! series by instance split ours the same way; natively also `mig_uuid`. No per-instance
-//! utilisation: NVML gives none (absent, never 0).
+//! series by instance split ours the same way; natively also `mig_uuid`. SM activity only
+//! where GPM gives it (absent otherwise, never 0).
 
 use crate::model::mig::InstanceTag;
 use crate::source::GpuReading;
@@ -40,7 +40,15 @@ fn native_labels(g: &GpuReading, m: &MigReading) -> Labels {
 
 type InstanceValue = fn(&MigReading) -> Option<f64>;
 
-const SERIES: [(Family, InstanceValue); 4] = [
+const SERIES: [(Family, InstanceValue); 5] = [
+    (
+        Family {
+            name: "gpuwatch_mig_sm_activity_ratio",
+            kind: Kind::Gauge,
+            help: "A MIG instance's SM activity over the last sample period from GPM (0-1; Hopper and newer).",
+        },
+        |m| m.util.map(|u| f64::from(u.0) / 100.0),
+    ),
     (
         Family {
             name: "gpuwatch_mig_memory_total_bytes",
