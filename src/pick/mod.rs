@@ -304,10 +304,13 @@ fn disqualified(
     {
         return Some(Skip::TooLittleFree { free, need });
     }
-    if let Slot::Instance(..) = slot {
-        // NVML gives no utilisation per instance; an instance with no process on it runs
-        // nothing (its GPU's util, if known, is the other instances').
-        return None;
+    if let Slot::Instance(_, m) = slot {
+        // Only GPM (Hopper+) gives an instance's activity; without it an instance with no
+        // process on it runs nothing (its GPU's util, if known, is the other instances').
+        return match m.util {
+            Some(u) if u.0 > c.max_util => Some(Skip::Busy(u.0)),
+            _ => None,
+        };
     }
     match g.util {
         Some(u) if u.0 <= c.max_util => None,
