@@ -313,3 +313,29 @@ fn a_neighbours_oom_risk_does_not_rule_an_instance_out() {
         "the other instance is not at risk"
     );
 }
+
+#[test]
+fn an_instance_busy_by_gpm_is_skipped_and_an_unknown_activity_is_not() {
+    use crate::source::mig::MigReading;
+    let mut g0 = gpu(0, 80.0, 1.0, 30);
+    g0.mig_enabled = Some(true);
+    let mig = |id: &str, gi, util: Option<u32>| MigReading {
+        id: GpuId(id.into()),
+        gpu_instance_id: Some(gi),
+        compute_instance_id: Some(0),
+        profile: None,
+        memory_total: Some(Bytes::from_gib(20.0)),
+        memory_used: Some(Bytes::from_gib(0.1)),
+        util: util.map(Percent),
+        pids: vec![],
+    };
+    g0.mig_devices = vec![mig("MIG-aaaa", 1, Some(50)), mig("MIG-bbbb", 2, None)];
+    let s = state(vec![g0], vec![]);
+    let c = criteria(1, None);
+    let choice = choose(&s, &c, None);
+    assert_eq!(choice.explanations(), ["GPU 0/1 skipped: 50% busy"]);
+    assert_eq!(
+        format(choice.picked(&c).unwrap(), Format::Uuids).unwrap(),
+        "MIG-bbbb"
+    );
+}
