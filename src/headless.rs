@@ -196,11 +196,15 @@ fn warning_kind_doc(kind: &WarningKind) -> wire::WarningKind {
             total,
             percent,
             time_to_full,
+            instance,
         } => wire::WarningKind::OomRisk {
             memory_used: used.0,
             memory_total: total.0,
             memory_percent: *percent,
             time_to_full: time_to_full.as_ref().map(secs),
+            mig_uuid: instance.as_ref().map(|i| i.id.0.clone()),
+            gpu_instance_id: instance.as_ref().and_then(|i| i.gpu_instance),
+            mig_profile: instance.as_ref().and_then(|i| i.profile.clone()),
         },
         WarningKind::Overheating {
             temperature,
@@ -353,6 +357,47 @@ fn gpu_table(state: &State) -> String {
             or_na(g.memory_clock, |c| c.0.to_string()),
             or_na(g.pstate, |p| format!("P{p}")),
             escape(&owners_text(state, g)),
+        );
+        out += &instance_rows(state, g);
+    }
+    out
+}
+
+/// A line per MIG instance under its GPU's: `0/1` (GPU/GI), profile and CI, util `N/A`
+/// (NVML gives none per instance), memory, who holds it, and its `MIG-` UUID.
+fn instance_rows(state: &State, g: &crate::source::GpuReading) -> String {
+    let mut out = String::new();
+    for m in &g.mig_devices {
+        let who: Vec<String> = crate::model::owners::instance_owners(&state.model, m)
+            .iter()
+            .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
+            .collect();
+        let name = format!(
+            "└ {} ci{}",
+            m.profile.as_deref().unwrap_or("MIG"),
+            or_na(m.compute_instance_id, |c| c.to_string())
+        );
+        out += &format!(
+            "{:>3}  {:<22} {:>5} {:>16} {:>46}  {} · {}\n",
+            format!(
+                "{}/{}",
+                g.index,
+                or_na(m.gpu_instance_id, |i| i.to_string())
+            ),
+            escape(&crate::ui::format::truncate(&name, 22)),
+            or_na(m.util, |u| format!("{}%", u.0)),
+            format!(
+                "{}/{}",
+                or_na(m.memory_used, gib),
+                or_na(m.memory_total, gib)
+            ),
+            "",
+            escape(&if who.is_empty() {
+                "-".into()
+            } else {
+                who.join(", ")
+            }),
+            escape(&m.id.0),
         );
     }
     out

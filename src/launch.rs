@@ -508,6 +508,10 @@ async fn pick(
             say(&why);
             ExitCode::from(1)
         }
+        Outcome::Unprintable(why) => {
+            eprintln!("gpuwatch: pick --format: {}", escape(&why));
+            ExitCode::from(2)
+        }
         Outcome::Stopped(signal) => ExitCode::from(128 + signal),
     })
 }

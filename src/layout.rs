@@ -29,6 +29,8 @@ pub struct LayoutInput {
     /// Terminal size in cells; (0, 0) in headless modes.
     pub viewport: (u16, u16),
     pub gpus: usize,
+    /// MIG instances across all GPUs: each is a line of its own under its GPU in compact mode.
+    pub instance_lines: usize,
     pub warnings: usize,
     pub pref: LayoutPref,
     /// Whether the footer line (filter, status) is showing.
@@ -139,10 +141,11 @@ pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
     let reserved = 1 + host_h + warn_h + TABLE_CHROME + MIN_TABLE_ROWS + footer_h;
     let room = area.height.saturating_sub(reserved);
     let (gpu_h, columns, panel_height) = if compact {
-        // A title line plus a line per GPU in as many columns as it takes (and the width
-        // allows) to show them all, scrolling when they still do not fit.
-        let cols = compact_columns(area.width, input.gpus, room);
-        let rows = input.gpus.div_ceil(cols as usize) as u16;
+        // A title line plus a line per GPU (and per MIG instance) in as many columns as it
+        // takes (and the width allows) to show them all, scrolling when they still do not fit.
+        let lines = input.gpus + input.instance_lines;
+        let cols = compact_columns(area.width, lines, room);
+        let rows = lines.div_ceil(cols as usize) as u16;
         ((rows + 1).min(room), cols, PANEL_HEIGHT)
     } else {
         let cols = panel_columns(area.width, input.gpus);

@@ -1,9 +1,10 @@
 //! GPU lists as users write them for `--only` (and as `CUDA_VISIBLE_DEVICES` takes them):
-//! indices and UUIDs (with or without the `GPU-` prefix, or a unique prefix of one),
-//! comma-separated. Parsing and matching only, including the check that every entry
+//! indices and UUIDs (with or without the `GPU-` prefix, or a unique prefix of one), and
+//! MIG instances by their `MIG-` UUID (or a prefix), comma-separated. Parsing and matching only, including the check that every entry
 //! matched a GPU in the first sample (only a sample can tell; the caller takes it).
 
 use crate::source::GpuReading;
+use crate::source::mig::MigReading;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuSelector {
@@ -47,6 +48,21 @@ fn strip_prefix(s: &str) -> &str {
 }
 
 impl GpuSelector {
+    /// Whether this names the MIG instance `m` (by its `MIG-` UUID or a prefix of it).
+    pub fn matches_instance(&self, m: &MigReading) -> bool {
+        match self {
+            GpuSelector::Uuid(prefix) => {
+                prefix.starts_with("mig-") && m.id.0.to_ascii_lowercase().starts_with(prefix)
+            }
+            GpuSelector::Index(_) => false,
+        }
+    }
+
+    /// This GPU, or one of its MIG instances.
+    pub fn matches_gpu_or_instance(&self, gpu: &GpuReading) -> bool {
+        self.matches(gpu) || gpu.mig_devices.iter().any(|m| self.matches_instance(m))
+    }
+
     pub fn matches(&self, gpu: &GpuReading) -> bool {
         match self {
             GpuSelector::Index(i) => gpu.index == *i,
@@ -61,14 +77,14 @@ impl std::fmt::Display for GpuSelector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             GpuSelector::Index(i) => write!(f, "{i}"),
-            GpuSelector::Uuid(prefix)
-                if OTHER_ID_PREFIXES
-                    .iter()
-                    .any(|p| prefix.starts_with(&p.to_ascii_lowercase())) =>
+            GpuSelector::Uuid(prefix) => match OTHER_ID_PREFIXES
+                .iter()
+                .find(|p| prefix.starts_with(&p.to_ascii_lowercase()))
             {
-                write!(f, "{prefix}")
-            }
-            GpuSelector::Uuid(prefix) => write!(f, "GPU-{prefix}"),
+                // `MIG-ffff`, as the user wrote the kind of id (the rest stays lower-case).
+                Some(kind) => write!(f, "{kind}{}", &prefix[kind.len()..]),
+                None => write!(f, "GPU-{prefix}"),
+            },
         }
     }
 }
@@ -76,7 +92,9 @@ impl std::fmt::Display for GpuSelector {
 /// The first entry of `list` that matches none of `gpus`, as `99 matches no GPU (this host
 /// has 0-7)`: a selector that selects nothing is a typo, and "0 GPUs" on screen hides it.
 pub fn unmatched(list: &[GpuSelector], gpus: &[GpuReading]) -> Option<String> {
-    let missing = list.iter().find(|s| !gpus.iter().any(|g| s.matches(g)))?;
+    let missing = list
+        .iter()
+        .find(|s| !gpus.iter().any(|g| s.matches_gpu_or_instance(g)))?;
     let mut indices: Vec<u32> = gpus.iter().map(|g| g.index).collect();
     indices.sort_unstable();
     indices.dedup();
@@ -104,6 +122,11 @@ fn ranges(sorted: &[u32]) -> String {
         i += 1;
     }
     parts.join(",")
+}
+
+/// Whether a MIG instance is named by the list.
+pub fn selects_instance(list: &[GpuSelector], m: &MigReading) -> bool {
+    list.iter().any(|s| s.matches_instance(m))
 }
 
 /// Whether a GPU is in the list (an empty list selects nothing; `None` at the call site

@@ -5,6 +5,7 @@
 //! corner cases (deltas, missing files, a card that goes away) are in src/source/drm/tests.rs.
 
 mod common;
+mod serve_support;
 
 use serde_json::Value;
 
@@ -240,7 +241,6 @@ fn auto_shows_nvidia_and_amd_together_each_with_its_vendor() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("AMD Instinct MI300X"));
 }
 
-mod serve_support;
 
 #[test]
 fn the_exporter_serves_an_amd_card_with_its_owners_over_a_socket() {
@@ -303,4 +303,75 @@ fn the_monitor_shows_an_amd_card_and_its_owners_in_a_real_terminal() {
         "{screen}"
     );
     t.send(&["q"]);
+}
+
+/// The MI300X tree copied and made idle (0 % busy, 256 MiB used) with no processes, so
+/// `pick` can take it.
+fn idle_mi300x() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(format!("{}/sys", fixture("amd-mi300x")))
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cp -r the fixture");
+    let device = dir.path().join("sys/class/drm/card0/device");
+    std::fs::write(device.join("gpu_busy_percent"), "0\n").unwrap();
+    std::fs::write(device.join("mem_info_vram_used"), "268435456\n").unwrap();
+    std::fs::create_dir(dir.path().join("proc")).unwrap();
+    dir
+}
+
+#[test]
+fn pick_env_on_an_amd_gpu_sets_rocr_visible_devices_and_refuses_to_mix_vendors() {
+    let tree = idle_mi300x();
+    let pick = |args: &[&str]| {
+        common::clean_command()
+            .env("GPUWATCH_SYSFS_ROOT", tree.path().join("sys"))
+            .env("GPUWATCH_PROC_ROOT", tree.path().join("proc"))
+            .env(
+                "GPUWATCH_FAKE_NVML_SCENARIO",
+                format!(
+                    "{}/tests/fixtures/nvml/two_gpus.json",
+                    env!("CARGO_MANIFEST_DIR")
+                ),
+            )
+            .arg("--nvml-lib")
+            .arg(common::fake_lib())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = pick(&["--source", "amd", "pick", "--format", "env"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ROCm's UUID form of amdgpu's unique_id: the same GPU whatever ROCm's index order.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ROCR_VISIBLE_DEVICES=GPU-1cb6d8a2b3e4f501"
+    );
+    // NVIDIA GPU 1 and the AMD card qualify together: no one variable selects both.
+    let out = pick(&[
+        "--source", "auto", "pick", "--count", "2", "--format", "env",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "gpuwatch: pick --format: the GPUs picked are of several vendors (nvidia, amd)"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Each alone is fine, by UUID.
+    let out = pick(&[
+        "--source", "auto", "pick", "--count", "2", "--format", "uuids",
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("AMD-1cb6d8a2b3e4f501"));
 }

@@ -138,8 +138,9 @@ fn a_bad_cuda_visible_devices_exits_2_naming_the_entry() {
         ),
         (
             "MIG-1/2/0",
-            "\"MIG-1/2/0\" is a MIG instance; pick chooses whole GPUs",
+            "\"MIG-1/2/0\" is not a MIG instance UUID like MIG-4b6f1c2d (see nvidia-smi -L)",
         ),
+        ("MIG-ffff", "MIG-ffff matches no GPU (this host has 0-7)"),
     ] {
         demo(&[])
             .env("CUDA_VISIBLE_DEVICES", value)

@@ -402,6 +402,30 @@ fn vendors_survive_the_round_trip_through_prometheus() {
     });
     let names: Vec<(&str, f64)> = by_vendor.iter().map(|(v, n)| (v.as_str(), *n)).collect();
     assert_eq!(names, [("amd", 1.0), ("intel", 1.0), ("nvidia", 2.0)]);
+}
+
+/// Issue 14: a real Prometheus scrapes `gpuwatch serve --dcgm-compat` on the fake NVML in
+/// MIG mode; `--prometheus` reads the per-instance series (GPU_I_ID) back into the GPU's
+/// MIG instances, and the GPU's own memory is not overwritten by an instance's.
+#[test]
+fn mig_instances_come_back_from_prometheus_as_the_gpus_instances() {
+    if !on_path("prometheus") {
+        println!("prometheus is not installed: skipping the MIG --prometheus test");
+        return;
+    }
+    let scenario = format!(
+        "{}/tests/fixtures/nvml/mig.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut cmd = gpuwatch();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib());
+    let exporter = Exporter::start(cmd, &["--dcgm-compat"]);
+    let dir = tempfile::tempdir().unwrap();
+    let target = exporter.addr.to_string();
+    let prometheus = Prometheus::start(dir.path(), &target);
+    prometheus.single_value("count(gpuwatch_mig_memory_used_bytes) == 2");
     let url = format!("http://127.0.0.1:{}", prometheus.port);
     let out = gpuwatch()
         .args(["--prometheus", &url, "--once", "--json"])
@@ -420,4 +444,44 @@ fn vendors_survive_the_round_trip_through_prometheus() {
         [(0, "nvidia"), (1, "nvidia"), (2, "amd"), (3, "intel")],
         "{doc:#}"
     );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = &doc["gpus"][0];
+    assert_eq!(g["memory_used"], 30_064_771_072u64, "the GPU's own: {g:#}");
+    let migs: Vec<(String, u64, String, u64)> = g["mig_devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["uuid"].as_str().unwrap().to_string(),
+                m["gpu_instance_id"].as_u64().unwrap(),
+                m["profile"].as_str().unwrap().to_string(),
+                m["memory_used"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        migs,
+        [
+            (
+                "MIG-4b6f1c2d-0a1b-5c3d-9e8f-112233445566".into(),
+                1,
+                "3g.40gb".into(),
+                21_474_836_480
+            ),
+            (
+                "MIG-9a8b7c6d-5e4f-5a3b-8c2d-665544332211".into(),
+                5,
+                "2g.20gb".into(),
+                8_589_934_592
+            ),
+        ],
+        "{g:#}"
+    );
+    assert_eq!(g["mig_devices"][0]["utilization_gpu"], Value::Null);
 }

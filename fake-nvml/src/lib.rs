@@ -20,6 +20,7 @@
 
 mod device;
 mod events;
+mod gpm;
 mod health;
 mod legacy;
 mod mig;

@@ -26,6 +26,9 @@ pub struct MigDevice {
     /// Bytes.
     pub memory_total: Reading,
     pub memory_used: Reading,
+    /// GPM's SM utilisation of the instance, % (Hopper+; `gpm`). Absent: no GPM.
+    #[serde(default)]
+    pub sm_activity: Option<Reading>,
 }
 
 /// MIG handles carry this bit, the parent's index and the instance's index; plain device

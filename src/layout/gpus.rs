@@ -32,7 +32,8 @@ pub fn compact_column_rects(areas: &Areas) -> Vec<Rect> {
         .to_vec()
 }
 
-/// How many GPUs the GPU area shows at once (compact lines or panels), for scrolling.
+/// How many GPUs the GPU area shows at once (compact lines or panels), for scrolling,
+/// when every GPU takes one line in compact mode.
 pub fn visible_gpus(a: &Areas) -> usize {
     let columns = a.columns.max(1) as usize;
     if a.compact {
@@ -43,42 +44,65 @@ pub fn visible_gpus(a: &Areas) -> usize {
 }
 
 /// The first GPU drawn: the scroll position, clamped so the last screenful is full, and
-/// aligned to a whole row of panels.
-pub fn first_gpu_shown(areas: &Areas, gpus: usize, scroll: usize) -> usize {
+/// aligned to a whole row of panels. `lines` is each GPU's line count in compact mode
+/// (1, plus one per MIG instance); only its length matters for panels.
+pub fn first_gpu_shown(areas: &Areas, lines: &[u16], scroll: usize) -> usize {
+    let gpus = lines.len();
+    if areas.compact {
+        // The smallest start from which every remaining GPU is placed.
+        let max_start = (0..gpus)
+            .find(|s| compact_placed(areas, lines, *s).len() == gpus - s)
+            .unwrap_or(0);
+        return scroll.min(max_start);
+    }
     let visible = visible_gpus(areas).max(1);
     let max_start = gpus.saturating_sub(visible);
     let start = scroll.min(max_start);
-    if areas.compact {
-        start
-    } else {
-        start - start % (areas.columns as usize).max(1)
-    }
+    start - start % (areas.columns as usize).max(1)
 }
 
-/// Where each shown GPU is drawn (its panel, or its line in compact mode), by position in
+/// Compact blocks from GPU `start` on: each GPU's line and its instance lines stay in one
+/// column (a block that does not fit in what is left of a column starts the next one; one
+/// taller than a whole column is cut to it).
+fn compact_placed(areas: &Areas, lines: &[u16], start: usize) -> Vec<(usize, Rect)> {
+    let per_column = areas.gpus.height.saturating_sub(1).max(1);
+    let columns = compact_column_rects(areas);
+    let mut out = Vec::new();
+    let (mut c, mut line) = (0, 0u16);
+    for (i, wanted) in lines.iter().enumerate().skip(start) {
+        let h = (*wanted).clamp(1, per_column);
+        if line + h > per_column {
+            c += 1;
+            line = 0;
+        }
+        let Some(col) = columns.get(c) else { break };
+        // Line 0 of each column is its column titles.
+        let r = Rect::new(col.x, col.y + 1 + line, col.width, h);
+        if r.bottom() > areas.gpus.bottom() {
+            break;
+        }
+        out.push((i, r));
+        line += h;
+    }
+    out
+}
+
+/// Where each shown GPU is drawn (its panel, or its lines in compact mode), by position in
 /// the GPU list: what the panels are drawn in and what a mouse click is matched against.
-/// Compact columns are filled top to bottom, then left to right, as a list reads.
-pub fn gpu_rects(areas: &Areas, gpus: usize, scroll: usize) -> Vec<(usize, Rect)> {
-    let visible = visible_gpus(areas).max(1);
-    let start = first_gpu_shown(areas, gpus, scroll);
-    let end = (start + visible).min(gpus);
+/// Compact columns are filled top to bottom, then left to right, as a list reads; a GPU's
+/// compact rectangle covers its instance lines too.
+pub fn gpu_rects(areas: &Areas, lines: &[u16], scroll: usize) -> Vec<(usize, Rect)> {
+    let gpus = lines.len();
+    let start = first_gpu_shown(areas, lines, scroll);
     let a = areas.gpus;
     if a.height == 0 {
         return Vec::new();
     }
     if areas.compact {
-        let per_column = a.height.saturating_sub(1).max(1) as usize;
-        let columns = compact_column_rects(areas);
-        // Line 0 of each column is its column titles.
-        return (start..end)
-            .filter_map(|i| {
-                let c = columns.get((i - start) / per_column)?;
-                let line = ((i - start) % per_column) as u16;
-                Some((i, Rect::new(c.x, c.y + 1 + line, c.width, 1)))
-            })
-            .filter(|(_, r)| r.bottom() <= a.bottom())
-            .collect();
+        return compact_placed(areas, lines, start);
     }
+    let visible = visible_gpus(areas).max(1);
+    let end = (start + visible).min(gpus);
     let columns = areas.columns.max(1) as usize;
     let rows = (end - start).div_ceil(columns);
     let row_areas = Layout::vertical(vec![Constraint::Length(areas.panel_height); rows]).split(a);
@@ -101,20 +125,29 @@ pub fn gpu_rects(areas: &Areas, gpus: usize, scroll: usize) -> Vec<(usize, Rect)
 pub struct PanelRows {
     pub gauges: Rect,
     pub readings: Rect,
+    /// A line per MIG instance (zero height for a GPU without).
+    pub instances: Rect,
     /// Lines for details that do not fit in the borders (zero height when all fit).
     pub details: Rect,
     pub charts: Rect,
 }
 
-/// Splits a panel's inside: a gauge line, a readings line, up to `detail_lines` lines for
-/// what the borders cannot hold (taken only from rows beyond the smallest panel, so the
-/// charts keep their 2 rows), and the charts in the rest.
-pub fn panel_rows(inner: Rect, detail_lines: u16) -> PanelRows {
-    let spare = inner.height.saturating_sub(PANEL_HEIGHT - 2);
+/// Splits a panel's inside: a gauge line, a readings line, up to `instance_lines` MIG
+/// instance lines (before the charts: on a MIG GPU the instances are the news, and the
+/// whole GPU's util is often unknown anyway), up to `detail_lines` lines for what the
+/// borders cannot hold (taken only from rows beyond the smallest panel, so a GPU without
+/// MIG keeps its 2 chart rows), and the charts in the rest.
+pub fn panel_rows(inner: Rect, detail_lines: u16, instance_lines: u16) -> PanelRows {
+    let instances = instance_lines.min(inner.height.saturating_sub(2));
+    let spare = inner
+        .height
+        .saturating_sub(PANEL_HEIGHT - 2)
+        .saturating_sub(instances);
     let details = detail_lines.min(spare);
-    let [gauges, readings, details, charts] = Layout::vertical([
+    let [gauges, readings, instances, details, charts] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
+        Constraint::Length(instances),
         Constraint::Length(details),
         Constraint::Fill(1),
     ])
@@ -122,6 +155,7 @@ pub fn panel_rows(inner: Rect, detail_lines: u16) -> PanelRows {
     PanelRows {
         gauges,
         readings,
+        instances,
         details,
         charts,
     }
@@ -136,6 +170,7 @@ mod tests {
         LayoutInput {
             viewport: (w, h),
             gpus,
+            instance_lines: 0,
             warnings: 0,
             pref: LayoutPref::Auto,
             footer: true,
@@ -152,7 +187,7 @@ mod tests {
         let a = screen(&i);
         assert!(a.compact);
         assert_eq!(a.columns, 2);
-        let rects = gpu_rects(&a, 64, 0);
+        let rects = gpu_rects(&a, &[1; 64], 0);
         assert_eq!(rects.len(), 64, "every GPU has a line");
         // GPU 0 tops the left column, GPU 32 the right one; no two lines overlap.
         assert_eq!((rects[0].1.x, rects[0].1.y), (0, a.gpus.y + 1));
@@ -192,17 +227,50 @@ mod tests {
 
     #[test]
     fn detail_lines_come_only_from_spare_rows() {
-        let small = panel_rows(Rect::new(0, 0, 60, 4), 2);
+        let small = panel_rows(Rect::new(0, 0, 60, 4), 2, 0);
         assert_eq!((small.details.height, small.charts.height), (0, 2));
-        let tall = panel_rows(Rect::new(0, 0, 60, 7), 1);
+        let tall = panel_rows(Rect::new(0, 0, 60, 7), 1, 0);
         assert_eq!((tall.details.height, tall.charts.height), (1, 4));
         assert_eq!(tall.charts.y, 3);
+        // MIG instances come before the details and the charts, down to none of either.
+        let mig = panel_rows(Rect::new(0, 0, 60, 7), 1, 2);
+        assert_eq!((mig.instances.y, mig.instances.height), (2, 2));
+        assert_eq!((mig.details.height, mig.charts.height), (1, 2));
+        let crowded = panel_rows(Rect::new(0, 0, 60, 4), 1, 7);
+        assert_eq!((crowded.instances.height, crowded.charts.height), (2, 0));
+    }
+
+    #[test]
+    fn a_mig_gpus_compact_block_holds_its_instance_lines_in_one_column() {
+        let mut i = input(200, 40, 3);
+        i.pref = super::super::LayoutPref::Compact;
+        i.instance_lines = 7;
+        let a = screen(&i);
+        assert!(a.compact);
+        // GPU 0 with 7 instances takes 8 lines; GPUs 1 and 2 follow it.
+        let rects = gpu_rects(&a, &[8, 1, 1], 0);
+        let heights: Vec<(usize, u16, u16)> = rects
+            .iter()
+            .map(|(g, r)| (*g, r.y - a.gpus.y, r.height))
+            .collect();
+        assert_eq!(heights, [(0, 1, 8), (1, 9, 1), (2, 10, 1)]);
+        // In a short column a block that does not fit moves whole to the next column.
+        let tight = Areas {
+            gpus: Rect::new(0, 0, 200, 6),
+            columns: 2,
+            ..a
+        };
+        let rects = gpu_rects(&tight, &[3, 3, 1], 0);
+        let at: Vec<(usize, u16, u16)> = rects.iter().map(|(g, r)| (*g, r.x, r.y)).collect();
+        assert_eq!(at, [(0, 0, 1), (1, 101, 1), (2, 101, 4)]);
+        // Scrolled past the end, the last screenful stays full.
+        assert_eq!(first_gpu_shown(&tight, &[3, 3, 1], 9), 0);
     }
 
     #[test]
     fn panels_hit_where_they_are_drawn() {
         let a = screen(&input(200, 60, 8));
-        let rects = gpu_rects(&a, 8, 0);
+        let rects = gpu_rects(&a, &[1; 8], 0);
         assert_eq!(rects.len(), 8);
         assert!(rects.iter().all(|(_, r)| r.height == a.panel_height));
     }

@@ -1,4 +1,5 @@
-//! The process filter typed after `/`: plain words match user, job, command or PID; fields
+//! The process filter typed after `/`: plain words match user, job, command, PID, or the
+//! MIG instance a process runs on (its `MIG-` UUID or profile, e.g. `3g.40gb`); fields
 //! `user:` `gpu:` `cmd:` `pid:` `job:` `container:` `pod:` and comparisons `vram>10G`
 //! `vram<1G` narrow further; all terms must hold (AND). Parsing and matching only; invalid text is an error to show, never a crash.
 
@@ -8,7 +9,7 @@ use crate::units::Bytes;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Term {
-    /// Matches user or command (case-insensitive substring) or PID (prefix).
+    /// Matches user, job, command or MIG instance (case-insensitive substring) or PID (prefix).
     Text(String),
     User(String),
     Gpu(Vec<u32>),
@@ -64,6 +65,8 @@ pub struct Lowered {
     user: String,
     job: Option<String>,
     command: String,
+    /// The MIG instance's UUID and profile, `mig-4b6f… 3g.40gb`.
+    instance: Option<String>,
 }
 
 impl Lowered {
@@ -72,6 +75,9 @@ impl Lowered {
             user: row.user.as_deref().unwrap_or("").to_lowercase(),
             job: row.job.as_ref().map(|j| j.to_lowercase()),
             command: row.command.to_lowercase(),
+            instance: row.instance.as_ref().map(|i| {
+                format!("{} {}", i.id.0, i.profile.as_deref().unwrap_or("")).to_lowercase()
+            }),
         }
     }
 }
@@ -129,6 +135,10 @@ fn term_matches(term: &Term, row: &ProcRow, lowered: &Lowered) -> bool {
             lowered.user.contains(t.as_str())
                 || lowered.job.as_ref().is_some_and(|j| j.contains(t.as_str()))
                 || lowered.command.contains(t.as_str())
+                || lowered
+                    .instance
+                    .as_ref()
+                    .is_some_and(|i| i.contains(t.as_str()))
                 || row.key.pid.to_string().starts_with(t.as_str())
         }
         Term::User(u) => lowered.user == *u,
@@ -176,6 +186,7 @@ mod tests {
             visibility: Visibility::Visible,
             job: None,
             context: Default::default(),
+            instance: None,
         }
     }
 
@@ -199,6 +210,23 @@ mod tests {
         assert_eq!(pids("ALICE"), vec![1000]);
         assert_eq!(pids("python"), vec![1000, 2020]);
         assert_eq!(pids("30"), vec![3030]);
+    }
+
+    #[test]
+    fn plain_words_match_the_mig_instance_uuid_or_profile() {
+        let mut on_mig = row(5000, 0, "erin", "python serve.py", 8.0);
+        on_mig.instance = Some(crate::model::mig::InstanceTag {
+            id: GpuId("MIG-4b6f1c2d-0a1b".into()),
+            gpu_instance: Some(1),
+            compute_instance: Some(0),
+            profile: Some("3g.40gb".into()),
+        });
+        let plain = row(5001, 0, "erin", "python serve.py", 8.0);
+        for word in ["mig-4b6f", "3G.40GB", "4b6f1c2d"] {
+            let f = Filter::parse(word).unwrap();
+            assert!(f.matches(&on_mig), "{word}");
+            assert!(!f.matches(&plain), "{word}");
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Who holds each GPU, derived once per sample from the process rows: VRAM per user, the
+//! Who holds each GPU (and each MIG instance), derived once per sample from the process rows: VRAM per user, the
 //! total the listed processes account for, and how many there are. The panels, the header
 //! and `pick` read this instead of scanning every process for every GPU on every frame.
 
@@ -69,23 +69,14 @@ pub fn add_pods(holders: &mut HashMap<GpuId, Holders>, gpus: &[GpuReading]) {
     }
 }
 
+/// Who holds each GPU, and each MIG instance (keyed by its `MIG-` UUID) as well: the
+/// panels' instance lines and `pick` ask about an instance the way they ask about a GPU.
 pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
     let mut out: HashMap<GpuId, Holders> = HashMap::new();
     for row in rows {
-        let h = out.entry(row.key.gpu.clone()).or_insert_with(|| Holders {
-            listed: Some(Bytes(0)),
-            ..Holders::default()
-        });
-        h.processes += 1;
-        h.listed = match (h.listed, row.vram) {
-            (Some(total), Some(v)) => Some(total + v),
-            _ => None,
-        };
-        let name = owner_name(row);
-        let vram = row.vram.unwrap_or_default();
-        match h.owners.iter_mut().find(|(u, _)| *u == name) {
-            Some((_, total)) => *total = *total + vram,
-            None => h.owners.push((name, vram)),
+        add_row(&mut out, &row.key.gpu, row);
+        if let Some(instance) = &row.instance {
+            add_row(&mut out, &instance.id, row);
         }
     }
     for h in out.values_mut() {
@@ -93,6 +84,24 @@ pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
             .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     }
     out
+}
+
+fn add_row(out: &mut HashMap<GpuId, Holders>, key: &GpuId, row: &ProcRow) {
+    let h = out.entry(key.clone()).or_insert_with(|| Holders {
+        listed: Some(Bytes(0)),
+        ..Holders::default()
+    });
+    h.processes += 1;
+    h.listed = match (h.listed, row.vram) {
+        (Some(total), Some(v)) => Some(total + v),
+        _ => None,
+    };
+    let name = owner_name(row);
+    let vram = row.vram.unwrap_or_default();
+    match h.owners.iter_mut().find(|(u, _)| *u == name) {
+        Some((_, total)) => *total = *total + vram,
+        None => h.owners.push((name, vram)),
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod filter;
 pub mod health;
 pub mod holders;
 pub mod jobs;
+pub mod mig;
 pub mod owners;
 pub mod pileup;
 pub mod procs;
@@ -249,9 +250,8 @@ impl Model {
 
     pub fn apply_sample(&mut self, mut sample: Sample, config: &ViewConfig) {
         if let Some(only) = &config.only {
-            sample.gpus.retain(|g| crate::select::selected(only, g));
-            let kept: HashSet<&GpuId> = sample.gpus.iter().map(|g| &g.id).collect();
-            sample.processes.retain(|p| kept.contains(&p.gpu));
+            // GPUs named whole, and the GPUs of named MIG instances with only those.
+            mig::apply_only(&mut sample, only);
         }
         let now = sample.time;
         self.now = Some(now);
@@ -273,6 +273,7 @@ impl Model {
                 let gpu = gpu_of.get(&p.gpu)?;
                 let mut row = ProcRow::from_reading(p, gpu.index, now);
                 row.host = gpu.host.clone();
+                row.instance = mig::instance_of(gpu, p.pid).map(mig::InstanceTag::of);
                 Some(row)
             })
             .collect();

@@ -4,6 +4,7 @@
 
 use super::Model;
 use super::activity::FREE_MAX_UTIL;
+use crate::source::mig::MigReading;
 use crate::source::{GpuReading, GpuStatus};
 use crate::units::Bytes;
 
@@ -59,4 +60,9 @@ pub fn free_gpus(model: &Model) -> Vec<u32> {
 /// Labels of the free GPUs (`6`, or `gpu1:6` when watching several hosts), in order.
 pub fn free_labels(model: &Model) -> Vec<String> {
     free(model).map(GpuReading::label).collect()
+}
+
+/// (owner, VRAM) for each owner with a process on this MIG instance, largest first.
+pub fn instance_owners<'a>(model: &'a Model, m: &MigReading) -> &'a [(String, Bytes)] {
+    model.holders(&m.id).map_or(&[], |h| h.owners.as_slice())
 }

@@ -46,6 +46,8 @@ pub struct ProcRow {
     pub job: Option<String>,
     /// Its workload and GPU-related environment, as the host could read them.
     pub context: ProcContext,
+    /// The MIG instance it runs on, on a GPU in MIG mode (`model::mig`).
+    pub instance: Option<super::mig::InstanceTag>,
 }
 
 impl ProcRow {
@@ -75,6 +77,7 @@ impl ProcRow {
                 .and_then(|d| d.context.workload.as_deref())
                 .and_then(super::jobs::label),
             context: details.map(|d| d.context.clone()).unwrap_or_default(),
+            instance: None,
         }
     }
 }

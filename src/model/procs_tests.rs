@@ -24,6 +24,7 @@ fn row(pid: u32, gpu: u32) -> ProcRow {
         visibility: Visibility::Visible,
         job: None,
         context: Default::default(),
+        instance: None,
     }
 }
 

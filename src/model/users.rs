@@ -19,6 +19,9 @@ pub struct UserRow {
     pub job: Option<String>,
     /// GPU indices this user has processes on, ascending.
     pub gpus: Vec<u32>,
+    /// (GPU index, GPU instance id) of the MIG instances this user's processes run on,
+    /// ascending: the view writes `0/1` for those, as the process table does.
+    pub instances: Vec<(u32, u32)>,
     pub vram: Bytes,
     pub processes: usize,
     /// Sum of the processes' GPU%; unknown values count as zero.
@@ -76,6 +79,7 @@ pub fn summarize(rows: &[ProcRow], gpus: &[GpuReading]) -> Vec<UserRow> {
     }
     for u in &mut out {
         u.gpus.sort_unstable();
+        u.instances.sort_unstable();
     }
     out
 }
@@ -85,6 +89,7 @@ fn empty(user: &str, job: Option<String>) -> UserRow {
         user: user.to_string(),
         job,
         gpus: Vec::new(),
+        instances: Vec::new(),
         vram: Bytes(0),
         processes: 0,
         gpu_util: 0,
@@ -97,6 +102,11 @@ fn add(entry: &mut UserRow, row: &ProcRow, idle: bool) {
     if !entry.gpus.contains(&row.gpu_index) {
         entry.gpus.push(row.gpu_index);
     }
+    if let Some(gi) = row.instance.as_ref().and_then(|i| i.gpu_instance)
+        && !entry.instances.contains(&(row.gpu_index, gi))
+    {
+        entry.instances.push((row.gpu_index, gi));
+    }
     let vram = row.vram.unwrap_or_default();
     entry.vram = entry.vram + vram;
     entry.processes += 1;
@@ -104,5 +114,26 @@ fn add(entry: &mut UserRow, row: &ProcRow, idle: bool) {
     entry.longest = entry.longest.max(row.elapsed);
     if idle {
         entry.idle_vram = entry.idle_vram + vram;
+    }
+}
+
+impl UserRow {
+    /// `0/1,0/5,2`: each GPU, or on a MIG GPU each instance (GPU/GI), the user holds.
+    pub fn places(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for g in &self.gpus {
+            let on: Vec<String> = self
+                .instances
+                .iter()
+                .filter(|(i, _)| i == g)
+                .map(|(i, gi)| format!("{i}/{gi}"))
+                .collect();
+            if on.is_empty() {
+                out.push(g.to_string());
+            } else {
+                out.extend(on);
+            }
+        }
+        out
     }
 }

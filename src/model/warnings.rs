@@ -72,6 +72,10 @@ pub enum WarningKind {
         percent: f64,
         /// Predicted time until VRAM is full at the recent growth rate.
         time_to_full: Option<Duration>,
+        /// The MIG instance whose memory this is, when it is one instance's rather than the
+        /// whole GPU's: a job on an instance runs out of the instance's memory even when the
+        /// GPU as a whole has plenty.
+        instance: Option<super::mig::InstanceTag>,
     },
     Overheating {
         temperature: Celsius,
@@ -207,6 +211,8 @@ pub fn sort(warnings: &mut [Warning]) {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Alarm {
     oom: Option<Severity>,
+    /// The same per MIG instance (by `MIG-` UUID), for its own hysteresis.
+    instance_oom: Vec<(GpuId, Severity)>,
     time_to_full_active: bool,
     heat: Option<Severity>,
     /// When the temperature first reached the critical level in the current hot spell.
@@ -249,6 +255,11 @@ pub fn evaluate(
     }
     if let Some((severity, kind)) = oom(prev, gpu, history, th, now, &mut alarm) {
         out.push(warn(severity, kind));
+    }
+    for m in &gpu.mig_devices {
+        if let Some((severity, kind)) = instance_oom(prev, m, th, &mut alarm) {
+            out.push(warn(severity, kind));
+        }
     }
     if let Some((severity, kind)) = heat(prev, gpu, th, now, &mut alarm) {
         out.push(warn(severity, kind));
@@ -310,6 +321,48 @@ fn oom(
             total,
             percent,
             time_to_full: time_to_full.filter(|_| filling),
+            instance: None,
+        },
+    ))
+}
+
+/// OOM risk of one MIG instance: the GPU's thresholds and hysteresis on the instance's own
+/// memory. No time-to-full: there is no per-instance history to fit a trend to.
+fn instance_oom(
+    prev: &Alarm,
+    m: &crate::source::mig::MigReading,
+    th: &Thresholds,
+    alarm: &mut Alarm,
+) -> Option<(Severity, WarningKind)> {
+    let (used, total) = (m.memory_used?, m.memory_total?);
+    if total.0 == 0 {
+        return None;
+    }
+    let percent = used.0 as f64 / total.0 as f64 * 100.0;
+    let was = prev
+        .instance_oom
+        .iter()
+        .find(|(id, _)| *id == m.id)
+        .map(|(_, s)| *s);
+    let above = |level: f64, was: bool| {
+        percent >= level || (was && percent >= level - OOM_CLEAR_MARGIN_PERCENT)
+    };
+    let severity = if above(th.oom_critical_percent, was == Some(Severity::Critical)) {
+        Severity::Critical
+    } else if above(th.oom_warn_percent, was.is_some()) {
+        Severity::Warning
+    } else {
+        return None;
+    };
+    alarm.instance_oom.push((m.id.clone(), severity));
+    Some((
+        severity,
+        WarningKind::OomRisk {
+            used,
+            total,
+            percent,
+            time_to_full: None,
+            instance: Some(super::mig::InstanceTag::of(m)),
         },
     ))
 }

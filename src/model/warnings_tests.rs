@@ -74,7 +74,7 @@ fn vram_thresholds_and_hysteresis() {
     assert!(w[5].is_empty(), "87% clears");
     // The words are `ui::text`'s (tested there); here, the numbers they are made of.
     assert!(
-        matches!(w[2][0].kind, WarningKind::OomRisk { used, total, percent, time_to_full: None }
+        matches!(w[2][0].kind, WarningKind::OomRisk { used, total, percent, time_to_full: None, instance: None }
             if used == Bytes::from_gib(78.4) && total == Bytes::from_gib(80.0)
                 && (percent - 98.0).abs() < 0.01),
         "{:?}",
@@ -87,6 +87,65 @@ fn vram_thresholds_and_hysteresis() {
             index: 3,
             host: None
         }
+    );
+}
+
+#[test]
+fn a_nearly_full_mig_instance_is_at_risk_while_its_gpu_is_not() {
+    use crate::source::mig::MigReading;
+    let th = Thresholds {
+        stale_min_vram: Bytes(u64::MAX),
+        ..Thresholds::default()
+    };
+    let mut alarm = Alarm::default();
+    let mut hist = GpuHistory::new(300);
+    // The GPU is half full; its 3g.40gb instance goes 98%, 96% (stays critical: the
+    // margin), 93% (a warning), 87% (clears).
+    let mut severities_seen = Vec::new();
+    for (s, inst_gib) in [(0, 39.2), (1, 38.4), (2, 37.2), (3, 34.8)] {
+        let mut g = gpu(40.0, 40);
+        g.mig_devices = vec![MigReading {
+            id: GpuId("MIG-4b6f1c2d-0a1b".into()),
+            gpu_instance_id: Some(1),
+            compute_instance_id: Some(0),
+            profile: Some("3g.40gb".into()),
+            memory_total: Some(Bytes::from_gib(40.0)),
+            memory_used: Some(Bytes::from_gib(inst_gib)),
+            util: None,
+            pids: vec![],
+        }];
+        hist.push(t(s), &g);
+        let (next, w) = evaluate(&alarm, &g, &[], &hist, &th, t(s));
+        alarm = next;
+        assert!(w.len() <= 1, "{w:?}");
+        if let Some(w) = w.first() {
+            match &w.kind {
+                WarningKind::OomRisk {
+                    instance: Some(i),
+                    percent,
+                    ..
+                } => {
+                    assert_eq!(i.id.0, "MIG-4b6f1c2d-0a1b");
+                    assert!((percent - inst_gib / 40.0 * 100.0).abs() < 0.01);
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(
+                w.gpu(),
+                Some(&GpuId("GPU-a".into())),
+                "the GPU is the subject"
+            );
+        }
+        severities_seen.push(severities(&w));
+    }
+    assert_eq!(
+        severities_seen,
+        [
+            vec![Severity::Critical],
+            vec![Severity::Critical],
+            vec![Severity::Warning],
+            vec![]
+        ]
     );
 }
 

@@ -1,8 +1,11 @@
-//! `gpuwatch pick`: which GPUs a new job may take, from the state of one sample — the rules
-//! (only GPUs the caller may use, nobody else's memory on them, no warning, idle enough,
-//! enough VRAM free), the ranking, and the words for each GPU passed over. Pure: no I/O and
+//! `gpuwatch pick`: which GPUs (or, on a GPU in MIG mode, which instances: `slot`) a new
+//! job may take, from the state of one sample — the rules (only GPUs the caller may use,
+//! nobody else's memory on them, no warning, idle enough, enough VRAM free), the ranking,
+//! and the words for each GPU passed over. Pure: no I/O and
 //! no clock; `wait` drives it over samples and `launch` prints.
 
+mod env;
+pub mod slot;
 pub mod visible;
 pub mod wait;
 
@@ -13,9 +16,11 @@ use std::time::Duration;
 use crate::model::Model;
 use crate::model::jobs::{JobKey, short_label};
 use crate::model::owners::{is_free, unattributed};
+use crate::model::procs::ProcRow;
 use crate::source::{GpuId, GpuReading, GpuStatus};
 use crate::state::State;
 use crate::units::Bytes;
+use slot::Slot;
 use visible::Inherited;
 
 /// What `gpuwatch pick` was asked for, resolved by `config`.
@@ -50,7 +55,8 @@ pub enum Format {
     Uuids,
     /// `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3`, for `export $(…)`. NVML
     /// numbers GPUs in PCI bus order while CUDA defaults to fastest-first, so the order is
-    /// pinned to make the indices mean the same GPUs.
+    /// pinned to make the indices mean the same GPUs. AMD and Intel GPUs get their own
+    /// runtime's variable (`env`).
     Env,
 }
 
@@ -101,6 +107,10 @@ pub enum Skip {
     },
     Busy(u32),
     UtilUnknown,
+    /// A MIG instance with the caller's own processes on it: an instance is one job's.
+    InUse(usize),
+    /// MIG is on and the GPU lists no instance: CUDA can run nothing on it.
+    MigWithoutInstances,
 }
 
 impl fmt::Display for Skip {
@@ -130,6 +140,12 @@ impl fmt::Display for Skip {
             }
             Skip::Busy(u) => write!(f, "{u}% busy"),
             Skip::UtilUnknown => write!(f, "utilization unknown"),
+            Skip::InUse(n) => write!(
+                f,
+                "MIG instance in use by {n} of your own process{}",
+                if *n == 1 { "" } else { "es" }
+            ),
+            Skip::MigWithoutInstances => write!(f, "MIG on with no instance to run on"),
         }
     }
 }
@@ -138,7 +154,11 @@ impl Skip {
     /// The reason without its numbers, to group GPUs by: `busy`, `held by alice, bob`.
     fn kind_words(&self) -> String {
         match self {
-            Skip::NotVisible | Skip::FreeUnknown | Skip::UtilUnknown => self.to_string(),
+            Skip::NotVisible
+            | Skip::FreeUnknown
+            | Skip::UtilUnknown
+            | Skip::MigWithoutInstances => self.to_string(),
+            Skip::InUse(_) => "in use by your own processes".into(),
             Skip::Lost => "lost".into(),
             Skip::HeldBy(who) => format!("held by {}", names(who).join(", ")),
             Skip::NoProcess(_) => "VRAM held by no process".into(),
@@ -173,8 +193,28 @@ fn names(who: &[Holder]) -> Vec<&str> {
 /// exited) is someone else's: it holds the memory all the same. The one place this rule
 /// lives.
 pub fn others_holding(model: &Model, gpu: &GpuReading, me: Caller) -> Vec<Holder> {
+    others_on(model, &Slot::Gpu(gpu), me)
+}
+
+/// The rows on a slot: the GPU's, or those on the instance.
+fn rows_on<'m>(model: &'m Model, slot: &Slot) -> impl Iterator<Item = &'m ProcRow> {
+    let (gpu, instance) = match slot {
+        Slot::Gpu(g) => (g.id.clone(), None),
+        Slot::Instance(g, m) => (g.id.clone(), Some(m.id.clone())),
+    };
+    model.procs().all.iter().filter(move |r| {
+        r.key.gpu == gpu
+            && instance
+                .as_ref()
+                .is_none_or(|m| r.instance.as_ref().is_some_and(|i| i.id == *m))
+    })
+}
+
+/// `others_holding` for a GPU or a MIG instance.
+fn others_on(model: &Model, slot: &Slot, me: Caller) -> Vec<Holder> {
+    let gpu = slot.gpu();
     let mut out: Vec<Holder> = Vec::new();
-    for row in model.procs().all.iter().filter(|r| r.key.gpu == gpu.id) {
+    for row in rows_on(model, slot) {
         let same_user = match (&row.user, me.user, row.uid, me.uid) {
             (Some(user), Some(me), _, _) => user == me,
             (_, _, Some(uid), Some(me)) => uid == me,
@@ -218,41 +258,59 @@ pub fn others_holding(model: &Model, gpu: &GpuReading, me: Caller) -> Vec<Holder
     out
 }
 
-/// Why a GPU does not qualify, or `None` when it does.
+/// Why a GPU (or MIG instance) does not qualify, or `None` when it does.
 fn disqualified(
     state: &State,
-    g: &GpuReading,
+    slot: &Slot,
     c: &Criteria,
     allowed: Option<&HashSet<GpuId>>,
 ) -> Option<Skip> {
-    if allowed.is_some_and(|a| !a.contains(&g.id)) {
+    let g = slot.gpu();
+    // An inherited list naming a MIG GPU whole lets its instances be picked.
+    if allowed.is_some_and(|a| !a.contains(slot.id()) && !a.contains(&g.id)) {
         return Some(Skip::NotVisible);
     }
     if g.status == GpuStatus::Lost {
         return Some(Skip::Lost);
     }
-    let others = others_holding(&state.model, g, Caller::of(state));
+    if matches!(slot, Slot::Gpu(_)) && g.mig_enabled == Some(true) {
+        return Some(Skip::MigWithoutInstances);
+    }
+    let others = others_on(&state.model, slot, Caller::of(state));
     if !others.is_empty() {
         return Some(Skip::HeldBy(others));
     }
-    if let Some(rest) = unattributed(&state.model, g) {
+    let stale = match slot {
+        Slot::Gpu(g) => unattributed(&state.model, g),
+        Slot::Instance(_, m) => slot::instance_unattributed(&state.model, m),
+    };
+    if let Some(rest) = stale {
         return Some(Skip::NoProcess(rest));
     }
-    if let Some(w) = state
-        .model
-        .warnings()
-        .iter()
-        .find(|w| w.gpu() == Some(&g.id))
-    {
+    if let Slot::Instance(..) = slot {
+        let mine = rows_on(&state.model, slot).count();
+        if mine > 0 {
+            return Some(Skip::InUse(mine));
+        }
+    }
+    if let Some(w) = state.model.warnings().iter().find(|w| slot.hit_by(w)) {
         return Some(Skip::Warning(crate::ui::text::warning_line(w)));
     }
-    let Some(free) = free_memory(g) else {
+    let Some(free) = slot.free_memory() else {
         return Some(Skip::FreeUnknown);
     };
     if let Some(need) = c.min_free
         && free < need
     {
         return Some(Skip::TooLittleFree { free, need });
+    }
+    if let Slot::Instance(_, m) = slot {
+        // Only GPM (Hopper+) gives an instance's activity; without it an instance with no
+        // process on it runs nothing (its GPU's util, if known, is the other instances').
+        return match m.util {
+            Some(u) if u.0 > c.max_util => Some(Skip::Busy(u.0)),
+            _ => None,
+        };
     }
     match g.util {
         Some(u) if u.0 <= c.max_util => None,
@@ -261,37 +319,39 @@ fn disqualified(
     }
 }
 
-fn free_memory(g: &GpuReading) -> Option<Bytes> {
-    Some(g.memory_total?.saturating_sub(g.memory_used?))
-}
-
-/// What one state says: the qualifying GPUs, best first, and why each other one was skipped.
+/// What one state says: the qualifying GPUs (or instances), best first, and why each
+/// other one was skipped.
 #[derive(Debug)]
 pub struct Choice<'a> {
-    pub ranked: Vec<&'a GpuReading>,
-    pub skipped: Vec<(&'a GpuReading, Skip)>,
+    pub ranked: Vec<Slot<'a>>,
+    pub skipped: Vec<(Slot<'a>, Skip)>,
 }
 
 /// Ranks the GPUs that qualify: GPUs nobody uses at all first (no process, no VRAM held —
 /// the header's "free"), so a new job does not land beside the caller's own idle notebook
 /// when a clean GPU exists; then most free VRAM (to the GiB), least busy, lowest index.
+/// A MIG instance that qualifies has no process on it: it counts as clean.
 pub fn choose<'a>(state: &'a State, c: &Criteria, allowed: Option<&HashSet<GpuId>>) -> Choice<'a> {
-    let mut ranked: Vec<&GpuReading> = Vec::new();
+    let mut ranked: Vec<Slot> = Vec::new();
     let mut skipped = Vec::new();
-    for g in state.model.gpus() {
-        match disqualified(state, g, c, allowed) {
-            None => ranked.push(g),
-            Some(why) => skipped.push((g, why)),
+    for slot in slot::candidates(&state.model) {
+        match disqualified(state, &slot, c, allowed) {
+            None => ranked.push(slot),
+            Some(why) => skipped.push((slot, why)),
         }
     }
-    ranked.sort_by_key(|g| {
-        let clean = is_free(&state.model, g);
-        let free_gib = free_memory(g).map_or(0, |b| b.0 / Bytes::GIB);
+    ranked.sort_by_key(|slot| {
+        let clean = match slot {
+            Slot::Gpu(g) => is_free(&state.model, g),
+            Slot::Instance(..) => true,
+        };
+        let free_gib = slot.free_memory().map_or(0, |b| b.0 / Bytes::GIB);
         (
             !clean,
             std::cmp::Reverse(free_gib),
-            g.util.map_or(u32::MAX, |u| u.0),
-            g.index,
+            slot.gpu().util.map_or(u32::MAX, |u| u.0),
+            slot.gpu().index,
+            slot.label(),
         )
     });
     Choice { ranked, skipped }
@@ -299,7 +359,7 @@ pub fn choose<'a>(state: &'a State, c: &Criteria, allowed: Option<&HashSet<GpuId
 
 impl<'a> Choice<'a> {
     /// The best `count` when that many qualify.
-    pub fn picked(&self, c: &Criteria) -> Option<&[&'a GpuReading]> {
+    pub fn picked(&self, c: &Criteria) -> Option<&[Slot<'a>]> {
         (self.ranked.len() >= c.count).then(|| &self.ranked[..c.count])
     }
 
@@ -315,7 +375,7 @@ impl<'a> Choice<'a> {
         }
         need += &format!("≤{}% util, no warning and nobody else's memory", c.max_util);
         let n = self.ranked.len();
-        let labels: Vec<String> = self.ranked.iter().map(|g| g.label()).collect();
+        let labels: Vec<String> = self.ranked.iter().map(Slot::label).collect();
         format!(
             "need {need}; {n} qualif{} ({})",
             if n == 1 { "ies" } else { "y" },
@@ -355,12 +415,12 @@ impl<'a> Choice<'a> {
 
     /// What this choice comes to, owned, to compare with the next sample's.
     pub fn reasons(&self) -> Reasons {
-        let mut qualifying: Vec<GpuId> = self.ranked.iter().map(|g| g.id.clone()).collect();
+        let mut qualifying: Vec<GpuId> = self.ranked.iter().map(|g| g.id().clone()).collect();
         qualifying.sort();
         let skipped = self
             .skipped
             .iter()
-            .map(|(g, why)| (g.id.clone(), why.clone()))
+            .map(|(g, why)| (g.id().clone(), why.clone()))
             .collect();
         Reasons {
             qualifying,
@@ -389,25 +449,23 @@ impl Reasons {
     }
 }
 
-pub fn format(gpus: &[&GpuReading], format: Format) -> String {
-    let indices = || {
-        gpus.iter()
-            .map(|g| g.index.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+/// The line `pick` prints for the chosen slots. Indices name GPUs only: a MIG instance is
+/// written as its `MIG-` UUID in every format, the one way CUDA names an instance. `env`
+/// sets the variable of the GPUs' vendor (`env`), and fails for a pick across vendors.
+pub fn format(slots: &[Slot], format: Format) -> Result<String, String> {
+    let entry = |s: &Slot| match s {
+        Slot::Gpu(g) => g.index.to_string(),
+        Slot::Instance(_, m) => m.id.0.clone(),
     };
-    match format {
-        Format::Indices => indices(),
-        Format::Uuids => gpus
+    Ok(match format {
+        Format::Indices => slots.iter().map(entry).collect::<Vec<_>>().join(","),
+        Format::Uuids => slots
             .iter()
-            .map(|g| g.id.0.clone())
+            .map(|s| s.id().0.clone())
             .collect::<Vec<_>>()
             .join(","),
-        Format::Env => format!(
-            "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={}",
-            indices()
-        ),
-    }
+        Format::Env => env::line(slots)?,
+    })
 }
 
 #[cfg(test)]

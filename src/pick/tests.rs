@@ -69,7 +69,7 @@ fn criteria(count: usize, min_free: Option<f64>) -> Criteria {
 fn picked(s: &State, c: &Criteria) -> Result<String, String> {
     let choice = choose(s, c, None);
     match choice.picked(c) {
-        Some(g) => Ok(format(g, Format::Indices)),
+        Some(g) => Ok(format(g, Format::Indices).unwrap()),
         None => Err(choice.shortfall(c)),
     }
 }
@@ -124,7 +124,10 @@ fn other_users_unknown_users_and_stale_memory_disqualify() {
     );
     let c = criteria(1, None);
     let choice = choose(&s, &c, None);
-    assert_eq!(format(choice.picked(&c).unwrap(), Format::Indices), "4");
+    assert_eq!(
+        format(choice.picked(&c).unwrap(), Format::Indices).unwrap(),
+        "4"
+    );
     assert_eq!(
         choice.explanations(),
         [
@@ -157,7 +160,7 @@ fn only_the_inherited_gpus_qualify() {
     let c = criteria(1, None);
     let choice = choose(&s, &c, Some(&allowed));
     assert_eq!(
-        format(choice.picked(&c).unwrap(), Format::Env),
+        format(choice.picked(&c).unwrap(), Format::Env).unwrap(),
         "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1"
     );
     assert_eq!(
@@ -234,4 +237,106 @@ fn the_callers_other_jobs_are_someone_else_and_its_own_job_is_not() {
     assert!(held(2, me_in(None)).is_empty());
     // pick from a login shell: every batch job, even the user's own, is another job.
     assert_eq!(held(1, me_in(None)), ["slurm 48121 (me)"]);
+}
+
+/// A GPU in MIG mode with a 3g.40gb instance (GI 1) holding `used_gib` and a 2g.20gb
+/// instance (GI 5) nearly empty, next to a whole free GPU 1.
+fn mig_state(procs: Vec<ProcReading>, used_gib: f64) -> State {
+    use crate::source::mig::MigReading;
+    let mut g0 = gpu(0, 80.0, used_gib + 0.1, 30);
+    g0.mig_enabled = Some(true);
+    let mig = |id: &str, gi, total, used, pids| MigReading {
+        id: GpuId(id.into()),
+        gpu_instance_id: Some(gi),
+        compute_instance_id: Some(0),
+        profile: None,
+        memory_total: Some(Bytes::from_gib(total)),
+        memory_used: Some(Bytes::from_gib(used)),
+        util: None,
+        pids,
+    };
+    let pids = procs.iter().map(|p| p.pid).collect();
+    g0.mig_devices = vec![
+        mig("MIG-aaaa", 1, 40.0, used_gib, pids),
+        mig("MIG-bbbb", 5, 20.0, 0.1, vec![]),
+    ];
+    state(vec![g0, gpu(1, 40.0, 0.5, 0)], procs)
+}
+
+#[test]
+fn on_a_mig_gpu_the_candidates_are_its_instances_and_taken_ones_are_skipped() {
+    let s = mig_state(vec![proc(7, 0, Some(("alice", 1001)), 20.0)], 20.0);
+    let c = criteria(2, Some(10.0));
+    let choice = choose(&s, &c, None);
+    // GPU 1 (40 GiB free) before the free 2g.20gb instance; the whole MIG GPU never.
+    assert_eq!(
+        format(choice.picked(&c).unwrap(), Format::Uuids).unwrap(),
+        "GPU-1,MIG-bbbb"
+    );
+    assert_eq!(
+        choice.explanations(),
+        ["GPU 0/1 skipped: held by alice (20.0 GiB)"]
+    );
+    // The caller's own process takes an instance too: an instance is one job's.
+    let s = mig_state(vec![proc(8, 0, ME, 2.0)], 2.0);
+    let choice = choose(&s, &criteria(1, None), None);
+    assert_eq!(
+        choice.explanations(),
+        ["GPU 0/1 skipped: MIG instance in use by 1 of your own process"]
+    );
+    // Instances are written by UUID, CUDA's only name for them.
+    let only_instance = criteria(1, Some(15.0));
+    let allowed: HashSet<GpuId> = [GpuId("MIG-bbbb".into())].into();
+    let choice = choose(&s, &only_instance, Some(&allowed));
+    assert_eq!(
+        format(choice.picked(&only_instance).unwrap(), Format::Env).unwrap(),
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=MIG-bbbb"
+    );
+    assert_eq!(
+        format(choice.picked(&only_instance).unwrap(), Format::Indices).unwrap(),
+        "MIG-bbbb"
+    );
+}
+
+#[test]
+fn a_neighbours_oom_risk_does_not_rule_an_instance_out() {
+    // The 3g.40gb instance 98% full (a critical OOM risk on GPU 0) with no process listed.
+    let s = mig_state(vec![], 39.2);
+    let c = criteria(2, None);
+    let choice = choose(&s, &c, None);
+    assert_eq!(
+        choice.explanations(),
+        ["GPU 0/1 skipped: 39.2 GiB held by no process"]
+    );
+    assert_eq!(
+        format(choice.picked(&c).unwrap(), Format::Uuids).unwrap(),
+        "GPU-1,MIG-bbbb",
+        "the other instance is not at risk"
+    );
+}
+
+#[test]
+fn an_instance_busy_by_gpm_is_skipped_and_an_unknown_activity_is_not() {
+    use crate::source::mig::MigReading;
+    let mut g0 = gpu(0, 80.0, 1.0, 30);
+    g0.mig_enabled = Some(true);
+    let mig = |id: &str, gi, util: Option<u32>| MigReading {
+        id: GpuId(id.into()),
+        gpu_instance_id: Some(gi),
+        compute_instance_id: Some(0),
+        profile: None,
+        memory_total: Some(Bytes::from_gib(20.0)),
+        memory_used: Some(Bytes::from_gib(0.1)),
+        util: util.map(Percent),
+        pids: vec![],
+    };
+    g0.mig_devices = vec![mig("MIG-aaaa", 1, Some(50)), mig("MIG-bbbb", 2, None)];
+    let s = state(vec![g0], vec![]);
+    let c = criteria(1, None);
+    let choice = choose(&s, &c, None);
+    assert_eq!(choice.explanations(), ["GPU 0/1 skipped: 50% busy"]);
+    assert_eq!(
+        format(choice.picked(&c).unwrap(), Format::Uuids).unwrap(),
+        "MIG-bbbb"
+    );
 }

@@ -1,6 +1,6 @@
 //! The GPUs an inherited `CUDA_VISIBLE_DEVICES` lets the caller use: parsing the value as
-//! CUDA does (indices and `GPU-` UUIDs or unique prefixes of them) and finding the GPUs it
-//! names in a sample. Pure: the value comes from the injected environment (`config`), the
+//! CUDA does (indices, `GPU-` UUIDs or unique prefixes of them, and MIG instances by their
+//! `MIG-` UUID) and finding the GPUs and instances it names in a sample. Pure: the value comes from the injected environment (`config`), the
 //! GPUs from the caller's sample; nothing here reads either.
 //!
 //! What the value means, and so what `pick` prints (see also README, "Picking a GPU"):
@@ -78,6 +78,22 @@ impl Inherited {
         }
         let mut out = HashSet::new();
         for device in &self.devices {
+            let instances: Vec<&GpuId> = gpus
+                .iter()
+                .flat_map(|g| &g.mig_devices)
+                .filter(|m| device.matches_instance(m))
+                .map(|m| &m.id)
+                .collect();
+            if !instances.is_empty() {
+                if instances.len() > 1 {
+                    let n = instances.len();
+                    return Err(format!(
+                        "{device} names {n} MIG instances; give more of the UUID"
+                    ));
+                }
+                out.extend(instances.into_iter().cloned());
+                continue;
+            }
             let named: Vec<&GpuReading> = gpus.iter().filter(|g| device.matches(g)).collect();
             if named.len() > 1 {
                 let n = named.len();
@@ -117,10 +133,23 @@ fn device(entry: &str) -> Result<GpuSelector, String> {
         return Ok(GpuSelector::Index(index));
     }
     let upper = entry.to_ascii_uppercase();
-    if upper.starts_with("MIG-") {
+    if upper.starts_with("MIG-GPU-") {
+        // CUDA 11.0's `MIG-GPU-<uuid>/<gi>/<ci>`, gone since R470's `MIG-<uuid>`.
         return Err(format!(
-            "{entry:?} is a MIG instance; pick chooses whole GPUs"
+            "{entry:?} is the old MIG-GPU-…/GI/CI form; use the MIG- UUID `nvidia-smi -L` lists"
         ));
+    }
+    if upper.starts_with("MIG-") {
+        let uuid = entry.len() > 4
+            && entry[4..]
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == '-');
+        return match uuid {
+            true => Ok(GpuSelector::Uuid(entry.to_ascii_lowercase())),
+            false => Err(format!(
+                "{entry:?} is not a MIG instance UUID like MIG-4b6f1c2d (see nvidia-smi -L)"
+            )),
+        };
     }
     if upper.starts_with("GPU-")
         && entry.len() > 4
@@ -192,10 +221,34 @@ mod tests {
         assert!(err("0,x").starts_with("\"x\" is neither a GPU index nor a GPU UUID"));
         assert!(err("0,-1").contains("CUDA would hide it"));
         assert!(err("0,,1").contains("empty entry"));
-        assert!(err("MIG-GPU-aa11/1/0").contains("MIG instance"));
+        assert!(err("MIG-GPU-aa11/1/0").contains("old MIG-GPU-…/GI/CI form"));
+        assert_eq!(err("MIG-cc"), "MIG-cc matches no GPU (this host has 0-2)");
         for none in ["", " ", "-1", "NoDevFiles"] {
             assert!(err(none).starts_with("hides every GPU"), "{none:?}");
         }
+    }
+
+    #[test]
+    fn mig_uuids_name_instances() {
+        use crate::source::mig::MigReading;
+        let mut gpus = fleet();
+        let mig = |id: &str| MigReading {
+            id: GpuId(id.into()),
+            gpu_instance_id: Some(1),
+            compute_instance_id: Some(0),
+            profile: None,
+            memory_total: None,
+            memory_used: None,
+            util: None,
+            pids: vec![],
+        };
+        gpus[1].mig_devices = vec![mig("MIG-4b6f1c2d-aa"), mig("MIG-4b6f9999-bb")];
+        assert_eq!(
+            resolve("MIG-4b6f1c2d, 0", &gpus).unwrap(),
+            ["GPU-aa11", "MIG-4b6f1c2d-aa"]
+        );
+        let err = resolve("MIG-4b6f", &gpus).unwrap_err();
+        assert_eq!(err, "MIG-4b6f names 2 MIG instances; give more of the UUID");
     }
 
     #[test]

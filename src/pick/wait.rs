@@ -25,6 +25,9 @@ pub enum Outcome {
     BadVisible(String),
     /// No sample could be read (exit 1).
     Failed(String),
+    /// The GPUs picked cannot be written in the format asked for (exit 2): `--format env`
+    /// across vendors.
+    Unprintable(String),
     /// A signal ended the wait: exit 128 + its number, quietly.
     Stopped(u8),
 }
@@ -181,13 +184,16 @@ fn decide(
     update(state, Msg::Sample(Box::new(sample)));
     let choice: Choice = choose(state, &req.criteria, allowed);
     match choice.picked(&req.criteria) {
-        Some(gpus) => Verdict::Picked(Outcome::Picked {
-            line: format(gpus, req.format),
-            explain: if req.verbose {
-                choice.explanations()
-            } else {
-                Vec::new()
+        Some(gpus) => Verdict::Picked(match format(gpus, req.format) {
+            Ok(line) => Outcome::Picked {
+                line,
+                explain: if req.verbose {
+                    choice.explanations()
+                } else {
+                    Vec::new()
+                },
             },
+            Err(why) => Outcome::Unprintable(why),
         }),
         None => {
             let why = choice.shortfall(&req.criteria);

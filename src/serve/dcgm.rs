@@ -8,7 +8,7 @@ use crate::source::{GpuId, GpuReading};
 use crate::state::State;
 use crate::units::{Bytes, Percent};
 
-use super::readings::{GpuSeries, write_gpu_series};
+use super::readings::GpuSeries;
 use super::text::{Exposition, Family, Kind, Labels};
 
 const fn field(
@@ -152,13 +152,35 @@ pub(super) fn render(e: &mut Exposition, state: &State, pods: &HashMap<GpuId, La
     };
     let driver = state.model.host().driver_version.clone();
     // dcgm-exporter adds the pod a GPU is allocated to; so do we, when one pod holds it.
-    write_gpu_series(e, FIELDS, state.model.gpus(), |g| {
+    let gpu_labels = |g: &GpuReading| {
         let mut l = labels(g, &host(g));
         // dcgm-exporter's `DCGM_FI_DRIVER_VERSION` label (its name for the driver version).
         l.extend(driver.clone().map(|v| ("DCGM_FI_DRIVER_VERSION", v)));
         l.extend(pods.get(&g.id).cloned().unwrap_or_default());
         l
-    });
+    };
+    for series in FIELDS {
+        let gpus = state
+            .model
+            .gpus()
+            .iter()
+            .filter_map(|g| (series.value)(g).map(|v| (gpu_labels(g), v)));
+        // A MIG instance's framebuffer: the GPU's labels plus GPU_I_ID and GPU_I_PROFILE,
+        // in the same family (dcgm-exporter's layout).
+        let instances = super::mig::dcgm_value(series.family.name)
+            .into_iter()
+            .flat_map(|value| {
+                super::mig::samples(state, value, |g, m| {
+                    let mut l = gpu_labels(g);
+                    l.extend(super::mig::instance_labels(
+                        m.gpu_instance_id,
+                        m.profile.as_deref(),
+                    ));
+                    l
+                })
+            });
+        e.family(series.family, gpus.chain(instances));
+    }
 }
 
 /// dcgm-exporter's label set: `gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`,

@@ -9,6 +9,7 @@ mod dcgm;
 mod http;
 mod listener;
 pub mod metrics;
+mod mig;
 mod negotiate;
 mod process;
 mod readings;

@@ -127,6 +127,10 @@ fn labels(state: &State, r: &ProcRow, redact: bool) -> Labels {
         ],
     };
     labels.push(("pid", r.key.pid.to_string()));
+    // On a MIG instance: dcgm-exporter's GPU_I_ID / GPU_I_PROFILE, and its MIG UUID.
+    if let Some(tag) = &r.instance {
+        labels.extend(super::mig::tag_labels(tag));
+    }
     if let Some(user) = r.user.as_ref().filter(|_| !redact) {
         labels.push(("user", user.clone()));
     }

@@ -15,8 +15,9 @@ pub struct MigReading {
     pub profile: Option<String>,
     pub memory_total: Option<Bytes>,
     pub memory_used: Option<Bytes>,
-    /// NVML gives no utilisation per instance (GPM sampling would; not read yet): always
-    /// `None` here, shown `N/A`, never 0.
+    /// SM activity of the instance (its GPU instance) since the previous sample, from GPM
+    /// (Hopper and newer); `None` — shown `N/A`, never 0 — where GPM is not there and on
+    /// the first sample. NVML's utilisation calls give nothing per instance.
     pub util: Option<Percent>,
     /// PIDs of the GPU's processes on this instance (their readings stay on the GPU).
     pub pids: Vec<u32>,

@@ -266,11 +266,21 @@ impl State {
         self.model.any_job() && (width == 0 || width >= JOB_MIN_WIDTH)
     }
 
+    /// Lines each GPU takes in compact mode: its own and one per MIG instance.
+    pub fn gpu_lines(&self) -> Vec<u16> {
+        self.model
+            .gpus()
+            .iter()
+            .map(|g| 1 + g.mig_devices.len().min(u16::MAX as usize - 1) as u16)
+            .collect()
+    }
+
     /// What the geometry in `layout` needs to know about this state.
     pub fn layout_input(&self) -> crate::layout::LayoutInput {
         crate::layout::LayoutInput {
             viewport: self.view.viewport,
             gpus: self.model.gpus().len(),
+            instance_lines: self.model.gpus().iter().map(|g| g.mig_devices.len()).sum(),
             warnings: self.model.warnings().len(),
             pref: self.view.layout,
             // The footer also carries the selected process's detail line.

@@ -149,6 +149,7 @@ mod tests {
             visibility: Visibility::Visible,
             job: None,
             context: Default::default(),
+            instance: None,
         }
     }
 

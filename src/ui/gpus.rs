@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Theme;
 use super::format::{NA, bar, bytes_short, gib, gpu_name, or_na, truncate};
-use crate::layout::{Areas, first_gpu_shown, gpu_rects, panel_rows, visible_gpus};
+use crate::layout::{Areas, gpu_rects, panel_rows};
 use crate::model::owners::{is_free, owners, unattributed};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
@@ -21,20 +21,19 @@ use crate::state::State;
 mod charts;
 mod compact;
 mod details;
+mod instances;
 
 pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     if areas.gpus.height == 0 {
         return;
     }
     let gpus = state.model.gpus();
-    let visible = visible_gpus(areas).max(1);
-    let start = first_gpu_shown(areas, gpus.len(), state.view.gpu_scroll);
-    let shown = &gpus[start..(start + visible).min(gpus.len())];
+    // The same rectangles mouse clicks are matched against (`ui::hit`).
+    let rects = gpu_rects(areas, &state.gpu_lines(), state.view.gpu_scroll);
     if areas.compact {
-        compact::draw_compact(frame, areas, state, shown, start, theme);
+        compact::draw_compact(frame, areas, state, &rects, theme);
     } else {
-        // The same rectangles mouse clicks are matched against (`ui::hit`).
-        for (i, rect) in gpu_rects(areas, gpus.len(), state.view.gpu_scroll) {
+        for (i, rect) in rects {
             draw_panel(frame, rect, state, &gpus[i], theme);
         }
     }
@@ -50,7 +49,8 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
         area.width.saturating_sub(2),
         area.height.saturating_sub(2),
     );
-    let rows = panel_rows(inner, words.lines_wanted());
+    let instances = g.mig_devices.len().min(u16::MAX as usize) as u16;
+    let rows = panel_rows(inner, words.lines_wanted(), instances);
     let text = words.fit(rows.details.height);
     let block = panel_block(state, g, theme, &text);
     frame.render_widget(block, area);
@@ -74,6 +74,10 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
         rows.readings,
     );
     frame.render_widget(Paragraph::new(text.lines), rows.details);
+    frame.render_widget(
+        Paragraph::new(instance_lines(state, g, rows.instances, theme)),
+        rows.instances,
+    );
     if let Some(h) = state.model.history(&g.id) {
         charts::draw_panel_charts(frame, rows.charts, h, g, theme);
     }
@@ -123,6 +127,23 @@ fn panel_block(
         block = block.title_bottom(Line::from(text.details.clone()));
     }
     block
+}
+
+/// One line per MIG instance, as many as `area` holds; the last says how many more when
+/// they do not all fit.
+fn instance_lines(state: &State, g: &GpuReading, area: Rect, theme: &Theme) -> Vec<Line<'static>> {
+    let room = area.height as usize;
+    let n = g.mig_devices.len();
+    let shown = if n > room { room.saturating_sub(1) } else { n };
+    let mut lines: Vec<Line<'static>> = g.mig_devices[..shown]
+        .iter()
+        .enumerate()
+        .map(|(i, m)| instances::panel_line(state, m, i + 1 == n, area.width as usize, theme))
+        .collect();
+    if shown < n && room > 0 {
+        lines.push(instances::more_line(n - shown, theme));
+    }
+    lines
 }
 
 fn gauge_line<'a>(g: &GpuReading, width: usize, theme: &Theme) -> Line<'a> {

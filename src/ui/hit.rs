@@ -57,15 +57,12 @@ fn gpu_area(state: &State, areas: &Areas, at: Position, kind: MouseKind) -> Vec<
     match kind {
         MouseKind::WheelUp => vec![Action::ScrollGpusUp],
         MouseKind::WheelDown => vec![Action::ScrollGpusDown],
-        MouseKind::LeftClick => {
-            let gpus = state.model.gpus().len();
-            layout::gpu_rects(areas, gpus, state.view.gpu_scroll)
-                .into_iter()
-                .find(|(_, r)| r.contains(at))
-                .map(|(i, _)| Action::ToggleFocusAt(i))
-                .into_iter()
-                .collect()
-        }
+        MouseKind::LeftClick => layout::gpu_rects(areas, &state.gpu_lines(), state.view.gpu_scroll)
+            .into_iter()
+            .find(|(_, r)| r.contains(at))
+            .map(|(i, _)| Action::ToggleFocusAt(i))
+            .into_iter()
+            .collect(),
     }
 }
 

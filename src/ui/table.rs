@@ -36,7 +36,11 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
             || "(here)".into(),
             |h| truncate(h, crate::layout::MAX_HOST_WIDTH as usize),
         ),
-        Column::Gpu => r.gpu_index.to_string(),
+        // On a MIG instance `0/1`: GPU 0, GPU instance 1 (nvidia-smi's GPU and GI columns).
+        Column::Gpu => match &r.instance {
+            Some(i) => i.gpu_label(&r.gpu_index.to_string()),
+            None => r.gpu_index.to_string(),
+        },
         Column::Pid => r.key.pid.to_string(),
         Column::User => r.user.clone().unwrap_or_else(|| "?".into()),
         Column::Job => r

@@ -19,7 +19,14 @@ pub fn warning_line(w: &Warning) -> String {
             total,
             percent,
             time_to_full,
-        } => oom_risk(&index, *used, *total, *percent, *time_to_full),
+            instance,
+        } => {
+            let on = match instance {
+                Some(i) => format!("{index} MIG {}", instance_name(i)),
+                None => index,
+            };
+            oom_risk(&on, *used, *total, *percent, *time_to_full)
+        }
         WarningKind::Overheating {
             temperature,
             held_for,
@@ -119,6 +126,19 @@ fn gpu_name(subject: &Subject) -> String {
         Subject::Gpu { index, .. } => index.to_string(),
         Subject::Host { .. } => String::new(),
     }
+}
+
+/// `3g.40gb gi1 (MIG-4b6f1c2d)`: the profile and GPU instance people recognise, and the
+/// UUID's first group that `--only` and `CUDA_VISIBLE_DEVICES` take.
+fn instance_name(i: &crate::model::mig::InstanceTag) -> String {
+    let gi = i
+        .gpu_instance
+        .map_or_else(|| "gi?".into(), |g| format!("gi{g}"));
+    format!(
+        "{} {gi} ({})",
+        i.profile.as_deref().unwrap_or("instance"),
+        crate::model::mig::short_uuid(&i.id)
+    )
 }
 
 fn oom_risk(
@@ -239,9 +259,26 @@ mod tests {
             total: Bytes::from_gib(80.0),
             percent: 98.0,
             time_to_full: ttf.map(Duration::from_secs),
+            instance: None,
+        };
+        let on_instance = WarningKind::OomRisk {
+            used: Bytes::from_gib(39.2),
+            total: Bytes::from_gib(40.0),
+            percent: 98.0,
+            time_to_full: None,
+            instance: Some(crate::model::mig::InstanceTag {
+                id: crate::source::GpuId("MIG-4b6f1c2d-0a1b".into()),
+                gpu_instance: Some(1),
+                compute_instance: Some(0),
+                profile: Some("3g.40gb".into()),
+            }),
         };
         let cases = [
             (oom(None), "GPU 3 VRAM 98% (78.4/80.0 GiB) — OOM risk"),
+            (
+                on_instance,
+                "GPU 3 MIG 3g.40gb gi1 (MIG-4b6f1c2d) VRAM 98% (39.2/40.0 GiB) — OOM risk",
+            ),
             (
                 oom(Some(71)),
                 "GPU 3 VRAM 98% (78.4/80.0 GiB) — OOM risk, full in ~1m11s at current rate",

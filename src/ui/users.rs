@@ -76,7 +76,7 @@ fn user_row(state: &State, u: &UserRow, theme: &Theme) -> Row<'static> {
         Some(job) => format!("  {job}"),
         None => u.user.clone(),
     };
-    let gpus: Vec<String> = u.gpus.iter().map(u32::to_string).collect();
+    let gpus: Vec<String> = u.places();
     let idle_style = if u.idle_vram.0 > 0 {
         theme.warning
     } else {

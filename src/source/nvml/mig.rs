@@ -1,6 +1,7 @@
 //! Reading a MIG-mode GPU's instances through NVML: each MIG device handle's UUID, name
 //! (whose end is the profile), memory and GPU/compute instance ids, and which listed
-//! processes carry those ids. A query an instance cannot answer leaves its field `None`;
+//! processes carry those ids, and SM activity from GPM where the GPU has it (`gpm`). A
+//! query an instance cannot answer leaves its field `None`;
 //! nothing here marks the GPU lost (its own queries do that).
 
 use std::ffi::c_uint;
@@ -12,12 +13,18 @@ use crate::source::GpuId;
 use crate::source::mig::{MigReading, profile_of};
 use crate::units::Bytes;
 
-/// The instances of `d` (in MIG mode), with the PIDs among `procs` on each.
-pub(super) fn read_instances(d: &Device, procs: &[GpuProc]) -> Vec<MigReading> {
+/// The instances of `d` (in MIG mode), with the PIDs among `procs` on each, and their SM
+/// activity where GPM gives it (`gpm`).
+pub(super) fn read_instances(
+    d: &Device,
+    procs: &[GpuProc],
+    gpm: &mut super::gpm::GpmSamples,
+) -> Vec<MigReading> {
     let Ok(max) = d.mig_device_count() else {
+        gpm.keep_only(d.nvml(), &[]);
         return Vec::new();
     };
-    (0..max)
+    let mut instances: Vec<MigReading> = (0..max)
         .filter_map(|i| d.mig_device_by_index(i).ok())
         .filter_map(|m| {
             let uuid = m.uuid().ok()?;
@@ -40,7 +47,22 @@ pub(super) fn read_instances(d: &Device, procs: &[GpuProc]) -> Vec<MigReading> {
                 pids,
             })
         })
-        .collect()
+        .collect();
+    // One GPM sample per GPU instance (compute instances share their GPU instance's SMs).
+    let mut gis: Vec<u32> = instances.iter().filter_map(|m| m.gpu_instance_id).collect();
+    gis.sort_unstable();
+    gis.dedup();
+    for gi in &gis {
+        let activity = gpm.sm_activity(d, *gi);
+        for m in instances
+            .iter_mut()
+            .filter(|m| m.gpu_instance_id == Some(*gi))
+        {
+            m.util = activity;
+        }
+    }
+    gpm.keep_only(d.nvml(), &gis);
+    instances
 }
 
 /// `nvmlDeviceGetGpuInstanceId` / `nvmlDeviceGetComputeInstanceId`: nvml-wrapper 0.13 has

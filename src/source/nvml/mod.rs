@@ -5,6 +5,7 @@
 //! per-device queries are in `read`.
 
 mod events;
+mod gpm;
 mod health;
 mod mig;
 mod procs;
@@ -101,6 +102,8 @@ struct Slot {
     never_fields: HashSet<u32>,
     /// Driver timestamp (µs) of the newest per-process utilization sample seen.
     last_util_sample: u64,
+    /// GPM samples of its MIG instances, for their SM activity (`gpm`).
+    gpm: gpm::GpmSamples,
 }
 
 impl Slot {
@@ -290,6 +293,15 @@ impl GpuSource for NvmlSource {
             hosts: Vec::new(),
             history: None,
         })
+    }
+}
+
+impl Drop for NvmlSource {
+    /// GPM samples are NVML allocations: freed while the library is still loaded.
+    fn drop(&mut self) {
+        for slot in &mut self.slots {
+            slot.gpm.free_all(self.lib.nvml());
+        }
     }
 }
 

@@ -72,7 +72,9 @@ pub(super) fn read_gpu(
     super::health::read_health(d, s, &mut g)?;
     let procs = read_processes(d, s, calls)?;
     if g.mig_enabled == Some(true) {
-        g.mig_devices = super::mig::read_instances(d, &procs);
+        g.mig_devices = super::mig::read_instances(d, &procs, &mut s.gpm);
+    } else {
+        s.gpm.keep_only(d.nvml(), &[]);
     }
     Ok((g, procs))
 }

@@ -76,13 +76,19 @@ fn add_chart(
     chart: Chart,
     answer: &[api::Series],
 ) {
+    // A MIG instance's series (`GPU_I_ID`) is not its GPU's history.
+    let answer: Vec<&api::Series> = answer
+        .iter()
+        .filter(|s| !s.labels.contains_key("GPU_I_ID"))
+        .collect();
     let mut native: Vec<&api::Series> = answer
         .iter()
+        .copied()
         .filter(|s| s.labels.contains_key("uuid"))
         .collect();
     let done: std::collections::HashSet<&String> =
         native.iter().filter_map(|s| s.labels.get("uuid")).collect();
-    let dcgm = answer.iter().filter(|s| {
+    let dcgm = answer.iter().copied().filter(|s| {
         s.labels.get("UUID").is_some_and(|u| !done.contains(u)) && !s.labels.contains_key("uuid")
     });
     native.extend(dcgm);

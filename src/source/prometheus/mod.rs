@@ -9,6 +9,7 @@
 
 pub mod api;
 mod history;
+mod mig;
 pub mod series;
 
 use std::collections::HashMap;
@@ -216,6 +217,7 @@ impl Fleet {
     fn read(answer: &[Series]) -> Fleet {
         let mut fleet = Fleet::default();
         let mut gpus: HashMap<String, (Identity, GpuReading)> = HashMap::new();
+        let mut instances: HashMap<String, Vec<mig::Building>> = HashMap::new();
         for s in answer {
             let Some(&(_, value)) = s.points.last() else {
                 continue;
@@ -236,8 +238,17 @@ impl Fleet {
                 (id.clone(), g)
             });
             fill_identity(g, &id, &s.labels, &mut fleet.drivers);
-            if metric.field != Field::Info {
+            if mig::instance_of(&s.labels).is_some() {
+                // One instance's value (its framebuffer), not the GPU's.
+                let list = instances.entry(id.uuid.clone()).or_default();
+                mig::apply(list, &g.id, &s.labels, metric.field, value * metric.scale);
+            } else if metric.field != Field::Info {
                 series::set(g, metric.field, value * metric.scale);
+            }
+        }
+        for (uuid, list) in instances {
+            if let Some((_, g)) = gpus.get_mut(&uuid) {
+                mig::finish(g, list);
             }
         }
         fleet.place(gpus.into_values().collect());

@@ -38,6 +38,10 @@ pub enum Field {
     PcieRx,
     EccUncorrected,
     Mig,
+    /// A MIG instance's memory (`gpuwatch_mig_memory_*_bytes`; see `prometheus::mig`).
+    MigMemoryTotal,
+    MigMemoryUsed,
+    MigMemoryFree,
     /// `gpuwatch_gpu_lost`: 1 when the GPU fell off the bus.
     Lost,
     /// `gpuwatch_gpu_info`: identity labels only.
@@ -128,6 +132,13 @@ pub const METRICS: &[Metric] = &[
         1.0,
     ),
     m("gpuwatch_gpu_mig_enabled", Field::Mig, 1.0),
+    m(
+        "gpuwatch_mig_memory_total_bytes",
+        Field::MigMemoryTotal,
+        1.0,
+    ),
+    m("gpuwatch_mig_memory_used_bytes", Field::MigMemoryUsed, 1.0),
+    m("gpuwatch_mig_memory_free_bytes", Field::MigMemoryFree, 1.0),
     m("DCGM_FI_DEV_GPU_UTIL", Field::Util, 1.0),
     m("DCGM_FI_DEV_MEM_COPY_UTIL", Field::MemoryUtil, 1.0),
     m("DCGM_FI_DEV_FB_USED", Field::MemoryUsed, MIB),
@@ -240,7 +251,8 @@ pub fn set(g: &mut GpuReading, field: Field, value: f64) {
                 g.status = crate::source::GpuStatus::Lost;
             }
         }
-        Field::Info => {}
+        // Instance series go to `prometheus::mig`, never to the GPU.
+        Field::Info | Field::MigMemoryTotal | Field::MigMemoryUsed | Field::MigMemoryFree => {}
     }
 }
 

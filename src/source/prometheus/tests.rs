@@ -362,3 +362,79 @@ fn the_vendor_label_is_read_back_and_dcgm_series_are_nvidias() {
     assert_eq!(vendor("X-2"), None, "a vendor this build does not know");
     assert_eq!(vendor("GPU-d0"), Some(Vendor::Nvidia), "dcgm-exporter's");
 }
+
+#[test]
+fn series_with_gpu_i_id_become_the_gpus_mig_instances_not_its_readings() {
+    // dcgm-exporter on a MIG GPU: the GPU's own framebuffer series, and per instance the
+    // same names with GPU_I_ID/GPU_I_PROFILE (MiB); gpuwatch's own with mig_uuid (bytes).
+    let mut all = dcgm("node2", "GPU-d0", 0);
+    let inst = |name: &str, gi: &str, profile: &str| {
+        json!({"__name__": name, "instance": "10.0.0.9:9400", "job": "dcgm", "gpu": "0",
+               "UUID": "GPU-d0", "modelName": "NVIDIA A100-SXM4-40GB", "Hostname": "node2",
+               "GPU_I_ID": gi, "GPU_I_PROFILE": profile})
+    };
+    all.extend([
+        (inst("DCGM_FI_DEV_FB_USED", "1", "3g.20gb"), 19_456.0),
+        (inst("DCGM_FI_DEV_FB_FREE", "1", "3g.20gb"), 1_024.0),
+        (inst("DCGM_FI_DEV_FB_USED", "2", "1g.5gb"), 0.0),
+        (inst("DCGM_FI_DEV_FB_FREE", "2", "1g.5gb"), 4_864.0),
+    ]);
+    let mut native = native("node1:9401", "GPU-n0", 0);
+    let ours = |name: &str| {
+        json!({"__name__": name, "instance": "node1:9401", "job": "gpuwatch", "gpu": "0",
+               "uuid": "GPU-n0", "name": "NVIDIA H100 80GB HBM3", "GPU_I_ID": "5",
+               "GPU_I_PROFILE": "2g.20gb", "mig_uuid": "MIG-9a8b7c6d-5e4f"})
+    };
+    native.extend([
+        (ours("gpuwatch_mig_memory_used_bytes"), 8.0 * 1073741824.0),
+        (ours("gpuwatch_mig_memory_total_bytes"), 20.0 * 1073741824.0),
+    ]);
+    all.extend(native);
+    let (mut src, _) = source(vector(&all), empty_matrix);
+    let s = src.sample().unwrap();
+    let d = s.gpus.iter().find(|g| g.id.0 == "GPU-d0").unwrap();
+    // The GPU's readings are its own series', untouched by the instances'.
+    assert_eq!(d.memory_used, Some(Bytes::from_mib(1024)));
+    assert_eq!(d.memory_total, Some(Bytes::from_mib(40_960)));
+    assert_eq!(d.mig_enabled, Some(true));
+    let migs: Vec<_> = d
+        .mig_devices
+        .iter()
+        .map(|m| {
+            (
+                m.id.0.as_str(),
+                m.gpu_instance_id,
+                m.profile.as_deref(),
+                m.memory_used,
+                m.memory_total,
+                m.util,
+            )
+        })
+        .collect();
+    assert_eq!(
+        migs,
+        [
+            (
+                "MIG-GPU-d0/1",
+                Some(1),
+                Some("3g.20gb"),
+                Some(Bytes::from_mib(19_456)),
+                Some(Bytes::from_mib(20_480)),
+                None
+            ),
+            (
+                "MIG-GPU-d0/2",
+                Some(2),
+                Some("1g.5gb"),
+                Some(Bytes(0)),
+                Some(Bytes::from_mib(4_864)),
+                None
+            ),
+        ]
+    );
+    let n = s.gpus.iter().find(|g| g.id.0 == "GPU-n0").unwrap();
+    assert_eq!(n.memory_used, Some(Bytes(2 << 30)), "the GPU's own");
+    assert_eq!(n.mig_devices.len(), 1);
+    assert_eq!(n.mig_devices[0].id.0, "MIG-9a8b7c6d-5e4f");
+    assert_eq!(n.mig_devices[0].memory_total, Some(Bytes(20 << 30)));
+}

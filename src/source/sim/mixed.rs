@@ -229,11 +229,12 @@ fn with_visible_devices(mut p: ProcReading, mig: &str) -> ProcReading {
     p
 }
 
-/// A MIG device UUID per seed, GPU and GPU instance, as R470+ drivers format them.
+/// A MIG device UUID per seed, GPU and GPU instance, as R470+ drivers format them; the
+/// instance comes first, so the short forms on screen (`MIG-0201…`) differ as real ones do.
 fn mig_uuid(seed: u64, i: usize, gpu_instance: u32) -> GpuId {
     GpuId(format!(
-        "MIG-7c3e{:04x}-{:04x}-4a1b-9c2d-{:08x}{:04x}",
-        i, gpu_instance, seed as u32, gpu_instance
+        "MIG-{:02x}{:02x}7c3e-{:04x}-4a1b-9c2d-{:08x}{:04x}",
+        gpu_instance, i, gpu_instance, seed as u32, gpu_instance
     ))
 }
 

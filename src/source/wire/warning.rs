@@ -31,6 +31,11 @@ pub enum WarningKind {
         memory_percent: f64,
         /// Seconds until full at the recent growth rate; `null` when not filling fast.
         time_to_full: Option<f64>,
+        /// (2.2) The MIG instance whose memory this is (`MIG-…`), its GPU instance id and
+        /// profile; all `null` for the whole GPU's memory.
+        mig_uuid: Option<String>,
+        gpu_instance_id: Option<u32>,
+        mig_profile: Option<String>,
     },
     /// °C; `held_for` in seconds at or above `critical_at` (0 while only running hot).
     Overheating {
@@ -172,6 +177,9 @@ mod tests {
                 memory_total: 2,
                 memory_percent: 50.0,
                 time_to_full: None,
+                mig_uuid: None,
+                gpu_instance_id: None,
+                mig_profile: None,
             },
             WarningKind::Overheating {
                 temperature: 90,

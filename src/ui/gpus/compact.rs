@@ -1,9 +1,11 @@
 //! Compact mode: one line per GPU under a line of column titles, in as many columns of
-//! lines as `layout` gives (two for 64 GPUs at 200x60, so all show); the fields chosen
+//! lines as `layout` gives (two for 64 GPUs at 200x60, so all show), a MIG GPU's instances
+//! on lines of their own under it; the fields chosen
 //! once per frame from a column's width, with small util and VRAM sparklines on wide
 //! lines; who holds each GPU fills what room is left.
 
 use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
@@ -57,27 +59,40 @@ impl CompactColumns {
     }
 }
 
+/// Draws the column titles and, in each GPU's rectangle (`layout::gpu_rects`), its line
+/// with a line per MIG instance under it.
 pub(super) fn draw_compact(
     frame: &mut Frame,
     areas: &Areas,
     state: &State,
-    shown: &[GpuReading],
-    start: usize,
+    rects: &[(usize, Rect)],
     theme: &Theme,
 ) {
     let columns = compact_column_rects(areas);
-    let per_column = areas.gpus.height.saturating_sub(1).max(1) as usize;
     let last = columns.len().saturating_sub(1);
     // The same fields in every column, as the narrowest allows.
     let narrowest = columns.iter().map(|c| c.width).min().unwrap_or(0);
     let cols = CompactColumns::for_width(narrowest, state);
+    let start = rects.first().map_or(0, |(i, _)| *i);
     for (c, area) in columns.iter().enumerate() {
         // The scroll range goes on the last column's title line.
-        let range = (c == last).then_some((shown.len(), start));
-        let mut lines = vec![compact_title(&cols, state, range, area.width, theme)];
-        let mine = shown.iter().skip(c * per_column).take(per_column);
-        lines.extend(mine.map(|g| compact_line(&cols, state, g, area.width, theme)));
-        frame.render_widget(Paragraph::new(lines), *area);
+        let range = (c == last).then_some((rects.len(), start));
+        let title = compact_title(&cols, state, range, area.width, theme);
+        frame.render_widget(
+            Paragraph::new(title),
+            Rect::new(area.x, area.y, area.width, 1),
+        );
+    }
+    let gpus = state.model.gpus();
+    for (i, rect) in rects {
+        let g = &gpus[*i];
+        let mut lines = vec![compact_line(&cols, state, g, rect.width, theme)];
+        if g.status != GpuStatus::Lost {
+            lines.extend(g.mig_devices.iter().map(|m| {
+                super::instances::compact_line(state, m, cols.label, cols.bar, rect.width, theme)
+            }));
+        }
+        frame.render_widget(Paragraph::new(lines), *rect);
     }
 }
 

@@ -254,18 +254,10 @@ fn detail_parts(g: &GpuReading, theme: &Theme) -> (Vec<String>, Style) {
     if let Some(mig) = g.mig_enabled {
         parts.push(format!("MIG {}", if mig { "on" } else { "off" }));
     }
-    // Each MIG instance: profile, GPU instance, memory used/total, processes; NVML gives
-    // no utilisation per instance, so it says N/A rather than nothing (or 0).
-    for m in &g.mig_devices {
-        use crate::ui::format::gib;
-        parts.push(format!(
-            "{} gi{} {}/{}G util N/A {} proc",
-            m.profile.as_deref().unwrap_or("MIG"),
-            or_na(m.gpu_instance_id, |i| i.to_string()),
-            or_na(m.memory_used, gib),
-            or_na(m.memory_total, gib),
-            m.pids.len()
-        ));
+    // Each instance has a line of its own (`instances`); the border says how many.
+    if !g.mig_devices.is_empty() {
+        let n = g.mig_devices.len();
+        parts.push(format!("{n} instance{}", if n == 1 { "" } else { "s" }));
     }
     let style = if unhealthy || g.ecc_errors_uncorrected.is_some_and(|e| e > 0) {
         theme.warning
