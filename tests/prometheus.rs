@@ -402,6 +402,24 @@ fn vendors_survive_the_round_trip_through_prometheus() {
     });
     let names: Vec<(&str, f64)> = by_vendor.iter().map(|(v, n)| (v.as_str(), *n)).collect();
     assert_eq!(names, [("amd", 1.0), ("intel", 1.0), ("nvidia", 2.0)]);
+    let url = format!("http://127.0.0.1:{}", prometheus.port);
+    let out = gpuwatch()
+        .args(["--prometheus", &url, "--once", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vendors: Vec<(u64, &str)> = doc["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["index"].as_u64().unwrap(), g["vendor"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        vendors,
+        [(0, "nvidia"), (1, "nvidia"), (2, "amd"), (3, "intel")],
+        "{doc:#}"
+    );
 }
 
 /// Issue 14: a real Prometheus scrapes `gpuwatch serve --dcgm-compat` on the fake NVML in
@@ -431,19 +449,6 @@ fn mig_instances_come_back_from_prometheus_as_the_gpus_instances() {
         .args(["--prometheus", &url, "--once", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let vendors: Vec<(u64, &str)> = doc["gpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| (g["index"].as_u64().unwrap(), g["vendor"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        vendors,
-        [(0, "nvidia"), (1, "nvidia"), (2, "amd"), (3, "intel")],
-        "{doc:#}"
-    );
     assert!(
         out.status.success(),
         "{}",
