@@ -241,7 +241,6 @@ fn auto_shows_nvidia_and_amd_together_each_with_its_vendor() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("AMD Instinct MI300X"));
 }
 
-
 #[test]
 fn the_exporter_serves_an_amd_card_with_its_owners_over_a_socket() {
     let root = fixture("amd-mi300x");
