@@ -49,9 +49,9 @@ pub fn visible_gpus(a: &Areas) -> usize {
 pub fn first_gpu_shown(areas: &Areas, lines: &[u16], scroll: usize) -> usize {
     let gpus = lines.len();
     if areas.compact {
-        // The smallest start from which every remaining GPU is placed.
+        // The smallest start from which every remaining GPU is placed whole.
         let max_start = (0..gpus)
-            .find(|s| compact_placed(areas, lines, *s).len() == gpus - s)
+            .find(|s| compact_placed(areas, lines, *s, false).len() == gpus - s)
             .unwrap_or(0);
         return scroll.min(max_start);
     }
@@ -63,17 +63,28 @@ pub fn first_gpu_shown(areas: &Areas, lines: &[u16], scroll: usize) -> usize {
 
 /// Compact blocks from GPU `start` on: each GPU's line and its instance lines stay in one
 /// column (a block that does not fit in what is left of a column starts the next one; one
-/// taller than a whole column is cut to it).
-fn compact_placed(areas: &Areas, lines: &[u16], start: usize) -> Vec<(usize, Rect)> {
+/// taller than a whole column is cut to it). With `cut_last`, a block that does not fit in
+/// the last column is cut to the lines left there rather than leaving them blank (what is
+/// drawn); without, it is not placed (what scrolling counts as shown).
+fn compact_placed(
+    areas: &Areas,
+    lines: &[u16],
+    start: usize,
+    cut_last: bool,
+) -> Vec<(usize, Rect)> {
     let per_column = areas.gpus.height.saturating_sub(1).max(1);
     let columns = compact_column_rects(areas);
     let mut out = Vec::new();
     let (mut c, mut line) = (0, 0u16);
     for (i, wanted) in lines.iter().enumerate().skip(start) {
-        let h = (*wanted).clamp(1, per_column);
+        let mut h = (*wanted).clamp(1, per_column);
         if line + h > per_column {
-            c += 1;
-            line = 0;
+            if cut_last && c + 1 >= columns.len() && line < per_column {
+                h = per_column - line;
+            } else {
+                c += 1;
+                line = 0;
+            }
         }
         let Some(col) = columns.get(c) else { break };
         // Line 0 of each column is its column titles.
@@ -99,7 +110,7 @@ pub fn gpu_rects(areas: &Areas, lines: &[u16], scroll: usize) -> Vec<(usize, Rec
         return Vec::new();
     }
     if areas.compact {
-        return compact_placed(areas, lines, start);
+        return compact_placed(areas, lines, start, true);
     }
     let visible = visible_gpus(areas).max(1);
     let end = (start + visible).min(gpus);
@@ -265,6 +276,18 @@ mod tests {
         assert_eq!(at, [(0, 0, 1), (1, 101, 1), (2, 101, 4)]);
         // Scrolled past the end, the last screenful stays full.
         assert_eq!(first_gpu_shown(&tight, &[3, 3, 1], 9), 0);
+        // A block that does not fit in the last column shows what fits there (its GPU's
+        // line first) instead of blank lines; scrolling still reaches it whole.
+        let rects = gpu_rects(&tight, &[1, 4, 4, 3], 0);
+        let at: Vec<(usize, u16, u16, u16)> = rects
+            .iter()
+            .map(|(g, r)| (*g, r.x, r.y, r.height))
+            .collect();
+        assert_eq!(
+            at,
+            [(0, 0, 1, 1), (1, 0, 2, 4), (2, 101, 1, 4), (3, 101, 5, 1)]
+        );
+        assert_eq!(first_gpu_shown(&tight, &[1, 4, 4, 3], 9), 2);
     }
 
     #[test]
