@@ -15,7 +15,6 @@ use gpuwatch::signals::Signaller;
 use gpuwatch::source::{GpuSource, Sample, SourceError};
 use gpuwatch::state::signal::{Sig, SignalRequest};
 use gpuwatch::state::{Action, Msg, State, ViewConfig, update};
-use gpuwatch::terminal::Coalescing;
 use ratatui::Terminal;
 use ratatui::backend::{Backend, ClearType, TestBackend, WindowSize};
 use ratatui::buffer::Cell;
@@ -109,8 +108,8 @@ struct Script {
     sent: Arc<Mutex<Vec<SignalRequest>>>,
 }
 
-/// A scripted `Io` on a `width`x`height` screen (behind the real `Coalescing` layer).
-fn scripted(width: u16, height: u16) -> (Script, Io<Coalescing<Screen>>) {
+/// A scripted `Io` on a `width`x`height` screen.
+fn scripted(width: u16, height: u16) -> (Script, Io<Screen>) {
     let (events, event_rx) = mpsc::unbounded_channel();
     let (signals, signal_rx) = mpsc::unbounded_channel();
     let (frame_tx, frames) = mpsc::unbounded_channel();
@@ -121,7 +120,7 @@ fn scripted(width: u16, height: u16) -> (Script, Io<Coalescing<Screen>>) {
         frames: frame_tx,
     };
     let io = Io {
-        terminal: Terminal::new(Coalescing::new(screen)).unwrap(),
+        terminal: Terminal::new(screen).unwrap(),
         events: Box::pin(receiver_stream(event_rx)),
         os_signals: Box::pin(receiver_stream(signal_rx)),
         signaller: Box::new(Recording(sent.clone())),
