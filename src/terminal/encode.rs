@@ -8,8 +8,6 @@
 //! two changed cells on a row is re-sent from the shadow copy of the screen when that costs
 //! fewer bytes than the move over it. Owns the shadow (what the terminal shows now).
 
-use std::io::Write as _;
-
 use ratatui::buffer::{Buffer, Cell, CellDiffOption};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier};
@@ -111,18 +109,17 @@ impl Encoder {
             }
             let target = Pen::of(cell);
             if !(cursor.row == Some(y) && cursor.col == Some(x)) {
-                let mut moved = Vec::new();
-                move_to(cursor, x, y, &mut moved);
+                let moved = move_to(cursor, x, y);
                 let by_move = moved.len() + sgr_len(pen, target);
                 match self.refill(cursor, (x, y), (pen, target), by_move, &mut gap) {
                     Some(gap_pen) => {
                         out.extend_from_slice(&gap);
                         pen = gap_pen;
                     }
-                    None => out.extend_from_slice(&moved),
+                    None => out.extend_from_slice(moved.bytes()),
                 }
             }
-            sgr(pen, target, out);
+            out.extend_from_slice(sgr(pen, target).bytes());
             pen = target;
             out.extend_from_slice(cell.symbol().as_bytes());
             cursor = after_printing(cell, x, y, area);
@@ -162,7 +159,7 @@ impl Encoder {
             if cell.diff_option != CellDiffOption::None || !surely_narrow(cell.symbol()) {
                 return None;
             }
-            sgr(gap_pen, Pen::of(cell), gap);
+            gap.extend_from_slice(sgr(gap_pen, Pen::of(cell)).bytes());
             gap_pen = Pen::of(cell);
             gap.extend_from_slice(cell.symbol().as_bytes());
             if gap.len() >= by_move {
@@ -195,75 +192,134 @@ pub(crate) fn surely_narrow(symbol: &str) -> bool {
         || matches!(c, 0x2500..=0x259f | 0x2800..=0x28ff)
 }
 
-/// The shortest sequence that takes the cursor from `cursor` to (`x`, `y`).
-fn move_to(cursor: Cursor, x: u16, y: u16, out: &mut Vec<u8>) {
-    let mut best = Vec::with_capacity(12);
-    cup(x, y, &mut best);
-    let mut try_candidate = |candidate: &[u8]| {
-        if candidate.len() < best.len() {
-            best.clear();
-            best.extend_from_slice(candidate);
+/// One escape sequence (or a few) being composed, on the stack: the encoder runs for every
+/// changed cell of every frame, and compares candidate sequences by length before writing
+/// one, so none of this may allocate.
+#[derive(Clone, Copy)]
+pub(crate) struct Seq {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl Seq {
+    const fn new() -> Seq {
+        Seq {
+            buf: [0; 128],
+            len: 0,
         }
-    };
+    }
+
+    fn push(&mut self, b: u8) {
+        self.buf[self.len] = b;
+        self.len += 1;
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// A number in decimal.
+    fn num(&mut self, n: u32) {
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        let mut n = n;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.extend(&digits[i..]);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Keeps whichever of the two is shorter.
+    fn shortest(self, other: Seq) -> Seq {
+        if other.len < self.len { other } else { self }
+    }
+}
+
+/// The shortest sequence that takes the cursor from `cursor` to (`x`, `y`).
+fn move_to(cursor: Cursor, x: u16, y: u16) -> Seq {
+    let mut best = cup(x, y);
     if let Some(row) = cursor.row {
-        let mut c = Vec::with_capacity(12);
         if row == y {
+            let mut c = Seq::new();
             column(cursor.col, x, &mut c);
-            try_candidate(&c);
+            best = best.shortest(c);
         } else if y > row {
             // Line feeds (a raw terminal does not add a carriage return) or cursor-down;
             // neither scrolls, since the cursor is above the row it goes to. After a line
             // feed the column is set absolutely (a cooked terminal would have added `\r`).
             let n = y - row;
             if n <= 3 {
-                c.extend(std::iter::repeat_n(b'\n', usize::from(n)));
+                let mut c = Seq::new();
+                for _ in 0..n {
+                    c.push(b'\n');
+                }
                 column(None, x, &mut c);
-                try_candidate(&c);
-                c.clear();
+                best = best.shortest(c);
             }
+            let mut c = Seq::new();
             csi_n(n, b'B', &mut c);
             column(cursor.col, x, &mut c);
-            try_candidate(&c);
+            best = best.shortest(c);
         }
     }
-    out.extend_from_slice(&best);
+    best
 }
 
 /// Moves along the current row to column `x` from `from` (if known).
-fn column(from: Option<u16>, x: u16, out: &mut Vec<u8>) {
+fn column(from: Option<u16>, x: u16, out: &mut Seq) {
     match from {
         Some(c) if c == x => {}
         Some(c) if x > c && x - c < 100 => csi_n(x - c, b'C', out),
         _ if x == 0 => out.push(b'\r'),
         _ => {
-            let _ = write!(out, "\x1b[{}G", x + 1);
+            out.extend(b"\x1b[");
+            out.num(u32::from(x) + 1);
+            out.push(b'G');
         }
     }
 }
 
 /// `ESC[nX`, with the 1 left out (it is the default).
-fn csi_n(n: u16, command: u8, out: &mut Vec<u8>) {
-    if n == 1 {
-        out.extend_from_slice(&[0x1b, b'[', command]);
-    } else {
-        let _ = write!(out, "\x1b[{n}{}", command as char);
+fn csi_n(n: u16, command: u8, out: &mut Seq) {
+    out.extend(b"\x1b[");
+    if n != 1 {
+        out.num(u32::from(n));
     }
+    out.push(command);
 }
 
 /// The absolute move, with defaults left out.
-fn cup(x: u16, y: u16, out: &mut Vec<u8>) {
-    let _ = match (x, y) {
-        (0, 0) => write!(out, "\x1b[H"),
-        (0, y) => write!(out, "\x1b[{}H", y + 1),
-        (x, y) => write!(out, "\x1b[{};{}H", y + 1, x + 1),
-    };
+fn cup(x: u16, y: u16) -> Seq {
+    let mut out = Seq::new();
+    out.extend(b"\x1b[");
+    if (x, y) != (0, 0) {
+        out.num(u32::from(y) + 1);
+    }
+    if x != 0 {
+        out.push(b';');
+        out.num(u32::from(x) + 1);
+    }
+    out.push(b'H');
+    out
 }
 
 /// How many bytes `sgr` writes.
 fn sgr_len(from: Pen, to: Pen) -> usize {
-    let mut scratch = Vec::with_capacity(24);
-    sgr(from, to, &mut scratch);
-    scratch.len()
+    sgr(from, to).len()
 }
 
 /// The attribute codes that switch modifiers on.
@@ -280,104 +336,119 @@ const ON: [(Modifier, u8); 9] = [
 ];
 
 /// The codes that switch them off; one code covers bold and dim, one both blinks.
-const OFF: [(Modifier, u8); 6] = [
+const OFF: [(Modifier, u8); 7] = [
     (Modifier::BOLD.union(Modifier::DIM), 22),
     (Modifier::ITALIC, 23),
     (Modifier::UNDERLINED, 24),
     (Modifier::SLOW_BLINK.union(Modifier::RAPID_BLINK), 25),
     (Modifier::REVERSED, 27),
     (Modifier::HIDDEN, 28),
+    (Modifier::CROSSED_OUT, 29),
 ];
+
+/// SGR parameters, `;`-separated.
+struct Params(Seq);
+
+impl Params {
+    fn code(&mut self, code: u32) {
+        if self.0.len() > 0 {
+            self.0.push(b';');
+        }
+        self.0.num(code);
+    }
+
+    fn modifiers(&mut self, modifiers: Modifier) {
+        for (m, code) in ON {
+            if modifiers.contains(m) {
+                self.code(u32::from(code));
+            }
+        }
+    }
+
+    /// The 16 named colours by their own codes (`31`, `91`), others as 256-colour or RGB.
+    fn color(&mut self, color: Color, background: bool) {
+        let base = if background { 40 } else { 30 };
+        let named = |i: u32| if i < 8 { base + i } else { base + 60 + i - 8 };
+        let code = match color {
+            Color::Reset => base + 9,
+            Color::Black => named(0),
+            Color::Red => named(1),
+            Color::Green => named(2),
+            Color::Yellow => named(3),
+            Color::Blue => named(4),
+            Color::Magenta => named(5),
+            Color::Cyan => named(6),
+            Color::Gray => named(7),
+            Color::DarkGray => named(8),
+            Color::LightRed => named(9),
+            Color::LightGreen => named(10),
+            Color::LightYellow => named(11),
+            Color::LightBlue => named(12),
+            Color::LightMagenta => named(13),
+            Color::LightCyan => named(14),
+            Color::White => named(15),
+            Color::Indexed(i) => {
+                self.code(base + 8);
+                self.code(5);
+                return self.code(u32::from(i));
+            }
+            Color::Rgb(r, g, b) => {
+                self.code(base + 8);
+                self.code(2);
+                self.code(u32::from(r));
+                self.code(u32::from(g));
+                return self.code(u32::from(b));
+            }
+        };
+        self.code(code);
+    }
+}
 
 /// One SGR sequence that changes the pen from `from` to `to`: either only what changed,
 /// or a reset and everything `to` has, whichever is shorter.
-fn sgr(from: Pen, to: Pen, out: &mut Vec<u8>) {
+fn sgr(from: Pen, to: Pen) -> Seq {
     if from == to {
-        return;
+        return Seq::new();
     }
-    let mut changes = String::new();
+    let mut changes = Params(Seq::new());
     let mut on = to.modifier - from.modifier;
     let off = from.modifier - to.modifier;
     for (group, code) in OFF {
         if off.intersects(group) {
-            push_code(&mut changes, code);
+            changes.code(u32::from(code));
             // The shared code turned off its partner too: turn it back on if `to` has it.
             on |= to.modifier & group;
         }
     }
-    if off.contains(Modifier::CROSSED_OUT) {
-        push_code(&mut changes, 29);
-    }
-    push_modifiers(&mut changes, on);
+    changes.modifiers(on);
     if from.fg != to.fg {
-        push_color(&mut changes, to.fg, false);
+        changes.color(to.fg, false);
     }
     if from.bg != to.bg {
-        push_color(&mut changes, to.bg, true);
+        changes.color(to.bg, true);
     }
-    let mut reset = String::from("0");
-    push_modifiers(&mut reset, to.modifier);
+    // `ESC[0;1m` is `ESC[;1m`, and `ESC[0m` is `ESC[m`: the reset is an empty parameter.
+    let mut reset = Params(Seq::new());
+    reset.modifiers(to.modifier);
     if to.fg != Color::Reset {
-        push_color(&mut reset, to.fg, false);
+        reset.color(to.fg, false);
     }
     if to.bg != Color::Reset {
-        push_color(&mut reset, to.bg, true);
+        reset.color(to.bg, true);
     }
-    let params = if reset.len() < changes.len() {
-        // `ESC[0;1m` is `ESC[;1m`, and `ESC[0m` is `ESC[m`.
-        reset[1..].to_string()
+    let reset_len = reset.0.len() + usize::from(reset.0.len() > 0);
+    let mut out = Seq::new();
+    out.extend(b"\x1b[");
+    if reset_len < changes.0.len() {
+        if reset.0.len() > 0 {
+            out.push(b';');
+        }
+        out.extend(reset.0.bytes());
     } else {
-        changes
-    };
-    out.extend_from_slice(b"\x1b[");
-    out.extend_from_slice(params.as_bytes());
+        out.extend(changes.0.bytes());
+    }
     out.push(b'm');
-}
-
-fn push_code(params: &mut String, code: impl std::fmt::Display) {
-    use std::fmt::Write as _;
-    if !params.is_empty() {
-        params.push(';');
-    }
-    let _ = write!(params, "{code}");
-}
-
-fn push_modifiers(params: &mut String, modifiers: Modifier) {
-    for (m, code) in ON {
-        if modifiers.contains(m) {
-            push_code(params, code);
-        }
-    }
-}
-
-/// The 16 named colours by their own codes (`31`, `91`), others as 256-colour or RGB.
-fn push_color(params: &mut String, color: Color, background: bool) {
-    let base = if background { 40 } else { 30 };
-    let named = |i: u8| if i < 8 { base + i } else { base + 60 + i - 8 };
-    let code = match color {
-        Color::Reset => return push_code(params, base + 9),
-        Color::Black => named(0),
-        Color::Red => named(1),
-        Color::Green => named(2),
-        Color::Yellow => named(3),
-        Color::Blue => named(4),
-        Color::Magenta => named(5),
-        Color::Cyan => named(6),
-        Color::Gray => named(7),
-        Color::DarkGray => named(8),
-        Color::LightRed => named(9),
-        Color::LightGreen => named(10),
-        Color::LightYellow => named(11),
-        Color::LightBlue => named(12),
-        Color::LightMagenta => named(13),
-        Color::LightCyan => named(14),
-        Color::White => named(15),
-        Color::Indexed(i) => return push_code(params, format_args!("{};5;{i}", base + 8)),
-        Color::Rgb(r, g, b) => {
-            return push_code(params, format_args!("{};2;{r};{g};{b}", base + 8));
-        }
-    };
-    push_code(params, code);
+    out
 }
 
 #[cfg(test)]
