@@ -9,7 +9,8 @@
 # env:   CARGO_TARGET_DIR (where to build), WIDTH/HEIGHT (pane size, default 120x40),
 #        GPUWATCH_ARGS (extra flags, e.g. "--compact"), GPUWATCH_BIN / FAKE_NVML_LIB (measure
 #        these files instead of building them), KEEP_OUTPUT=FILE (keep what was
-#        written to the terminal), PERF=FILE (perf record -g the run into FILE),
+#        written to the terminal), PERF=FILE (perf record -g the run into FILE, at
+#        PERF_FREQ samples/s, default 499),
 #        SMAPS=FILE (copy /proc/PID/smaps at the end: which mappings the RSS is),
 #        STRACE=FILE (strace -c -f the run: syscall counts)
 # Targets: <= 0.04 CPU-s per 60 s, peak RSS <= 5 MiB (8 MiB max), first frame <= 100 ms;
@@ -122,7 +123,7 @@ start=$(cat "$WORK/start")
 PID=$(tmux -L "$SOCKET" display-message -p -t 0 '#{pane_pid}')
 
 if [ -n "${PERF:-}" ]; then
-    perf record -F 499 --call-graph dwarf,16384 -o "$PERF" -p "$PID" -- sleep $((DURATION - 3)) >/dev/null 2>&1 &
+    perf record -F "${PERF_FREQ:-499}" --call-graph dwarf,16384 -o "$PERF" -p "$PID" -- sleep $((DURATION - 3)) >/dev/null 2>&1 &
     PERF_PID=$!
 fi
 
