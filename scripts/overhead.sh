@@ -9,9 +9,12 @@
 # env:   CARGO_TARGET_DIR (where to build), WIDTH/HEIGHT (pane size, default 120x40),
 #        GPUWATCH_ARGS (extra flags, e.g. "--compact"), GPUWATCH_BIN / FAKE_NVML_LIB (measure
 #        these files instead of building them), KEEP_OUTPUT=FILE (keep what was
-#        written to the terminal), PERF=FILE (perf record -g the run into FILE),
+#        written to the terminal), PERF=FILE (perf record -g the run into FILE, at
+#        PERF_FREQ samples/s, default 499),
 #        SMAPS=FILE (copy /proc/PID/smaps at the end: which mappings the RSS is),
-#        STRACE=FILE (strace -c -f the run: syscall counts)
+#        STRACE=FILE (strace -c -f the run: syscall counts), KEYS="0 d" (tmux send-keys
+#        these, one by one, once the first data frame is up: measure a view, e.g. the GPU
+#        detail view with "0 d" or the process detail view with "g Enter")
 # Targets: <= 0.04 CPU-s per 60 s, peak RSS <= 5 MiB (8 MiB max), first frame <= 100 ms;
 # to the terminal <= 3 KB/s in a 200x50 pane (WIDTH=200 HEIGHT=50: issue 11's budget, with
 # the charts scrolling one column a second; a C/ncurses monitor writes 3.3 KB/s there).
@@ -119,10 +122,14 @@ for _ in $(seq 2000); do
     sleep 0.002
 done
 start=$(cat "$WORK/start")
+for key in ${KEYS:-}; do
+    tmux -L "$SOCKET" send-keys -t 0 "$key"
+    sleep 0.2
+done
 PID=$(tmux -L "$SOCKET" display-message -p -t 0 '#{pane_pid}')
 
 if [ -n "${PERF:-}" ]; then
-    perf record -F 499 --call-graph dwarf,16384 -o "$PERF" -p "$PID" -- sleep $((DURATION - 3)) >/dev/null 2>&1 &
+    perf record -F "${PERF_FREQ:-499}" --call-graph dwarf,16384 -o "$PERF" -p "$PID" -- sleep $((DURATION - 3)) >/dev/null 2>&1 &
     PERF_PID=$!
 fi
 

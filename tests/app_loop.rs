@@ -15,7 +15,6 @@ use gpuwatch::signals::Signaller;
 use gpuwatch::source::{GpuSource, Sample, SourceError};
 use gpuwatch::state::signal::{Sig, SignalRequest};
 use gpuwatch::state::{Action, Msg, State, ViewConfig, update};
-use gpuwatch::terminal::Coalescing;
 use ratatui::Terminal;
 use ratatui::backend::{Backend, ClearType, TestBackend, WindowSize};
 use ratatui::buffer::Cell;
@@ -109,8 +108,8 @@ struct Script {
     sent: Arc<Mutex<Vec<SignalRequest>>>,
 }
 
-/// A scripted `Io` on a `width`x`height` screen (behind the real `Coalescing` layer).
-fn scripted(width: u16, height: u16) -> (Script, Io<Coalescing<Screen>>) {
+/// A scripted `Io` on a `width`x`height` screen.
+fn scripted(width: u16, height: u16) -> (Script, Io<Screen>) {
     let (events, event_rx) = mpsc::unbounded_channel();
     let (signals, signal_rx) = mpsc::unbounded_channel();
     let (frame_tx, frames) = mpsc::unbounded_channel();
@@ -121,7 +120,7 @@ fn scripted(width: u16, height: u16) -> (Script, Io<Coalescing<Screen>>) {
         frames: frame_tx,
     };
     let io = Io {
-        terminal: Terminal::new(Coalescing::new(screen)).unwrap(),
+        terminal: Terminal::new(screen).unwrap(),
         events: Box::pin(receiver_stream(event_rx)),
         os_signals: Box::pin(receiver_stream(signal_rx)),
         signaller: Box::new(Recording(sent.clone())),
@@ -413,6 +412,44 @@ async fn a_failing_alert_sink_is_said_on_the_status_line() {
         script
             .frame_with("alert command \"exit 3\" failed: exit 3")
             .await;
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
+}
+
+/// Nothing drawn for `wait` of (paused) time.
+async fn stays_quiet(script: &mut Script, wait: Duration, what: &str) {
+    if let Ok(frame) = tokio::time::timeout(wait, script.frames.recv()).await {
+        panic!("{what} redrew with no sample and no key:\n{frame:#?}");
+    }
+}
+
+/// Issue 11: the detail views redraw on a sample or a key like the rest of the screen,
+/// never on a timer of their own. With the next sample an hour away, each view left open
+/// for half an hour draws no frame; a key draws one at once.
+#[tokio::test(start_paused = true)]
+async fn the_detail_views_redraw_only_on_a_sample_or_a_key() {
+    let sample = common::sim(2).sample().unwrap();
+    let cfg = ViewConfig {
+        interval: Duration::from_secs(3600),
+        ..config()
+    };
+    let (mut script, mut io) = scripted(120, 40);
+    let run = app::event_loop(&mut io, Box::new(Fixed(sample)), cfg, Options::default());
+    let key = |code| Ok(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    let drive = async {
+        script.frame_with(GPU).await;
+        script.key('g');
+        script.events.send(key(KeyCode::Enter)).unwrap();
+        script.frame_with("parents:").await;
+        stays_quiet(&mut script, Duration::from_secs(1800), "the process view").await;
+        script.events.send(key(KeyCode::Esc)).unwrap();
+        script.frame_with("Processes (").await;
+        script.key('0');
+        script.key('d');
+        script.frame_with("P-state").await;
+        stays_quiet(&mut script, Duration::from_secs(1800), "the GPU view").await;
         script.key('q');
     };
     let (exit, ()) = tokio::join!(run, drive);

@@ -7,7 +7,6 @@ use std::io;
 use std::task::Poll;
 
 use color_eyre::eyre::{Result, WrapErr};
-use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
     EventStream,
@@ -18,10 +17,10 @@ use super::{Exit, Io, Options, OsSignal, OsSignals, event_loop};
 use crate::signals::{DemoSignaller, Signaller, SystemSignaller};
 use crate::source::GpuSource;
 use crate::state::ViewConfig;
-use crate::terminal::Coalescing;
+use crate::terminal::Compact;
 
 /// The interactive mode on the real terminal: builds the real [`Io`] (crossterm input,
-/// SIGTERM/SIGHUP/SIGINT, the `Coalescing` crossterm screen, `kill(2)` or the demo's
+/// SIGTERM/SIGHUP/SIGINT, the `Compact` crossterm screen, `kill(2)` or the demo's
 /// stand-in), runs the loop, and restores the terminal whatever happens.
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
     // Before touching the terminal: a failure here leaves it as it was.
@@ -137,8 +136,8 @@ impl super::TerminalModes for RealModes {
     }
 }
 
-/// The terminal the TUI draws on: crossterm, behind the byte-saving `Coalescing` layer.
-type Tui = ratatui::Terminal<Coalescing<CrosstermBackend<std::io::Stdout>>>;
+/// The terminal the TUI draws on: crossterm, drawn through the byte-saving `Compact` backend.
+type Tui = ratatui::Terminal<Compact<std::io::Stdout>>;
 
 /// Raw mode and the alternate screen, with a panic hook that undoes both before the
 /// report is printed (what `ratatui::try_init` does, for our backend type).
@@ -153,7 +152,7 @@ fn init_terminal() -> std::io::Result<Tui> {
         ratatui::restore();
         previous(info);
     }));
-    ratatui::Terminal::new(Coalescing::new(CrosstermBackend::new(std::io::stdout())))
+    ratatui::Terminal::new(Compact::new(std::io::stdout()))
 }
 
 /// ratatui's hook leaves the alternate screen and raw mode but not the hidden cursor (the

@@ -99,12 +99,17 @@ impl ProcHistory {
     }
 
     fn push(&mut self, now: SystemTime, readings: &[&ProcReading]) {
-        let known: Vec<Bytes> = readings.iter().filter_map(|p| p.gpu_memory).collect();
-        let vram = (!known.is_empty()).then(|| known.iter().copied().sum());
-        let sms: Vec<u32> = readings
+        // Sums over the known readings; none known is unknown, not zero.
+        let vram = readings
+            .iter()
+            .filter_map(|p| p.gpu_memory)
+            .fold(None, |sum: Option<Bytes>, b| {
+                Some(Bytes(sum.map_or(0, |s| s.0) + b.0))
+            });
+        let sm = readings
             .iter()
             .filter_map(|p| p.sm_util.map(|u| u.0))
-            .collect();
+            .fold(None, |sum: Option<u32>, u| Some(sum.unwrap_or(0) + u));
         let details = readings.iter().find_map(|p| p.details());
         for p in readings {
             let Some(used) = p.gpu_memory.max(p.peak_gpu_memory) else {
@@ -120,7 +125,7 @@ impl ProcHistory {
         self.points.push(ProcPoint {
             at: now,
             vram,
-            sm: (!sms.is_empty()).then(|| sms.iter().sum()),
+            sm,
             cpu: details.and_then(|d| d.cpu_percent),
             host_memory: details.and_then(|d| d.host_memory),
         });
@@ -137,15 +142,22 @@ impl ProcHistories {
     /// Records one sample's processes (`capacity` points per process), then forgets the
     /// processes gone for longer than `LINGER` and, past `MAX_PROCESSES`, the longest unseen.
     pub fn record(&mut self, now: SystemTime, processes: &[ProcReading], capacity: usize) {
-        let mut by_id: HashMap<ProcId, Vec<&ProcReading>> = HashMap::new();
-        for p in processes {
-            by_id.entry(ProcId::of(p)).or_default().push(p);
-        }
-        for (id, readings) in by_id {
+        // One process on several GPUs is one history: its rows, grouped by sorting (no map
+        // and no Vec per process built every sample).
+        let mut rows: Vec<(ProcId, &ProcReading)> =
+            processes.iter().map(|p| (ProcId::of(p), p)).collect();
+        rows.sort_unstable_by_key(|(id, _)| (id.pid, id.started));
+        let mut group: Vec<&ProcReading> = Vec::new();
+        for (i, (id, p)) in rows.iter().enumerate() {
+            group.push(p);
+            if rows.get(i + 1).is_some_and(|(next, _)| next == id) {
+                continue;
+            }
             self.map
-                .entry(id)
+                .entry(id.clone())
                 .or_insert_with(|| ProcHistory::new(capacity, now))
-                .push(now, &readings);
+                .push(now, &group);
+            group.clear();
         }
         self.map.retain(|_, h| {
             now.duration_since(h.last_seen)

@@ -52,15 +52,30 @@ pub(super) fn parse_stat(text: &str) -> Option<Stat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
-    // Fields after the name, numbered as in proc(5) from 3 (state).
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    let field = |n: usize| rest.get(n - 3)?.parse::<u64>().ok();
+    // Fields after the name, numbered as in proc(5) from 3 (state). Read once per GPU
+    // process per sample: one pass that parses only the five fields used, no Vec.
+    const WANTED: [usize; 5] = [4, 14, 15, 22, 24];
+    let mut values = [0u64; 5];
+    let mut found = 0;
+    for (i, field) in text.get(close + 1..)?.split_whitespace().enumerate() {
+        if i + 3 == WANTED[found] {
+            values[found] = field.parse().ok()?;
+            found += 1;
+            if found == WANTED.len() {
+                break;
+            }
+        }
+    }
+    if found < WANTED.len() {
+        return None;
+    }
+    let [ppid, utime, stime, start_ticks, rss_pages] = values;
     Some(Stat {
         comm,
-        ppid: u32::try_from(field(4)?).ok()?,
-        cpu_ticks: field(14)? + field(15)?,
-        start_ticks: field(22)?,
-        rss_pages: field(24)?,
+        ppid: u32::try_from(ppid).ok()?,
+        cpu_ticks: utime + stime,
+        start_ticks,
+        rss_pages,
     })
 }
 

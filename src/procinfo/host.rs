@@ -3,8 +3,12 @@
 //! (`/proc/loadavg`). The data loader and the page cache are the usual suspects when a GPU
 //! starves, so the monitor shows them beside the GPUs. Three small files a sample, read by
 //! the sampler's source, never on the draw path; a file that is missing or garbled leaves
-//! its fields `None` (shown `N/A`), never zero.
+//! its fields `None` (shown `N/A`), never zero. The files stay open and are read again
+//! from the start each sample (the kernel writes them afresh): opening and closing three
+//! files every second was a third of the host line's cost.
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::source::HostLoad;
@@ -15,6 +19,59 @@ use crate::units::Bytes;
 pub struct HostReader {
     root: PathBuf,
     prev: Option<CpuTimes>,
+    stat: Reread,
+    loadavg: Reread,
+    meminfo: Reread,
+}
+
+/// /proc/stat on a machine with thousands of CPUs and interrupts is a few hundred KiB.
+const MAX_PROC_FILE: usize = 4 << 20;
+
+/// One /proc file kept open, read whole from offset 0 into a buffer that is kept too.
+#[derive(Debug)]
+struct Reread {
+    name: &'static str,
+    file: Option<File>,
+    text: Vec<u8>,
+}
+
+impl Reread {
+    fn new(name: &'static str) -> Self {
+        Reread {
+            name,
+            file: None,
+            text: Vec::new(),
+        }
+    }
+
+    /// The file's text now; `None` when it cannot be opened or read (tried again next time).
+    /// One read into a buffer big enough for all of it: the kernel writes a /proc file
+    /// afresh for each read call, so reading /proc/stat in pieces would pay for it twice.
+    fn read(&mut self, root: &std::path::Path) -> Option<&str> {
+        if self.file.is_none() {
+            self.file = File::open(root.join(self.name)).ok();
+        }
+        let file = self.file.as_ref()?;
+        let mut room = self.text.capacity().max(4096);
+        loop {
+            self.text.resize(room, 0);
+            match file.read_at(&mut self.text, 0) {
+                Ok(n) if n < room => {
+                    self.text.truncate(n);
+                    break;
+                }
+                // Filled to the brim: there may be more; again with twice the room.
+                Ok(_) if room < MAX_PROC_FILE => room *= 2,
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.file = None;
+                    return None;
+                }
+            }
+        }
+        std::str::from_utf8(&self.text).ok()
+    }
 }
 
 /// Jiffies from the aggregate `cpu` line of /proc/stat.
@@ -30,14 +87,15 @@ impl HostReader {
         HostReader {
             root: root.into(),
             prev: None,
+            stat: Reread::new("stat"),
+            loadavg: Reread::new("loadavg"),
+            meminfo: Reread::new("meminfo"),
         }
     }
 
     /// The load now. CPU % needs two reads, so the first read has none.
     pub fn read(&mut self) -> HostLoad {
-        let read = |name: &str| std::fs::read_to_string(self.root.join(name)).ok();
-        let stat = read("stat");
-        let (times, cpus) = stat.as_deref().map_or((None, None), parse_stat);
+        let (times, cpus) = self.stat.read(&self.root).map_or((None, None), parse_stat);
         let cpu_percent = match (self.prev, times) {
             (Some(a), Some(b)) if b.total > a.total && b.busy >= a.busy => {
                 Some((b.busy - a.busy) as f64 * 100.0 / (b.total - a.total) as f64)
@@ -49,11 +107,11 @@ impl HostReader {
         let mut load = HostLoad {
             cpu_percent,
             cpus,
-            load_average: read("loadavg").as_deref().and_then(parse_loadavg),
+            load_average: self.loadavg.read(&self.root).and_then(parse_loadavg),
             ..HostLoad::default()
         };
-        if let Some(meminfo) = read("meminfo") {
-            fill_memory(&mut load, &meminfo);
+        if let Some(meminfo) = self.meminfo.read(&self.root) {
+            fill_memory(&mut load, meminfo);
         }
         load
     }
