@@ -51,25 +51,32 @@ fn write(dir: &tempfile::TempDir, scenario: &Value) -> std::path::PathBuf {
     path
 }
 
-#[test]
-fn once_json_lists_the_instances_with_their_ids_profiles_memory_and_processes() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = common::clean_command()
-        .env(
-            "GPUWATCH_FAKE_NVML_SCENARIO",
-            write(&dir, &scenario(json!(1))),
-        )
+/// The binary on the fake NVML playing the scenario at `path`, with `args`.
+fn on_fake(path: &std::path::Path, args: &[&str]) -> std::process::Output {
+    common::clean_command()
+        .env("GPUWATCH_FAKE_NVML_SCENARIO", path)
         .arg("--nvml-lib")
         .arg(common::fake_lib())
-        .args(["--once", "--json"])
+        .args(args)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `--once --json` (and `args`) on the scenario, which must succeed.
+fn once_json(path: &std::path::Path, args: &[&str]) -> Value {
+    let out = on_fake(path, &[&["--once", "--json"], args].concat());
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn once_json_lists_the_instances_with_their_ids_profiles_memory_and_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = once_json(&write(&dir, &scenario(json!(1))), &[]);
     let g = &doc["gpus"][0];
     assert_eq!(g["mig_enabled"], true);
     let migs = g["mig_devices"].as_array().unwrap();
@@ -236,22 +243,8 @@ fn the_tui_in_tmux_shows_instances_in_panels_and_compact_rows_and_filters_by_pro
 #[test]
 fn only_a_mig_uuid_selects_that_instance_and_its_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let out = common::clean_command()
-        .env(
-            "GPUWATCH_FAKE_NVML_SCENARIO",
-            write(&dir, &scenario(json!(1))),
-        )
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .args(["--once", "--json", "--only", "MIG-9a8b7c6d"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let path = write(&dir, &scenario(json!(1)));
+    let doc = once_json(&path, &["--only", "MIG-9a8b7c6d"]);
     let migs = doc["gpus"][0]["mig_devices"].as_array().unwrap();
     let ids: Vec<&str> = migs.iter().map(|m| m["uuid"].as_str().unwrap()).collect();
     assert_eq!(ids, [MIG_B]);
@@ -263,16 +256,7 @@ fn only_a_mig_uuid_selects_that_instance_and_its_processes() {
         .collect();
     assert_eq!(pids, [4_000_002]);
     // A MIG UUID that names nothing is a typo, said as for GPUs.
-    let out = common::clean_command()
-        .env(
-            "GPUWATCH_FAKE_NVML_SCENARIO",
-            write(&dir, &scenario(json!(1))),
-        )
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .args(["--once", "--only", "MIG-ffff"])
-        .output()
-        .unwrap();
+    let out = on_fake(&path, &["--once", "--only", "MIG-ffff"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("MIG-ffff matches no GPU"), "{err}");
@@ -285,22 +269,7 @@ fn a_nearly_full_instance_is_an_oom_risk_named_by_instance_while_the_gpu_is_not(
     let mut s = scenario(json!(1));
     s["gpus"][0]["mig_devices"][0]["memory_used"] = json!(39u64 << 30);
     let path = write(&dir, &s);
-    let run = |args: &[&str]| {
-        let out = common::clean_command()
-            .env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
-            .arg("--nvml-lib")
-            .arg(common::fake_lib())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let doc: Value = serde_json::from_str(&run(&["--once", "--json"])).unwrap();
+    let doc = once_json(&path, &[]);
     let ooms: Vec<&Value> = doc["warnings"]
         .as_array()
         .unwrap()
@@ -319,7 +288,9 @@ fn a_nearly_full_instance_is_an_oom_risk_named_by_instance_while_the_gpu_is_not(
         w["message"],
         "GPU 0 MIG 3g.40gb gi1 (MIG-4b6f1c2d) VRAM 98% (39.0/40.0 GiB) — OOM risk"
     );
-    let text = run(&["--once"]);
+    let out = on_fake(&path, &["--once"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("GPU 0 MIG 3g.40gb gi1 (MIG-4b6f1c2d) VRAM 98%"),
         "{text}"
