@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::tmux::Tmux;
 use gpuwatch::source::GpuSource;
 use gpuwatch::state::{Msg, State, update};
-use gpuwatch::terminal::encode::Encoder;
+use gpuwatch::terminal::encode::{Encoder, NAMED};
 use gpuwatch::ui::{self, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -96,25 +96,6 @@ fn pane_cells(t: &Tmux) -> Vec<Vec<(String, Color, bool)>> {
     }
     rows
 }
-
-const NAMED: [Color; 16] = [
-    Color::Black,
-    Color::Red,
-    Color::Green,
-    Color::Yellow,
-    Color::Blue,
-    Color::Magenta,
-    Color::Cyan,
-    Color::Gray,
-    Color::DarkGray,
-    Color::LightRed,
-    Color::LightGreen,
-    Color::LightYellow,
-    Color::LightBlue,
-    Color::LightMagenta,
-    Color::LightCyan,
-    Color::White,
-];
 
 #[test]
 fn encoded_frames_leave_a_real_terminal_showing_the_last_frame_exactly() {

@@ -12,6 +12,27 @@ use ratatui::buffer::{Buffer, Cell, CellDiffOption};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier};
 
+/// The 16 colours written by their own SGR codes (30–37, 90–97), in code order: every
+/// other colour takes the longer 256-colour or RGB form. Tests draw with these.
+pub const NAMED: [Color; 16] = [
+    Color::Black,
+    Color::Red,
+    Color::Green,
+    Color::Yellow,
+    Color::Blue,
+    Color::Magenta,
+    Color::Cyan,
+    Color::Gray,
+    Color::DarkGray,
+    Color::LightRed,
+    Color::LightGreen,
+    Color::LightYellow,
+    Color::LightBlue,
+    Color::LightMagenta,
+    Color::LightCyan,
+    Color::White,
+];
+
 /// The style the terminal draws with: what an SGR sequence sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Pen {
@@ -563,25 +584,6 @@ mod tests {
             }
         }
     }
-
-    const NAMED: [Color; 16] = [
-        Color::Black,
-        Color::Red,
-        Color::Green,
-        Color::Yellow,
-        Color::Blue,
-        Color::Magenta,
-        Color::Cyan,
-        Color::Gray,
-        Color::DarkGray,
-        Color::LightRed,
-        Color::LightGreen,
-        Color::LightYellow,
-        Color::LightBlue,
-        Color::LightMagenta,
-        Color::LightCyan,
-        Color::White,
-    ];
 
     fn random_style(rng: &mut fastrand::Rng) -> Style {
         let color = |rng: &mut fastrand::Rng| match rng.u8(0..20) {
