@@ -283,14 +283,7 @@ fn oom(
 ) -> Option<(Severity, WarningKind)> {
     let (used, total) = (gpu.memory_used?, gpu.memory_total?);
     let percent = gpu.memory_ratio()? * 100.0;
-    let above = |level: f64, was: bool| {
-        percent >= level || (was && percent >= level - OOM_CLEAR_MARGIN_PERCENT)
-    };
-    let critical = above(
-        th.oom_critical_percent,
-        prev.oom == Some(Severity::Critical),
-    );
-    let high = above(th.oom_warn_percent, prev.oom.is_some());
+    let level = memory_level(percent, prev.oom, th);
 
     let time_to_full = history
         .memory_growth_per_sec(
@@ -306,12 +299,10 @@ fn oom(
     });
     alarm.time_to_full_active = filling;
 
-    let severity = if critical {
-        Severity::Critical
-    } else if high || filling {
-        Severity::Warning
-    } else {
-        return None;
+    let severity = match level {
+        Some(severity) => severity,
+        None if filling => Severity::Warning,
+        None => return None,
     };
     alarm.oom = Some(severity);
     Some((
@@ -324,6 +315,23 @@ fn oom(
             instance: None,
         },
     ))
+}
+
+/// The severity memory at `percent` full deserves by the OOM thresholds alone, given what
+/// it was last sample (`was`): a level once reached holds until the memory falls
+/// `OOM_CLEAR_MARGIN_PERCENT` below it, so a reading hovering at a threshold does not flap.
+/// Shared by the GPU's rule and each MIG instance's.
+fn memory_level(percent: f64, was: Option<Severity>, th: &Thresholds) -> Option<Severity> {
+    let above = |level: f64, held: bool| {
+        percent >= level || (held && percent >= level - OOM_CLEAR_MARGIN_PERCENT)
+    };
+    if above(th.oom_critical_percent, was == Some(Severity::Critical)) {
+        Some(Severity::Critical)
+    } else if above(th.oom_warn_percent, was.is_some()) {
+        Some(Severity::Warning)
+    } else {
+        None
+    }
 }
 
 /// OOM risk of one MIG instance: the GPU's thresholds and hysteresis on the instance's own
@@ -344,16 +352,7 @@ fn instance_oom(
         .iter()
         .find(|(id, _)| *id == m.id)
         .map(|(_, s)| *s);
-    let above = |level: f64, was: bool| {
-        percent >= level || (was && percent >= level - OOM_CLEAR_MARGIN_PERCENT)
-    };
-    let severity = if above(th.oom_critical_percent, was == Some(Severity::Critical)) {
-        Severity::Critical
-    } else if above(th.oom_warn_percent, was.is_some()) {
-        Severity::Warning
-    } else {
-        return None;
-    };
+    let severity = memory_level(percent, was, th)?;
     alarm.instance_oom.push((m.id.clone(), severity));
     Some((
         severity,
