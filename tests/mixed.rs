@@ -19,26 +19,14 @@ use serde_json::Value;
 
 /// 75 s into the mixed demo with `gpus` GPUs of the default story before the three.
 fn mixed_state(gpus: usize, w: u16, h: u16) -> State {
-    let mut source = SimSource::new(
+    let source = SimSource::new(
         gpus,
         42,
         Duration::from_secs(1),
         SimClock::Virtual { start: epoch() },
     )
     .with_scenario(Scenario::Mixed);
-    let mut state = State::new(config());
-    update(
-        &mut state,
-        Msg::Resize {
-            width: w,
-            height: h,
-        },
-    );
-    for _ in 0..76 {
-        let sample = source.sample().expect("the simulation never fails");
-        update(&mut state, Msg::Sample(Box::new(sample)));
-    }
-    state
+    common::state_after(source, config(), 76, w, h)
 }
 
 #[test]

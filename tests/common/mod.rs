@@ -53,7 +53,17 @@ pub fn demo_state(gpus: usize, samples: usize, w: u16, h: u16) -> State {
 
 /// The same with other settings.
 pub fn demo_state_with(cfg: ViewConfig, gpus: usize, samples: usize, w: u16, h: u16) -> State {
-    let mut source = sim(gpus);
+    state_after(sim(gpus), cfg, samples, w, h)
+}
+
+/// A `w`x`h` state that has seen `samples` samples of `source` (a simulation: it never fails).
+pub fn state_after(
+    mut source: impl GpuSource,
+    cfg: ViewConfig,
+    samples: usize,
+    w: u16,
+    h: u16,
+) -> State {
     let mut state = State::new(cfg);
     update(
         &mut state,
