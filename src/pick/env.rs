@@ -45,10 +45,7 @@ pub fn line(slots: &[Slot]) -> Result<String, String> {
     Ok(match vendor {
         Vendor::Nvidia => format!(
             "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={}",
-            entries(&|s| match s {
-                Slot::Gpu(g) => g.index.to_string(),
-                Slot::Instance(_, m) => m.id.0.clone(),
-            })
+            entries(&|s| s.entry())
         ),
         Vendor::Amd => format!("ROCR_VISIBLE_DEVICES={}", entries(&rocm_entry)),
         Vendor::Intel => format!(

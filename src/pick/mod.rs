@@ -453,12 +453,8 @@ impl Reasons {
 /// written as its `MIG-` UUID in every format, the one way CUDA names an instance. `env`
 /// sets the variable of the GPUs' vendor (`env`), and fails for a pick across vendors.
 pub fn format(slots: &[Slot], format: Format) -> Result<String, String> {
-    let entry = |s: &Slot| match s {
-        Slot::Gpu(g) => g.index.to_string(),
-        Slot::Instance(_, m) => m.id.0.clone(),
-    };
     Ok(match format {
-        Format::Indices => slots.iter().map(entry).collect::<Vec<_>>().join(","),
+        Format::Indices => slots.iter().map(Slot::entry).collect::<Vec<_>>().join(","),
         Format::Uuids => slots
             .iter()
             .map(|s| s.id().0.clone())

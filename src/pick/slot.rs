@@ -48,6 +48,15 @@ impl<'a> Slot<'a> {
         }
     }
 
+    /// How `pick` writes the slot in its lists and in `CUDA_VISIBLE_DEVICES`: a GPU by its
+    /// index, an instance by its `MIG-` UUID (the one way CUDA names an instance).
+    pub fn entry(&self) -> String {
+        match self {
+            Slot::Gpu(g) => g.index.to_string(),
+            Slot::Instance(_, m) => m.id.0.clone(),
+        }
+    }
+
     pub fn vendor(&self) -> Option<Vendor> {
         self.gpu().vendor
     }
