@@ -33,8 +33,7 @@ pub(super) fn tag_labels(tag: &InstanceTag) -> Labels {
 
 fn native_labels(g: &GpuReading, m: &MigReading) -> Labels {
     let mut l = gpu_labels(g);
-    l.extend(instance_labels(m.gpu_instance_id, m.profile.as_deref()));
-    l.push(("mig_uuid", m.id.0.clone()));
+    l.extend(tag_labels(&InstanceTag::of(m)));
     l
 }
 
