@@ -7,6 +7,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::task::Poll;
 
 use color_eyre::eyre::{Result, WrapErr};
 use futures_util::{Stream, StreamExt};
@@ -212,7 +213,7 @@ impl Session {
             if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
                 return Ok(exit);
             }
-            if let Some(exit) = self.drain_input(io)? {
+            if let Some(exit) = self.drain_input(io).await? {
                 return Ok(exit);
             }
             self.sync_size(io)?;
@@ -223,14 +224,13 @@ impl Session {
     /// Handles every terminal event already waiting (a paste without bracketed paste, a
     /// burst of keys) before the next draw: one frame for the burst, and no byte left
     /// unread while the loop goes idle. Bounded, so a flood still lets a frame out.
-    fn drain_input<B>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>>
+    async fn drain_input<B>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>>
     where
         B: Backend,
         B::Error: Send + Sync + 'static,
     {
-        use futures_util::FutureExt;
         for _ in 0..MAX_DRAINED {
-            let Some(event) = io.events.next().now_or_never() else {
+            let Some(event) = waiting_event(&mut io.events).await else {
                 return Ok(None);
             };
             let msg = match terminal_input(event, &self.state)? {
@@ -424,6 +424,20 @@ fn replay_status(handle: &ReplayHandle, state: &mut State) -> ReplayStatus {
         speed: c.speed(),
         paused: c.paused,
     }
+}
+
+/// The terminal event already waiting, if any, without waiting for one.
+///
+/// Polled with this task's own context, never a no-op waker (`now_or_never`): a pending
+/// poll hands the stream the waker it will call for the next key, and crossterm's stream
+/// keeps the waker of the poll that found it empty. With a no-op waker there, the next key
+/// woke nobody and waited for the next sample (up to 4.7 s at `-i 5s`).
+async fn waiting_event(events: &mut Events) -> Option<Option<io::Result<Event>>> {
+    std::future::poll_fn(|cx| match events.poll_next_unpin(cx) {
+        Poll::Ready(event) => Poll::Ready(Some(event)),
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await
 }
 
 /// The next sampler event, or never once the sampler has gone.

@@ -1,12 +1,54 @@
 //! End to end in a real terminal: the binary runs in a tmux pane, keys are typed with
 //! `send-keys`, the screen is read with `capture-pane`. Skipped (with a message) only when
-//! tmux is not installed; CI installs it.
+//! tmux is not installed; CI installs it. Where the time a frame arrives matters (key to
+//! frame) or the terminal must vanish under the program, a pseudo-terminal driven by the
+//! test itself (`common::pty`) stands in for tmux.
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use common::pty::Pty;
 use common::tmux::Tmux;
+
+/// Instant and truthful §1: every key is drawn at once whatever the interval, not at the
+/// next sample. At `-i 15s` no sample comes during the keys, so any output after a key is
+/// that key's frame. Before the fix the 2nd and later keys waited for the next sample
+/// (up to 15 s) and `q` after a key took as long.
+#[test]
+fn every_key_is_drawn_at_once_at_a_long_interval() {
+    let pty = Pty::spawn(&["--demo", "--interval", "15s"], 120, 40);
+    pty.wait_for("alice", Duration::from_secs(20));
+    pty.wait_quiet(Duration::from_millis(300), Duration::from_secs(10));
+    let limit = Duration::from_millis(150);
+    let mut seen = Vec::new();
+    for i in 0..10 {
+        // Down and up again: each moves the selection, so each changes the screen.
+        let key: &[u8] = if i % 2 == 0 { b"j" } else { b"k" };
+        let sent = pty.write(key);
+        seen.push(pty.first_output_after(sent, limit));
+        std::thread::sleep(
+            (sent + Duration::from_millis(300)).saturating_duration_since(Instant::now()),
+        );
+    }
+    let late: Vec<_> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.is_none_or(|d| d > limit))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "keys drawn late or never (key, delay): {late:?}; all: {seen:?}"
+    );
+    let mut pty = pty;
+    let sent = pty.write(b"q");
+    let status = pty.wait_exit(Duration::from_millis(300));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "q did not exit within 300 ms ({:?} after the key)",
+        sent.elapsed()
+    );
+}
 
 #[test]
 fn help_then_quit_restores_the_shell() {

@@ -1,6 +1,7 @@
 //! Shared test fixtures: a deterministic demo state driven through the real update path.
 #![allow(dead_code)]
 
+pub mod pty;
 pub mod tmux;
 
 /// A HOME with no config file in it, so a developer's own ~/.config/gpuwatch never changes
