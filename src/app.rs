@@ -37,6 +37,8 @@ pub use os_signal::{KeepModes, OsSignal, TerminalModes};
 // Terminal events to messages (keys through the keymap, Ctrl-Z, mouse, paste).
 mod input;
 use input::terminal_input;
+// The real terminal's input on threads of their own, ending when the terminal hangs up.
+mod tty_input;
 
 /// The most waiting terminal events handled between two frames.
 const MAX_DRAINED: usize = 4096;
@@ -74,7 +76,7 @@ pub struct Options {
     pub alerts: AlertSettings,
 }
 
-/// Terminal input as crossterm's `EventStream` yields it.
+/// Terminal input as crossterm reads it; the stream ends when the terminal goes away.
 pub type Events = Pin<Box<dyn Stream<Item = io::Result<Event>> + Send>>;
 /// The OS signals that end the TUI, in arrival order.
 pub type OsSignals = Pin<Box<dyn Stream<Item = OsSignal> + Send>>;

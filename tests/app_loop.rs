@@ -321,7 +321,7 @@ async fn a_confirmed_signal_reaches_the_signaller_with_that_pid() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn broken_terminal_input_is_an_error_and_ended_input_quits() {
+async fn broken_terminal_input_is_an_error_and_ended_input_hangs_up() {
     let (mut script, mut io) = scripted(80, 24);
     let run = app::event_loop(
         &mut io,
@@ -346,7 +346,8 @@ async fn broken_terminal_input_is_an_error_and_ended_input_quits() {
         config(),
         Options::default(),
     );
-    assert_eq!(exit.await.unwrap(), Exit::Quit);
+    // Ended input is a hung-up terminal: exit as SIGHUP would (129).
+    assert_eq!(exit.await.unwrap(), Exit::Signal(libc::SIGHUP));
 }
 
 /// Options whose alerts go out for critical OOM warnings, which `hot_config` raises on

@@ -50,6 +50,33 @@ fn every_key_is_drawn_at_once_at_a_long_interval() {
     );
 }
 
+/// Hardening round 3 §5: a closed pane (its pty's master closed right after a key) ends
+/// gpuwatch within a second, with exit status 129 as a hang-up, whether the kernel's SIGHUP reaches it (the pty is its
+/// controlling terminal) or only the end of input does (it is not). Before, crossterm's
+/// reader spun on `read() = 0` holding its input lock, the loop blocked on that lock, and
+/// gpuwatch ran on at 100 % CPU ignoring SIGTERM.
+#[test]
+fn closing_the_terminal_right_after_a_key_ends_gpuwatch() {
+    for controlling in [true, false] {
+        for attempt in 0..3 {
+            let mut pty = Pty::spawn_with(&["--demo"], 120, 40, controlling);
+            pty.wait_for("alice", Duration::from_secs(20));
+            pty.write(b"j");
+            pty.close();
+            let pid = pty.pid();
+            let status = pty.wait_exit(Duration::from_secs(1));
+            // 129 as for SIGHUP, and no abort: with the terminal gone, a failed write
+            // of the restore sequences must not panic (eprintln! on a closed stderr did).
+            assert_eq!(
+                status.map(|s| (s.code(), std::os::unix::process::ExitStatusExt::signal(&s))),
+                Some((Some(129), None)),
+                "PID {pid} 1 s after its terminal closed \
+                 (controlling terminal: {controlling}, attempt {attempt})"
+            );
+        }
+    }
+}
+
 #[test]
 fn help_then_quit_restores_the_shell() {
     let Some(t) = Tmux::start("help", 120, 40) else {

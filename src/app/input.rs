@@ -29,8 +29,9 @@ pub(super) fn terminal_input(event: Option<io::Result<Event>>, state: &State) ->
         },
         Some(Ok(_)) => Next::Ignore,
         Some(Err(e)) => return Err(e).wrap_err("reading terminal input"),
-        // The terminal went away: nothing more can be asked of us.
-        None => Next::Exit(Exit::Quit),
+        // The terminal went away (a closed pane, a hung-up pty): nothing more can be asked
+        // of us. Ends as a hang-up would, whether or not the kernel's SIGHUP came first.
+        None => Next::Exit(Exit::Signal(libc::SIGHUP)),
     })
 }
 

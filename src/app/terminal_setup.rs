@@ -9,7 +9,6 @@ use std::task::Poll;
 use color_eyre::eyre::{Result, WrapErr};
 use ratatui::crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
-    EventStream,
 };
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -25,6 +24,7 @@ use crate::terminal::Compact;
 pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Options) -> Result<Exit> {
     // Before touching the terminal: a failure here leaves it as it was.
     let os_signals = system_signals().wrap_err("cannot listen for signals")?;
+    let events = super::tty_input::tty_events().wrap_err("cannot read the terminal")?;
     // init_terminal installs a panic hook that restores the terminal before the
     // (color-eyre) report is printed.
     let terminal = init_terminal().wrap_err("cannot set up the terminal")?;
@@ -42,7 +42,7 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     };
     let mut io = Io {
         terminal,
-        events: Box::pin(EventStream::new()),
+        events,
         os_signals,
         signaller,
         modes: Box::new(RealModes { mouse }),
@@ -52,12 +52,21 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
             let _ = out.write_all(b"\x07").and_then(|()| out.flush());
         }),
     };
-    let result = event_loop(&mut io, source, config, options).await;
+    let mut result = event_loop(&mut io, source, config, options).await;
+    if super::tty_input::hung_up() {
+        // The pane was closed. Nobody is there to restore anything for, and every write to
+        // the terminal fails now: ratatui reports that with eprintln!, which panics on a
+        // closed stderr (an abort, seen when a pane was closed). Point the terminal's outputs
+        // at /dev/null so what follows runs to its normal end, and end as a hang-up: a draw
+        // that failed for it is no error of ours.
+        super::tty_input::silence_terminal_outputs();
+        result = Ok(Exit::Signal(libc::SIGHUP));
+    }
     if mouse {
         let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     }
     let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableBracketedPaste);
-    ratatui::restore();
+    let _ = ratatui::try_restore();
     result
 }
 
