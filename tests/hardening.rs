@@ -275,6 +275,78 @@ fn record_refuses_links_fifos_and_other_users_files() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "root:x:0:0\n");
 }
 
+/// Round 3, item 1: `--record` (or `[record] path`) naming an existing file that is not a
+/// gpuwatch recording — root's /etc/passwd, an empty /etc/cron.deny — is refused with one
+/// line and left byte for byte as it was; an earlier recording is still replaced.
+#[test]
+fn record_never_overwrites_a_file_that_is_not_a_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let passwd = dir.path().join("passwd");
+    let content = "root:x:0:0:root:/root:/bin/bash\n";
+    std::fs::write(&passwd, content).unwrap();
+    let empty = dir.path().join("cron.deny");
+    std::fs::write(&empty, "").unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[record]\npath = {:?}\n", passwd.to_str().unwrap()),
+    )
+    .unwrap();
+    let refusal = |path: &Path, what: &str| {
+        format!(
+            "gpuwatch: cannot record to {}: it exists and is not a gpuwatch recording ({what}): \
+             refusing to overwrite it; choose a new file name\n",
+            path.display()
+        )
+    };
+    let runs: [(Vec<&std::ffi::OsStr>, &Path, &str); 3] = [
+        (
+            vec!["--record".as_ref(), passwd.as_os_str()],
+            &passwd,
+            "its first line is not a recording header",
+        ),
+        (
+            vec!["--config".as_ref(), config.as_os_str()],
+            &passwd,
+            "its first line is not a recording header",
+        ),
+        (
+            vec!["--record".as_ref(), empty.as_os_str()],
+            &empty,
+            "an empty file",
+        ),
+    ];
+    for (args, path, what) in runs {
+        let out = common::clean_command()
+            .args(["--demo", "--once"])
+            .args(&args)
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            refusal(path, what),
+            "{args:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&passwd).unwrap(), content);
+    assert_eq!(std::fs::read_to_string(&empty).unwrap(), "");
+    // A recording is replaced by the next one, as before.
+    let rec = dir.path().join("rec.ndjson");
+    for _ in 0..2 {
+        common::clean_command()
+            .args(["--demo", "--once", "--record"])
+            .arg(&rec)
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success();
+    }
+    assert!(gpuwatch::record::read(&rec).unwrap().samples.len() > 1);
+}
+
 /// Item 11: on a full disk the recording pauses (said once), sampling goes on, and it
 /// resumes when space returns, appending: nothing written before is lost. Needs root for
 /// a small tmpfs.

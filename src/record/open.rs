@@ -1,6 +1,7 @@
 //! Opening a recording file for writing as root beside other users without being turned
 //! against the system: the final component is never followed if it is a symbolic link
-//! (`O_NOFOLLOW`), only a regular file of ours with one link is reused, a new file is
+//! (`O_NOFOLLOW`), only a regular file of ours with one link that already is a gpuwatch
+//! recording (its first line is a recording header) is reused, a new file is
 //! created exclusively (`O_EXCL`) and private (0600: it holds other users' command lines),
 //! and a directory others may write into is refused unless it is sticky (like /tmp), where
 //! they could swap the file between two calls. Owns these rules; rotation uses them too.
@@ -84,7 +85,9 @@ pub fn open_for_writing(path: &Path, existing: Existing) -> io::Result<File> {
         )));
     }
     // O_NONBLOCK: a FIFO swapped in meanwhile is refused (ENXIO), not waited on for a reader.
+    // Read as well as write: the header is checked on this very descriptor.
     let file = OpenOptions::new()
+        .read(true)
         .write(true)
         .append(existing == Existing::Append)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -94,6 +97,7 @@ pub fn open_for_writing(path: &Path, existing: Existing) -> io::Result<File> {
             _ => e,
         })?;
     check_opened(&file)?;
+    check_is_a_recording(&file)?;
     clear_nonblock(&file)?;
     if existing == Existing::Replace {
         file.set_len(0)?;
@@ -120,6 +124,44 @@ fn check_opened(file: &File) -> io::Result<()> {
         return Err(refuse(format!(
             "it has {} hard links: refusing to write through them",
             meta.nlink()
+        )));
+    }
+    Ok(())
+}
+
+/// The longest first line looked at: a header is under 200 bytes.
+const HEADER_PEEK: usize = 4096;
+
+/// Only a gpuwatch recording is ever emptied or added to: root's `--record /etc/passwd` (a
+/// typo, or a path from a config file someone else wrote) once truncated the system's
+/// password file. Anything else, an empty file included (an empty `/etc/cron.deny` means
+/// something too), is refused by name.
+fn check_is_a_recording(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; HEADER_PEEK];
+    let mut len = 0;
+    while len < head.len() {
+        match file.read_at(&mut head[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let first_line = head[..len]
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
+    let is_header = serde_json::from_slice::<super::Header>(first_line).is_ok();
+    if !is_header {
+        let what = if len == 0 {
+            "an empty file"
+        } else {
+            "its first line is not a recording header"
+        };
+        return Err(refuse(format!(
+            "it exists and is not a gpuwatch recording ({what}): refusing to overwrite it; \
+             choose a new file name"
         )));
     }
     Ok(())
@@ -161,15 +203,59 @@ mod tests {
     fn new_files_are_private_and_append_never_empties() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rec.ndjson");
+        let header = serde_json::to_string(&super::super::Header::new(
+            std::time::Duration::from_secs(1),
+        ))
+        .unwrap();
         let mut f = open_for_writing(&path, Existing::Replace).unwrap();
-        f.write_all(b"one\n").unwrap();
+        writeln!(f, "{header}").unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let mut f = open_for_writing(&path, Existing::Append).unwrap();
         f.write_all(b"two\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{header}\ntwo\n")
+        );
         open_for_writing(&path, Existing::Replace).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+    }
+
+    #[test]
+    fn only_a_gpuwatch_recording_is_ever_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let passwd = dir.path().join("passwd");
+        std::fs::write(&passwd, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+        let empty = dir.path().join("cron.deny");
+        std::fs::write(&empty, "").unwrap();
+        for (path, what) in [
+            (&passwd, "its first line is not a recording header"),
+            (&empty, "an empty file"),
+        ] {
+            for existing in [Existing::Replace, Existing::Append] {
+                let e = open_for_writing(path, existing).unwrap_err();
+                assert_eq!(
+                    e.to_string(),
+                    format!(
+                        "it exists and is not a gpuwatch recording ({what}): refusing to \
+                         overwrite it; choose a new file name"
+                    )
+                );
+            }
+        }
+        assert_eq!(
+            std::fs::read_to_string(&passwd).unwrap(),
+            "root:x:0:0:root:/root:/bin/bash\n"
+        );
+        // A recording of ours is taken over as before.
+        let rec = dir.path().join("rec.ndjson");
+        let header = serde_json::to_string(&super::super::Header::new(
+            std::time::Duration::from_secs(1),
+        ))
+        .unwrap();
+        std::fs::write(&rec, format!("{header}\n{{}}\n")).unwrap();
+        open_for_writing(&rec, Existing::Replace).unwrap();
+        assert_eq!(std::fs::read_to_string(&rec).unwrap(), "");
     }
 
     #[test]
