@@ -42,6 +42,11 @@ mod tty_input;
 
 /// The most waiting terminal events handled between two frames.
 const MAX_DRAINED: usize = 4096;
+/// How long a resize waits for the next one before its frame is drawn (see
+/// `settle_resizes`): short enough that a key typed meanwhile is still drawn at once.
+const RESIZE_SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
+/// The longest a stream of resizes holds back a frame.
+const RESIZE_SETTLE_MAX: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +134,8 @@ struct Session {
     samples_seen: u64,
     alerting: Alerting,
     deliveries: mpsc::UnboundedReceiver<Delivery>,
+    /// A resize was handled since the last frame (see `settle_resizes`).
+    resized: bool,
 }
 
 /// What one wait of the loop produced.
@@ -183,6 +190,7 @@ impl Session {
             samples_seen: 0,
             alerting,
             deliveries,
+            resized: false,
         };
         session.draw(io)?;
         Ok(session)
@@ -208,6 +216,7 @@ impl Session {
                 Next::Exit(exit) => return Ok(exit),
             };
             let sampled = matches!(msg, Msg::Sample(_));
+            self.resized = matches!(msg, Msg::Resize { .. });
             let effects = update(&mut self.state, msg);
             if sampled {
                 self.alert(io);
@@ -218,8 +227,36 @@ impl Session {
             if let Some(exit) = self.drain_input(io).await? {
                 return Ok(exit);
             }
+            if self.resized
+                && let Some(exit) = self.settle_resizes(io).await?
+            {
+                return Ok(exit);
+            }
             self.sync_size(io)?;
             self.draw(io)?;
+        }
+    }
+
+    /// After a resize, waits a moment for the next one before drawing: a window being
+    /// dragged (or SIGWINCH sent in a loop) sends sizes faster than a terminal can take
+    /// full frames, and each new size repaints the whole screen. Only the last size is
+    /// drawn; keys that come meanwhile are handled and drawn with it. Bounded, so a resize
+    /// that never stops still lets a frame out.
+    async fn settle_resizes<B>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>>
+    where
+        B: Backend,
+        B::Error: Send + Sync + 'static,
+    {
+        let deadline = tokio::time::Instant::now() + RESIZE_SETTLE_MAX;
+        loop {
+            self.resized = false;
+            tokio::time::sleep(RESIZE_SETTLE).await;
+            if let Some(exit) = self.drain_input(io).await? {
+                return Ok(Some(exit));
+            }
+            if !self.resized || tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
         }
     }
 
@@ -244,6 +281,7 @@ impl Session {
                 }
                 _ => continue,
             };
+            self.resized |= matches!(msg, Msg::Resize { .. });
             let effects = update(&mut self.state, msg);
             if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
                 return Ok(Some(exit));

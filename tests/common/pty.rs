@@ -143,6 +143,40 @@ impl Pty {
         }
     }
 
+    /// How long until `needle` appears in what is written after the first `offset` bytes,
+    /// if it does within `timeout`.
+    pub fn time_to(&self, offset: usize, needle: &str, timeout: Duration) -> Option<Duration> {
+        let start = Instant::now();
+        loop {
+            let found = {
+                let out = self.output.lock().unwrap();
+                let tail = out.bytes.get(offset..).unwrap_or_default();
+                String::from_utf8_lossy(tail).contains(needle)
+            };
+            if found {
+                return Some(start.elapsed());
+            }
+            if start.elapsed() >= timeout {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Changes the terminal's size, as a window manager or tmux does: the kernel sends
+    /// SIGWINCH to the program (its foreground process group).
+    pub fn resize(&self, w: u16, h: u16) {
+        let size = libc::winsize {
+            ws_row: h,
+            ws_col: w,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let fd = self.master.as_ref().expect("the pty is open").as_raw_fd();
+        // SAFETY: TIOCSWINSZ reads one winsize.
+        assert_eq!(unsafe { libc::ioctl(fd, libc::TIOCSWINSZ, &size) }, 0);
+    }
+
     /// Closes the master side, as tmux does when its pane is closed: the program's terminal
     /// hangs up.
     pub fn close(&mut self) {
