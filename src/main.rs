@@ -9,17 +9,22 @@ use clap::{CommandFactory, Parser};
 
 use gpuwatch::cli::{Cli, Command};
 use gpuwatch::config::{self, Settings};
-use gpuwatch::launch;
+use gpuwatch::{launch, quiet_pipe};
 
 /// Exit code for bad input or an unusable GPU source (as opposed to 1 for runtime errors).
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
+    quiet_pipe::install();
     let cli = Cli::parse();
     if let Some(Command::Completions { shell }) = &cli.command {
-        let mut out = std::io::stdout();
-        clap_complete::generate(*shell, &mut Cli::command(), "gpuwatch", &mut out);
-        return ExitCode::SUCCESS;
+        // Into memory first: clap_complete panics when its writer fails (`| head -1`).
+        let mut script = Vec::new();
+        clap_complete::generate(*shell, &mut Cli::command(), "gpuwatch", &mut script);
+        return match quiet_pipe::write_stdout(&script) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&format!("writing the completion script: {e}"), 1),
+        };
     }
     // Names only (a value that is not UTF-8 must not stop us here); checked before the
     // config subcommands too, since a misspelt GPUWATCH_CONFIG would send them elsewhere.
@@ -66,6 +71,8 @@ fn main() -> ExitCode {
     if let Err(e) = color_eyre::install() {
         return fail(&e, 1);
     }
+    // color-eyre's hook replaced ours.
+    quiet_pipe::install();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -78,6 +85,8 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(gpuwatch::sampler::ABANDON_AFTER);
     match result {
         Ok(code) => code,
+        // The reader of our output had enough (`| head`): not an error.
+        Err(e) if e.chain().any(quiet_pipe::is_broken_pipe) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("{e:#}"), 1),
     }
 }

@@ -437,3 +437,37 @@ fn the_demo_opens_mid_story_with_every_warning_kind_and_the_host_load() {
     assert_eq!(host["load_average"].as_array().unwrap().len(), 3);
     assert_eq!(doc["schema_minor"], 2);
 }
+
+/// Hardening round 3 §19 (and "Instant and truthful" §5): a closed standard output
+/// (`| head -c 100`, `| head -1`) ends every output quietly with exit 0, as `yes | head`
+/// users expect. Before: a panic, a backtrace and exit 101. The pipe's reading end is
+/// closed before the program writes, so its first write fails for sure.
+#[test]
+fn a_closed_stdout_ends_every_output_quietly() {
+    for args in [
+        &["--demo", "--once", "--json"][..],
+        &["--demo", "--once"],
+        &["--demo", "pick", "-n", "1"],
+        &["completions", "zsh"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwatch"))
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", common::EMPTY_HOME)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).as_ref()
+            ),
+            (Some(0), ""),
+            "{args:?}"
+        );
+    }
+}
