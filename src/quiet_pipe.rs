@@ -12,10 +12,10 @@ use std::io;
 pub fn install() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if info
-            .payload_as_str()
-            .is_some_and(is_failed_print_to_closed_pipe)
-        {
+        let payload = info.payload();
+        let message = (payload.downcast_ref::<String>().map(String::as_str))
+            .or_else(|| payload.downcast_ref::<&str>().copied());
+        if message.is_some_and(is_failed_print_to_closed_pipe) {
             std::process::exit(0);
         }
         previous(info);
