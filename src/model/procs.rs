@@ -191,6 +191,10 @@ pub struct ProcTable {
     pub selected: Option<ProcKey>,
     /// Where the selection was, so it stays near there when its process exits.
     selected_index: usize,
+    /// The user has moved the selection (a key, a click). Until then the first row is the
+    /// selection whatever the rows' order, as the README promises: following the process
+    /// first listed in the opening samples showed the second row selected at start.
+    chosen: bool,
 }
 
 impl Default for ProcTable {
@@ -204,6 +208,7 @@ impl Default for ProcTable {
             dir: SortDir::Descending,
             selected: None,
             selected_index: 0,
+            chosen: false,
         }
     }
 }
@@ -273,12 +278,15 @@ impl ProcTable {
     }
 
     /// Finds the selected process again after the rows changed; if it is gone, selects
-    /// whatever now sits where it was. With nothing selected yet, the first row is: the
-    /// selection shows (and follows its process) from the first frame, so the footer says
-    /// which process `T` or Enter would act on before any key is pressed.
+    /// whatever now sits where it was. Until the user has chosen a row, the first row is
+    /// selected: the selection shows from the first frame, so the footer says which process
+    /// `T` or Enter would act on before any key is pressed.
     fn reselect(&mut self) {
-        let Some(key) = &self.selected else {
-            self.select_index(0);
+        let Some(key) = self.selected.as_ref().filter(|_| self.chosen) else {
+            self.place_selection(0);
+            if self.is_empty() {
+                self.selected = None;
+            }
             return;
         };
         let found = self.rows().position(|r| &r.key == key);
@@ -313,11 +321,22 @@ impl ProcTable {
         self.select_index(target);
     }
 
+    /// Selects the `i`th row shown, as the user chose it: from now on the selection
+    /// follows that process (PID + start time) wherever sorting moves it.
     pub fn select_index(&mut self, i: usize) {
-        if let Some(key) = self.row(i).map(|r| r.key.clone()) {
-            self.selected_index = i;
-            self.selected = Some(key);
+        if self.place_selection(i) {
+            self.chosen = true;
         }
+    }
+
+    /// Puts the selection on the `i`th row shown; false when there is no such row.
+    fn place_selection(&mut self, i: usize) -> bool {
+        let Some(key) = self.row(i).map(|r| r.key.clone()) else {
+            return false;
+        };
+        self.selected_index = i;
+        self.selected = Some(key);
+        true
     }
 
     pub fn select_last(&mut self) {

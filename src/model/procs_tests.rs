@@ -200,3 +200,28 @@ fn selection_clamps_when_rows_vanish() {
     t.move_selection(5);
     assert_eq!(t.selected_index(), None);
 }
+
+/// "Instant and truthful" §5: until the user moves the selection, the first row is the
+/// selection whatever the samples do to the order. Following the process first listed
+/// showed the demo's second row selected at start.
+#[test]
+fn the_first_row_stays_selected_until_the_user_chooses() {
+    let mut t = ProcTable::default();
+    let mut rows = vec![row(1, 0), row(2, 0)];
+    rows[0].vram = Some(Bytes(50));
+    rows[1].vram = Some(Bytes(10));
+    t.set_rows(rows.clone());
+    assert_eq!(t.selected_row().unwrap().key.pid, 1);
+    // The next sample puts pid 2 on top: the selection stays on the first row.
+    rows[1].vram = Some(Bytes(90));
+    t.set_rows(rows.clone());
+    assert_eq!(t.selected_index(), Some(0));
+    assert_eq!(t.selected_row().unwrap().key.pid, 2);
+    // Once chosen, it follows its process.
+    t.move_selection(1);
+    assert_eq!(t.selected_row().unwrap().key.pid, 1);
+    rows[0].vram = Some(Bytes(99));
+    t.set_rows(rows);
+    assert_eq!(t.selected_index(), Some(0));
+    assert_eq!(t.selected_row().unwrap().key.pid, 1);
+}
