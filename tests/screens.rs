@@ -291,3 +291,91 @@ fn throttle_reasons_and_nvml_details_show_in_the_panel_border() {
     find(&term, "PCIe 5×16 ↑1.");
     find(&term, "ECC 0 · MIG off");
 }
+
+/// Every number on screen with the character after it (`\n` at a line's end): a number cut
+/// short shows as a pair the whole screen never has (`62│` for 6251, `41.…` for 41.2G).
+fn number_contexts(text: &str) -> Vec<(String, char)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        // TestBackend writes each row in quotes.
+        let line: Vec<char> = line.trim_matches('"').chars().collect();
+        let mut i = 0;
+        while i < line.len() {
+            if !line[i].is_ascii_digit() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < line.len()
+                && (line[i].is_ascii_digit()
+                    || (line[i] == '.' && line.get(i + 1).is_some_and(char::is_ascii_digit)))
+            {
+                i += 1;
+            }
+            let next = line.get(i).copied().unwrap_or('\n');
+            out.push((line[start..i].iter().collect(), next));
+        }
+    }
+    out
+}
+
+/// "Instant and truthful" §2: at every width from 60 to 220 columns, every panel kind (full
+/// NVIDIA readings, MIG, AMD, Intel, all N/A, real zeros, lost) shows each number whole or
+/// not at all. Each number with the character after it must also be on the same screen
+/// drawn 400 columns wide, where nothing is cut. `clk 1354/62` (1354/6251 MHz) and
+/// `clk 2100/1300 MH` failed this.
+#[test]
+fn no_number_on_screen_is_ever_cut() {
+    let mixed = {
+        use gpuwatch::source::sim::{Scenario, SimClock, SimSource};
+        let source = SimSource::new(
+            1,
+            42,
+            Duration::from_secs(1),
+            SimClock::Virtual {
+                start: common::epoch(),
+            },
+        )
+        .with_scenario(Scenario::Mixed);
+        common::state_after(source, common::config(), 76, 400, 40)
+    };
+    let kinds = [
+        ("the mixed demo (NVIDIA, MIG, AMD, Intel)", mixed),
+        (
+            "absent, zero and lost readings",
+            absent_zero_lost_state(400, 40),
+        ),
+    ];
+    for (name, mut state) in kinds {
+        for h in [24, 40, 60] {
+            update(
+                &mut state,
+                Msg::Resize {
+                    width: 400,
+                    height: h,
+                },
+            );
+            let whole = number_contexts(&screen(&state, 400, h));
+            let mut cut = Vec::new();
+            for w in 60..=220 {
+                update(
+                    &mut state,
+                    Msg::Resize {
+                        width: w,
+                        height: h,
+                    },
+                );
+                for (number, next) in number_contexts(&screen(&state, w, h)) {
+                    // Cut short: `…` right after it, or a number at the edge of a panel or
+                    // of the screen that the wide screen does not show at all.
+                    let at_an_edge = "\n│┃║┐┓╗┘┛╝╮╯".contains(next);
+                    if next == '…' || (at_an_edge && !whole.iter().any(|(n, _)| *n == number)) {
+                        cut.push(format!("{w}x{h}: {number}{next}"));
+                    }
+                }
+            }
+            cut.dedup();
+            assert!(cut.is_empty(), "{name}: numbers cut short: {cut:?}");
+        }
+    }
+}

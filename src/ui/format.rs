@@ -1,6 +1,7 @@
 //! Turning readings into short human text: bytes, durations, temperatures, `N/A`.
 //! Pure string formatting; shared by the TUI and the plain-text `--once` output.
 
+use ratatui::text::Span;
 use std::borrow::Cow;
 use std::time::Duration;
 
@@ -165,6 +166,10 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// Cuts `s` to `width` characters, ending with `…` when something was cut. `…` never
+/// follows a digit: the digits (and decimal points) before the cut go too, so a cut
+/// number can never pass for a smaller one (`1354/62…` for 1354/6251, `--batch 5…` for
+/// 512): `1354/…`, `--batch …`.
 pub fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
         return s.to_string();
@@ -173,7 +178,32 @@ pub fn truncate(s: &str, width: usize) -> String {
         return String::new();
     }
     let mut out: String = s.chars().take(width - 1).collect();
+    let whole = out
+        .trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+        .len();
+    out.truncate(whole);
     out.push('…');
+    out
+}
+
+/// Cuts a line of spans to `width` characters, ending with `…` when something was cut;
+/// never inside a number (see [`truncate`]).
+pub fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    for span in spans {
+        let len = span.content.chars().count();
+        if used + len <= width {
+            used += len;
+            out.push(span);
+        } else {
+            let room = width.saturating_sub(used);
+            if room > 0 {
+                out.push(Span::styled(truncate(&span.content, room), span.style));
+            }
+            break;
+        }
+    }
     out
 }
 
@@ -235,6 +265,17 @@ pub fn pack(items: &[String], sep: &str, width: usize) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_cut_never_leaves_part_of_a_number() {
+        assert_eq!(truncate("clk 1354/6251 MHz", 12), "clk 1354/…");
+        assert_eq!(truncate("--batch 512", 10), "--batch …");
+        assert_eq!(truncate("alice 41.2G", 9), "alice …");
+        assert_eq!(truncate("Llama-3.1-8B", 11), "Llama-3.1-…");
+        assert_eq!(truncate("python train.py", 10), "python tr…");
+        assert_eq!(truncate("fits", 4), "fits");
+    }
+
     use super::*;
 
     #[test]

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Theme;
-use super::format::{NA, bar, bytes_short, gib, gpu_name, or_na, truncate};
+use super::format::{NA, bar, bytes_short, fit_spans, gib, gpu_name, or_na};
 use crate::layout::{Areas, gpu_rects, panel_rows};
 use crate::model::owners::{is_free, owners, unattributed};
 use crate::source::{GpuReading, GpuStatus};
@@ -70,7 +70,7 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
         rows.gauges,
     );
     frame.render_widget(
-        Paragraph::new(readings_line(state, g, theme)),
+        Paragraph::new(readings_line(state, g, inner.width as usize, theme)),
         rows.readings,
     );
     frame.render_widget(Paragraph::new(text.lines), rows.details);
@@ -163,52 +163,84 @@ fn gauge_line<'a>(g: &GpuReading, width: usize, theme: &Theme) -> Line<'a> {
     ])
 }
 
-fn readings_line<'a>(state: &State, g: &GpuReading, theme: &Theme) -> Line<'a> {
+/// Temperature, power, fan, P-state and clocks, each labelled, as many as fit in `width`:
+/// a field that does not fit is left out whole, never cut (`clk 1354/62` once showed
+/// 1354/6251 MHz). Unknown fields go first, then the least used.
+fn readings_line<'a>(state: &State, g: &GpuReading, width: usize, theme: &Theme) -> Line<'a> {
     let mut temp = temp_text(g);
     if let Some(s) = g.temperature_slowdown {
         temp += &format!(" (slow {})", s.0);
     }
+    let mut spans = vec![Span::styled(temp, temp_style(state, g, theme))];
+    for field in fitting_fields(reading_fields(g), width.saturating_sub(spans[0].width())) {
+        spans.push(Span::raw(format!("  {field}")));
+    }
+    Line::from(spans)
+}
+
+/// The readings after the temperature, in the order shown, each with how much it is
+/// worth keeping when space is short (higher stays longer; unknown readings are worth
+/// least: `N/A` tells less than a number).
+fn reading_fields(g: &GpuReading) -> Vec<(String, u8)> {
+    let known = |present: bool, worth: u8| if present { worth } else { 0 };
     let power = match (g.power, g.power_limit) {
         (Some(p), Some(l)) => format!("{:.0}/{:.0} W", p.0, l.0),
         (Some(p), None) => format!("{:.0} W", p.0),
         // `N/A/300 W` read as a garbled fraction: an unknown draw beside a known limit.
         (None, Some(l)) => format!("{NA} (limit {:.0} W)", l.0),
-        (None, None) => format!("{NA} W"),
+        (None, None) => format!("power {NA}"),
     };
-    let rest = format!(
-        "  {power}  fan {}  {}  clk {}/{} MHz",
-        or_na(g.fan, |f| format!("{}%", f.0)),
-        or_na(g.pstate, |p| format!("P{p}")),
-        or_na(g.sm_clock, |c| c.0.to_string()),
-        or_na(g.memory_clock, |c| c.0.to_string()),
-    );
-    Line::from(vec![
-        Span::styled(temp, temp_style(state, g, theme)),
-        Span::raw(rest),
-    ])
+    // SM and memory clocks, labelled: `clk 2100/1300` read as current/max.
+    let clocks = match (g.sm_clock, g.memory_clock) {
+        (None, None) => format!("clocks {NA}"),
+        (sm, mem) => format!(
+            "sm {} mem {} MHz",
+            or_na(sm, |c| c.0.to_string()),
+            or_na(mem, |c| c.0.to_string())
+        ),
+    };
+    // Labelled even when unknown: a bare `N/A` between two fields said nothing.
+    let fan = g
+        .fan
+        .map_or(format!("fan {NA}"), |f| format!("fan {}%", f.0));
+    let pstate = g
+        .pstate
+        .map_or(format!("P-state {NA}"), |p| format!("P{p}"));
+    vec![
+        (power, known(g.power.is_some(), 5)),
+        (fan, known(g.fan.is_some(), 3)),
+        (pstate, known(g.pstate.is_some(), 2)),
+        (
+            clocks,
+            known(g.sm_clock.is_some() || g.memory_clock.is_some(), 4),
+        ),
+    ]
+}
+
+/// The fields (in their order) that fit in `room` characters, two spaces before each,
+/// leaving out the least worth first.
+fn fitting_fields(fields: Vec<(String, u8)>, room: usize) -> Vec<String> {
+    let cost = |f: &(String, u8)| 2 + f.0.chars().count();
+    let mut kept: Vec<bool> = vec![true; fields.len()];
+    let mut used: usize = fields.iter().map(cost).sum();
+    let mut by_worth: Vec<usize> = (0..fields.len()).collect();
+    // Least worth first; among equals, the later field goes first.
+    by_worth.sort_by_key(|&i| (fields[i].1, std::cmp::Reverse(i)));
+    for i in by_worth {
+        if used <= room {
+            break;
+        }
+        kept[i] = false;
+        used -= cost(&fields[i]);
+    }
+    fields
+        .into_iter()
+        .zip(kept)
+        .filter_map(|(f, keep)| keep.then_some(f.0))
+        .collect()
 }
 
 // ---- shared pieces -------------------------------------------------------------------
-
-/// Cuts a line of spans to `width` characters, ending with `…` when something was cut.
-fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
-    let mut out = Vec::new();
-    let mut used = 0;
-    for span in spans {
-        let len = span.content.chars().count();
-        if used + len <= width {
-            used += len;
-            out.push(span);
-        } else {
-            let room = width.saturating_sub(used);
-            if room > 0 {
-                out.push(Span::styled(truncate(&span.content, room), span.style));
-            }
-            break;
-        }
-    }
-    out
-}
 
 fn short_name(name: &str) -> &str {
     name.strip_prefix("NVIDIA ").unwrap_or(name)

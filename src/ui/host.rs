@@ -26,6 +26,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     if width > area.width as usize && state.model.host().load.cpus.is_some() {
         spans.pop();
     }
+    let spans = super::format::fit_spans(spans, area.width as usize);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

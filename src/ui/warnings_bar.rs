@@ -27,11 +27,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
                 Severity::Critical => (" CRIT ", theme.critical_badge, theme.critical),
                 Severity::Warning => (" WARN ", theme.warning_badge, theme.warning),
             };
-            Line::from(vec![
+            let spans = vec![
                 Span::styled(badge, badge_style),
                 Span::raw(" "),
                 Span::styled(super::text::warning_line(w), text_style),
-            ])
+            ];
+            Line::from(super::format::fit_spans(spans, area.width as usize))
         })
         .collect();
     if total > shown {
