@@ -346,3 +346,36 @@ fn the_extra_gpus_change_nothing_of_the_default_story() {
         assert_eq!(a.processes, theirs);
     }
 }
+
+/// "Instant and truthful" §5: in the per-user view a GPU% nobody could measure (the MIG
+/// instances' processes) is `N/A`, or `N%+` beside known ones, never summed as 0 %.
+#[test]
+fn the_per_user_view_never_counts_an_unknown_gpu_percent_as_zero() {
+    use gpuwatch::state::Action;
+    let mut state = mixed_state(1, 120, 40);
+    update(&mut state, Msg::Action(Action::ToggleUsers));
+    let rows = state.model.user_rows();
+    let text = screen(&state, 120, 40);
+    let line_of = |job: &str| text.lines().find(|l| l.contains(job)).unwrap().to_string();
+    // A job whose processes all run on MIG instances: nothing known.
+    let unknown = rows
+        .iter()
+        .find(|u| u.job.is_some() && u.gpu_util.unknown == u.processes)
+        .expect("a job on MIG instances only");
+    assert_eq!(unknown.gpu_util.known, 0);
+    let line = line_of(unknown.job.as_deref().unwrap());
+    assert!(line.contains("N/A") && !line.contains(" 0%"), "{line}");
+    // A user with a MIG process beside a measured one: at least the known sum.
+    let partial = rows
+        .iter()
+        .find(|u| u.job.is_none() && u.gpu_util.unknown > 0 && u.gpu_util.unknown < u.processes)
+        .expect("a user with a MIG process beside a measured one");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start_matches('"').starts_with(&partial.user))
+        .unwrap();
+    assert!(
+        line.contains(&format!("{}%+", partial.gpu_util.known)),
+        "{line}"
+    );
+}

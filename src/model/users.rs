@@ -11,6 +11,25 @@ use crate::units::Bytes;
 
 use super::activity::IDLE_MAX_UTIL;
 
+/// A sum over processes some of whose values may be unknown: absent is not zero, so the
+/// unknown ones are counted, not added as 0.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Total<T> {
+    /// The sum of the values that are known.
+    pub known: T,
+    /// How many values were unknown.
+    pub unknown: usize,
+}
+
+impl<T: std::ops::Add<Output = T> + Copy> Total<T> {
+    fn add(&mut self, value: Option<T>) {
+        match value {
+            Some(v) => self.known = self.known + v,
+            None => self.unknown += 1,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserRow {
     /// The user name, or `pid N` style placeholder for processes we cannot attribute.
@@ -22,10 +41,12 @@ pub struct UserRow {
     /// (GPU index, GPU instance id) of the MIG instances this user's processes run on,
     /// ascending: the view writes `0/1` for those, as the process table does.
     pub instances: Vec<(u32, u32)>,
-    pub vram: Bytes,
+    /// The processes' VRAM: what is known, and how many processes' is not.
+    pub vram: Total<Bytes>,
     pub processes: usize,
-    /// Sum of the processes' GPU%; unknown values count as zero.
-    pub gpu_util: u32,
+    /// The processes' GPU%, summed: unknown values (MIG, AMD, Intel) are counted apart,
+    /// never as zero.
+    pub gpu_util: Total<u32>,
     /// The longest-running of the user's processes.
     pub longest: Option<Duration>,
     /// VRAM this user holds on GPUs that are idle right now.
@@ -63,7 +84,8 @@ pub fn summarize(rows: &[ProcRow], gpus: &[GpuReading]) -> Vec<UserRow> {
     }
     let largest = |a: &UserRow, b: &UserRow| {
         b.vram
-            .cmp(&a.vram)
+            .known
+            .cmp(&a.vram.known)
             .then_with(|| a.user.cmp(&b.user))
             .then_with(|| a.job.cmp(&b.job))
     };
@@ -90,9 +112,9 @@ fn empty(user: &str, job: Option<String>) -> UserRow {
         job,
         gpus: Vec::new(),
         instances: Vec::new(),
-        vram: Bytes(0),
+        vram: Total::default(),
         processes: 0,
-        gpu_util: 0,
+        gpu_util: Total::default(),
         longest: None,
         idle_vram: Bytes(0),
     }
@@ -107,12 +129,11 @@ fn add(entry: &mut UserRow, row: &ProcRow, idle: bool) {
     {
         entry.instances.push((row.gpu_index, gi));
     }
-    let vram = row.vram.unwrap_or_default();
-    entry.vram = entry.vram + vram;
+    entry.vram.add(row.vram);
     entry.processes += 1;
-    entry.gpu_util += row.gpu_util.unwrap_or(0);
+    entry.gpu_util.add(row.gpu_util);
     entry.longest = entry.longest.max(row.elapsed);
-    if idle {
+    if idle && let Some(vram) = row.vram {
         entry.idle_vram = entry.idle_vram + vram;
     }
 }

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Row, Table, TableState};
 
 use super::Theme;
 use super::format::{bytes_short, elapsed};
-use crate::model::users::UserRow;
+use crate::model::users::{Total, UserRow};
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
@@ -67,6 +67,18 @@ fn header(theme: &Theme) -> Row<'static> {
     )
 }
 
+/// A total over `count` processes: `N/A` when none is known, `40%+` when only some are
+/// (at least that much), the plain sum when all are.
+fn total_text<T: Copy>(t: Total<T>, count: usize, show: impl Fn(T) -> String) -> String {
+    if t.unknown >= count {
+        super::format::NA.to_string()
+    } else if t.unknown > 0 {
+        format!("{}+", show(t.known))
+    } else {
+        show(t.known)
+    }
+}
+
 /// One user's (or one of their jobs') row; the current user's rows are highlighted and
 /// idle VRAM stands out when there is any.
 fn user_row(state: &State, u: &UserRow, theme: &Theme) -> Row<'static> {
@@ -85,9 +97,9 @@ fn user_row(state: &State, u: &UserRow, theme: &Theme) -> Row<'static> {
     Row::new(vec![
         Line::from(who),
         Line::from(gpus.join(",")),
-        Line::from(bytes_short(u.vram)).right_aligned(),
+        Line::from(total_text(u.vram, u.processes, bytes_short)).right_aligned(),
         Line::from(u.processes.to_string()).right_aligned(),
-        Line::from(format!("{}%", u.gpu_util)).right_aligned(),
+        Line::from(total_text(u.gpu_util, u.processes, |p| format!("{p}%"))).right_aligned(),
         Line::from(u.longest.map(elapsed).unwrap_or_default()).right_aligned(),
         Line::styled(bytes_short(u.idle_vram), idle_style).right_aligned(),
     ])
