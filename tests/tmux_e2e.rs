@@ -26,18 +26,24 @@ fn every_key_is_drawn_at_once_at_a_long_interval() {
         // Down and up again: each moves the selection, so each changes the screen.
         let key: &[u8] = if i % 2 == 0 { b"j" } else { b"k" };
         let sent = pty.write(key);
-        seen.push(pty.first_output_after(sent, limit));
+        seen.push(pty.first_output_after(sent, Duration::from_secs(1)));
         std::thread::sleep(
             (sent + Duration::from_millis(300)).saturating_duration_since(Instant::now()),
         );
     }
+    // Each key within 150 ms; one of the ten may take up to a second, since CI runs this
+    // beside other tests on two cores (seen once at 153 ms under a load of 7). The defect
+    // this guards against leaves keys for the next sample: 15 s here.
     let late: Vec<_> = seen
         .iter()
         .enumerate()
         .filter(|(_, d)| d.is_none_or(|d| d > limit))
         .collect();
+    let very_late = late
+        .iter()
+        .any(|(_, d)| d.is_none_or(|d| d > Duration::from_secs(1)));
     assert!(
-        late.is_empty(),
+        late.len() <= 1 && !very_late,
         "keys drawn late or never (key, delay): {late:?}; all: {seen:?}"
     );
     let mut pty = pty;
