@@ -180,3 +180,69 @@ fn the_service_monitor_keeps_workload_labels_and_can_be_selected() {
         "{text}"
     );
 }
+
+/// Kubernetes versions the manifests must validate against: the oldest kubernetes-validate
+/// 1.37.0 (what .ci/run installs) carries, one in the middle, and its newest.
+const KUBERNETES_VERSIONS: &[&str] = &["1.25", "1.30", "1.37"];
+/// Kinds with no schema in kubernetes-validate: the Prometheus Operator's CRDs. Any other
+/// "Couldn't find schema" (a misspelt apiVersion, say) fails the test.
+const CRD_KINDS: &[&str] = &["ServiceMonitor", "PrometheusRule"];
+
+/// `kubernetes-validate --strict` (unknown fields are errors) on the files: its verdict and
+/// what it said.
+fn kubernetes_validate(version: &str, files: &[std::path::PathBuf]) -> (bool, String) {
+    let out = std::process::Command::new("kubernetes-validate")
+        .args(["--strict", "-k", version])
+        .args(files)
+        .output()
+        .expect("run kubernetes-validate");
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said.into_owned())
+}
+
+#[test]
+fn every_manifest_validates_against_the_kubernetes_schemas() {
+    if crate::serve_support::skip_without("kubernetes-validate", "the Kubernetes manifests") {
+        return;
+    }
+    let dir = std::path::Path::new(super::ROOT).join("deploy/kubernetes");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    let docs: Vec<Value> = files
+        .iter()
+        .flat_map(|f| super::documents(f.strip_prefix(super::ROOT).unwrap().to_str().unwrap()))
+        .collect();
+    let core = docs
+        .iter()
+        .filter(|d| !CRD_KINDS.iter().any(|k| d["kind"] == *k))
+        .count();
+    assert!(core >= 3, "{files:?}");
+    for version in KUBERNETES_VERSIONS {
+        let (ok, said) = kubernetes_validate(version, &files);
+        assert!(ok, "Kubernetes {version}:\n{said}");
+        let passed = said
+            .lines()
+            .filter(|l| l.contains(" passed for resource "))
+            .count();
+        assert_eq!(passed, core, "Kubernetes {version}:\n{said}");
+        for line in said.lines().filter(|l| l.contains("Couldn't find schema")) {
+            assert!(
+                CRD_KINDS
+                    .iter()
+                    .any(|k| line.contains(&format!("kind {k} "))),
+                "Kubernetes {version}: {line}"
+            );
+        }
+    }
+    // The control: one misspelt field, and the same check fails.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("gpuwatch.yaml");
+    let text = super::read(MANIFEST).replace("hostPID: true", "hostPid: true");
+    std::fs::write(&bad, text).unwrap();
+    let (ok, said) = kubernetes_validate(KUBERNETES_VERSIONS[0], &[bad]);
+    assert!(!ok && said.contains("'hostPid' was unexpected"), "{said}");
+}
