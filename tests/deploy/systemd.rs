@@ -3,6 +3,8 @@
 //! metrics; the listen address is set in one place; `systemd-analyze verify` passes and
 //! `security --offline` scores below a threshold. Reads the unit file; changes nothing.
 
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -21,12 +23,14 @@ const MAX_EXPOSURE: u32 = 30;
 struct Service {
     exec_start: Vec<String>,
     environment: Vec<(String, String)>,
+    /// Every other `Key=value` line, in order.
+    settings: Vec<(String, String)>,
 }
 
 impl Service {
     fn parse(text: &str) -> Service {
         let mut section = "";
-        let (mut exec_start, mut environment) = (None, Vec::new());
+        let (mut exec_start, mut environment, mut settings) = (None, Vec::new(), Vec::new());
         for line in text.lines().map(str::trim) {
             if line.starts_with('[') {
                 section = line;
@@ -45,12 +49,22 @@ impl Service {
                     let (k, v) = pair.split_once('=').expect("Environment=NAME=VALUE");
                     environment.push((k.to_string(), v.to_string()));
                 }
+            } else if let Some((k, v)) = line.split_once('=') {
+                settings.push((k.to_string(), expand(v)));
             }
         }
         Service {
             exec_start: exec_start.expect("an ExecStart line"),
             environment,
+            settings,
         }
+    }
+
+    fn setting(&self, key: &str) -> Option<&str> {
+        let mut found = self.settings.iter().filter(|(k, _)| k == key);
+        let value = found.next().map(|(_, v)| v.as_str());
+        assert!(found.next().is_none(), "{key} set twice in {UNIT}");
+        value
     }
 
     fn env(&self, name: &str) -> Option<&str> {
@@ -104,11 +118,15 @@ fn fake_driver() -> tempfile::TempDir {
 /// Runs the unit's ExecStart with the unit's Environment (and what systemd itself sets for a
 /// DynamicUser: HOME=/), changing one thing: GPUWATCH_LISTEN becomes 127.0.0.1:PORT on a free
 /// port, because a test must not open an exporter on every interface of a shared machine
-/// and 9445 may be taken there.
-fn start(service: &Service, driver: &Path, port: u16) -> Child {
+/// and 9445 may be taken there. `under` runs it under another program (strace) first.
+fn start(service: &Service, driver: &Path, port: u16, under: &[&OsStr]) -> Child {
     let (program, args) = service.exec_start.split_first().unwrap();
     assert_eq!(program, INSTALLED, "the install steps put the binary there");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuwatch"));
+    let binary = OsStr::new(env!("CARGO_BIN_EXE_gpuwatch"));
+    let mut cmd = Command::new(under.first().unwrap_or(&binary));
+    if !under.is_empty() {
+        cmd.args(&under[1..]).arg(binary);
+    }
     cmd.args(args)
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -124,11 +142,27 @@ fn start(service: &Service, driver: &Path, port: u16) -> Child {
     cmd.spawn().expect("spawn the unit's ExecStart")
 }
 
-/// Killed when dropped, pass or fail.
+/// Killed when dropped, pass or fail, with its children first: a process strace traces
+/// outlives a killed strace.
 struct Running(Child);
+
+impl Running {
+    fn children(&self) -> Vec<libc::pid_t> {
+        let pid = self.0.id();
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+}
 
 impl Drop for Running {
     fn drop(&mut self) {
+        for child in self.children() {
+            // SAFETY: kill(2) on a child of the process this test started.
+            unsafe { libc::kill(child, libc::SIGKILL) };
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -163,7 +197,7 @@ fn a_fresh_install_starts_the_units_own_exec_start_and_serves_nvml_metrics() {
     }
     let driver = fake_driver();
     let port = free_port();
-    let mut child = Running(start(&service, driver.path(), port));
+    let mut child = Running(start(&service, driver.path(), port, &[]));
     ready_or_exit(&mut child, port).unwrap_or_else(|e| panic!("the unit does not start: {e}"));
     let metrics = request(([127, 0, 0, 1], port).into(), "GET", "/metrics").unwrap();
     assert_eq!(metrics.status, 200);
@@ -190,7 +224,7 @@ fn naming_an_absent_config_file_would_fail_the_same_start() {
     assert!(config_file(&service).is_some_and(|f| !f.exists()));
     let driver = fake_driver();
     let port = free_port();
-    let mut child = Running(start(&service, driver.path(), port));
+    let mut child = Running(start(&service, driver.path(), port, &[]));
     let err = ready_or_exit(&mut child, port).expect_err("an absent named file is refused");
     assert!(
         err.contains("exit status: 2") && err.contains("GPUWATCH_CONFIG"),
@@ -281,4 +315,80 @@ fn the_systemd_unit_is_hardened_below_the_exposure_threshold() {
         .unwrap()
         .status;
     assert!(!status.success(), "the threshold check is live");
+}
+
+/// The system calls a `SystemCallFilter=` allow list lets through, its @groups expanded as
+/// this machine's systemd defines them.
+fn allowed_calls(list: &str, out: &mut BTreeSet<String>) {
+    for item in list.split_whitespace() {
+        assert!(
+            !item.starts_with('~'),
+            "{UNIT}: a deny list is not checked here"
+        );
+        if !out.insert(item.to_string()) || !item.starts_with('@') {
+            continue;
+        }
+        let shown = Command::new("systemd-analyze")
+            .args(["syscall-filter", item])
+            .output()
+            .unwrap();
+        // The group's name, then its members indented (comments start with #).
+        let text = String::from_utf8(shown.stdout).unwrap();
+        let members: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(' '))
+            .map(str::trim)
+            .filter(|m| !m.is_empty() && !m.starts_with('#'))
+            .collect();
+        assert!(!members.is_empty(), "systemd-analyze knows no {item}");
+        allowed_calls(&members.join(" "), out);
+    }
+}
+
+/// systemd kills a service that makes a call outside its SystemCallFilter (SIGSYS), which no
+/// test outside systemd would see: run the unit's ExecStart under strace through start-up,
+/// scrapes (plain and gzip) and a SIGTERM shutdown, and check every call it made is allowed.
+/// On the fake NVML: the real driver's library also calls ioctl and mmap, both allowed.
+#[test]
+fn the_system_call_filter_allows_every_call_the_exporter_makes() {
+    if skip_without("strace", "the unit's system-call filter")
+        || skip_without("systemd-analyze", "the unit's system-call filter")
+    {
+        return;
+    }
+    let service = unit();
+    let mut allowed = BTreeSet::new();
+    allowed_calls(service.setting("SystemCallFilter").unwrap(), &mut allowed);
+    let driver = fake_driver();
+    let trace = driver.path().join("trace");
+    let under = [OsStr::new("strace"), OsStr::new("-f"), OsStr::new("-qq")];
+    let under = [&under[..], &[OsStr::new("-o"), trace.as_os_str()]].concat();
+    let port = free_port();
+    let mut strace = Running(start(&service, driver.path(), port, &under));
+    ready_or_exit(&mut strace, port).unwrap_or_else(|e| panic!("no start under strace: {e}"));
+    let addr = ([127, 0, 0, 1], port).into();
+    assert_eq!(request(addr, "GET", "/metrics").unwrap().status, 200);
+    let gzip = [("Accept-Encoding", "gzip")];
+    let zipped = crate::serve_support::request_with(addr, "GET", "/metrics", &gzip).unwrap();
+    assert_eq!(zipped.status, 200);
+    // SIGTERM to gpuwatch itself (strace's child), for the shutdown path; strace follows.
+    let child = strace.children()[0];
+    // SAFETY: kill(2) on the process strace started for this test and still traces.
+    assert_eq!(unsafe { libc::kill(child, libc::SIGTERM) }, 0);
+    wait_until("strace to exit", STARTUP, || strace.0.try_wait().unwrap());
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let used: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
+        .filter_map(|call| call.split_once('(').map(|(name, _)| name))
+        .filter(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .collect();
+    assert!(used.len() > 20 && used.contains("accept4"), "{used:?}");
+    let refused: Vec<&&str> = used.iter().filter(|c| !allowed.contains(**c)).collect();
+    assert!(
+        refused.is_empty(),
+        "SystemCallFilter would kill gpuwatch at {refused:?}"
+    );
 }
