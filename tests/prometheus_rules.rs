@@ -20,8 +20,9 @@ const RULES: &str = "gpuwatch-alerts.yml";
 const TESTS: &str = "gpuwatch-alerts.test.yml";
 const OPERATOR_RULES: &str = "deploy/kubernetes/gpuwatch-rules.yaml";
 const RUNBOOK: &str = "docs/alerts.md";
-/// Where every runbook_url points (the repository named in Cargo.toml), then `#anchor`.
-const RUNBOOK_URL: &str = "https://github.com/gpuwatch/gpuwatch/blob/main/docs/alerts.md#";
+/// Where every runbook_url points: docs/alerts.md in the repository Cargo.toml names (so
+/// changing that address fails this test until the rules follow), then `#anchor`.
+const RUNBOOK_URL: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/alerts.md#");
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
