@@ -1,7 +1,7 @@
 //! The deployment files in deploy/ stay true to the binary: the Grafana dashboard is valid
 //! JSON and every metric its queries name is in `serve --demo`'s output; the Kubernetes
 //! manifests work as shipped (deploy/kubernetes.rs); the systemd unit starts and is
-//! hardened (deploy/systemd.rs); the Prometheus scrape config passes `promtool check
+//! hardened (deploy/systemd*.rs); the Prometheus scrape config passes `promtool check
 //! config`; the Dockerfile is multi-stage, non-root and asks only for NVML's capability. A missing tool skips its check with a
 //! message, and fails it under CI=true.
 
@@ -11,6 +11,8 @@ mod kubernetes;
 mod serve_support;
 #[path = "deploy/systemd.rs"]
 mod systemd;
+#[path = "deploy/systemd_hardening.rs"]
+mod systemd_hardening;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,26 +1,20 @@
 //! deploy/systemd/gpuwatch.service as an admin installs it: its own ExecStart, with its own
 //! Environment, starts on a fresh install (no /etc/gpuwatch) on the fake NVML and serves
-//! metrics; the listen address is set in one place; `systemd-analyze verify` passes and
-//! `security --offline` scores below a threshold. Reads the unit file; changes nothing.
+//! metrics; the optional config file is read; the listen address is set in one place. Also
+//! the unit's parsing and running, for systemd_hardening.rs. Reads the unit; changes nothing.
 
-use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::serve_support::{STARTUP, free_port, request, skip_without, wait_until};
+use crate::serve_support::{STARTUP, free_port, request, wait_until};
 
-const UNIT: &str = "deploy/systemd/gpuwatch.service";
+pub(super) const UNIT: &str = "deploy/systemd/gpuwatch.service";
 /// Where the unit's ExecStart expects the binary (the install steps put it there).
-const INSTALLED: &str = "/usr/local/bin/gpuwatch";
-/// `systemd-analyze security`'s exposure in tenths, as `--threshold` takes it: 0 (locked
-/// down) to 100 (none). The unit scores 22 (printed as 2.2); the slack is for systemd
-/// versions that weigh a setting differently. Without hardening a unit scores about 92.
-const MAX_EXPOSURE: u32 = 30;
-
+pub(super) const INSTALLED: &str = "/usr/local/bin/gpuwatch";
 /// The `[Service]` settings a test needs, with systemd's specifiers expanded as for a
 /// system unit.
-struct Service {
+pub(super) struct Service {
     exec_start: Vec<String>,
     environment: Vec<(String, String)>,
     /// Every other `Key=value` line, in order.
@@ -60,7 +54,7 @@ impl Service {
         }
     }
 
-    fn setting(&self, key: &str) -> Option<&str> {
+    pub(super) fn setting(&self, key: &str) -> Option<&str> {
         let mut found = self.settings.iter().filter(|(k, _)| k == key);
         let value = found.next().map(|(_, v)| v.as_str());
         assert!(found.next().is_none(), "{key} set twice in {UNIT}");
@@ -86,7 +80,7 @@ fn expand(value: &str) -> String {
     out
 }
 
-fn unit() -> Service {
+pub(super) fn unit() -> Service {
     Service::parse(&super::read(UNIT))
 }
 
@@ -103,7 +97,7 @@ fn config_file(service: &Service) -> Option<PathBuf> {
 /// A folder holding the fake NVML as `libnvidia-ml.so.1` and its scenario beside it: on
 /// `LD_LIBRARY_PATH` it stands in for the driver's library, so the ExecStart runs unchanged
 /// (no `--nvml-lib`) and loads NVML as it would on a GPU node.
-fn fake_driver() -> tempfile::TempDir {
+pub(super) fn fake_driver() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
         crate::common::fake_lib(),
@@ -119,7 +113,7 @@ fn fake_driver() -> tempfile::TempDir {
 /// DynamicUser: HOME=/), changing one thing: GPUWATCH_LISTEN becomes 127.0.0.1:PORT on a free
 /// port, because a test must not open an exporter on every interface of a shared machine
 /// and 9445 may be taken there. `under` runs it under another program (strace) first.
-fn start(service: &Service, driver: &Path, port: u16, under: &[&OsStr]) -> Child {
+pub(super) fn start(service: &Service, driver: &Path, port: u16, under: &[&OsStr]) -> Child {
     let (program, args) = service.exec_start.split_first().unwrap();
     assert_eq!(program, INSTALLED, "the install steps put the binary there");
     let binary = OsStr::new(env!("CARGO_BIN_EXE_gpuwatch"));
@@ -144,10 +138,10 @@ fn start(service: &Service, driver: &Path, port: u16, under: &[&OsStr]) -> Child
 
 /// Killed when dropped, pass or fail, with its children first: a process strace traces
 /// outlives a killed strace.
-struct Running(Child);
+pub(super) struct Running(pub(super) Child);
 
 impl Running {
-    fn children(&self) -> Vec<libc::pid_t> {
+    pub(super) fn children(&self) -> Vec<libc::pid_t> {
         let pid = self.0.id();
         std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
             .unwrap_or_default()
@@ -169,7 +163,7 @@ impl Drop for Running {
 }
 
 /// Until /-/ready says 200, or the process exits: then its status and stderr.
-fn ready_or_exit(child: &mut Running, port: u16) -> Result<(), String> {
+pub(super) fn ready_or_exit(child: &mut Running, port: u16) -> Result<(), String> {
     let addr = ([127, 0, 0, 1], port).into();
     wait_until("the unit's exporter to be ready or exit", STARTUP, || {
         if let Some(status) = child.0.try_wait().unwrap() {
@@ -232,6 +226,56 @@ fn naming_an_absent_config_file_would_fail_the_same_start() {
     );
 }
 
+/// The config example docs/deploy.md tells the admin to write (its heredoc).
+fn documented_config() -> String {
+    let doc = super::read("docs/deploy.md");
+    let start = doc
+        .find("<<'EOF'\n")
+        .expect("a config example in docs/deploy.md")
+        + 8;
+    let len = doc[start..].find("\nEOF\n").unwrap();
+    doc[start..=start + len].to_string()
+}
+
+/// With /etc/gpuwatch/config.toml present, the service reads it (the documented example
+/// turns on per-process series), and a `listen` in it does not move the exporter: the
+/// unit's GPUWATCH_LISTEN wins, as docs/deploy.md says. XDG_CONFIG_HOME is pointed at a
+/// temporary folder standing in for /etc, which a test must not write.
+#[test]
+fn the_optional_config_file_is_read_and_the_units_listen_address_wins() {
+    let example = documented_config();
+    let sets_listen = example
+        .lines()
+        .any(|l| l.trim_start().starts_with("listen"));
+    assert!(!sets_listen, "the example must not set listen");
+    let etc = tempfile::tempdir().unwrap();
+    let ignored_port = free_port();
+    let file = example.replacen(
+        "[serve]\n",
+        &format!("[serve]\nlisten = \"127.0.0.1:{ignored_port}\"\n"),
+        1,
+    );
+    std::fs::create_dir(etc.path().join("gpuwatch")).unwrap();
+    std::fs::write(etc.path().join("gpuwatch/config.toml"), file).unwrap();
+    let mut service = unit();
+    for (k, v) in &mut service.environment {
+        if k == "XDG_CONFIG_HOME" {
+            *v = etc.path().to_str().unwrap().to_string();
+        }
+    }
+    let driver = fake_driver();
+    let port = free_port();
+    let mut child = Running(start(&service, driver.path(), port, &[]));
+    ready_or_exit(&mut child, port).unwrap_or_else(|e| panic!("the unit does not start: {e}"));
+    let metrics = request(([127, 0, 0, 1], port).into(), "GET", "/metrics").unwrap();
+    assert!(
+        metrics.body.contains("\ngpuwatch_process_series_left_out "),
+        "{}",
+        metrics.body
+    );
+    assert!(request(([127, 0, 0, 1], ignored_port).into(), "GET", "/metrics").is_err());
+}
+
 /// The address lives in GPUWATCH_LISTEN only: a `--listen` on ExecStart would silently beat
 /// it (and any config file's `[serve] listen`), which is what the unit used to do.
 #[test]
@@ -249,146 +293,4 @@ fn the_listen_address_is_set_in_one_place_on_the_default_port() {
         "Prometheus scrapes from elsewhere"
     );
     assert_eq!(addr.port(), gpuwatch::config::DEFAULT_PORT);
-}
-
-/// The unit with ExecStart pointed at the binary under test (verify checks that it exists).
-fn unit_for_analyze() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gpuwatch.service");
-    let text = super::read(UNIT).replace(INSTALLED, env!("CARGO_BIN_EXE_gpuwatch"));
-    std::fs::write(&path, text).unwrap();
-    (dir, path)
-}
-
-#[test]
-fn the_systemd_unit_verifies() {
-    if skip_without("systemd-analyze", "the systemd unit") {
-        return;
-    }
-    let (_dir, path) = unit_for_analyze();
-    let out = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
-    // Outside a booted systemd (a container), verify still checks the unit and says so.
-    assert!(out.status.success(), "{said}");
-    assert!(!said.contains("gpuwatch.service:"), "{said}");
-}
-
-#[test]
-fn the_systemd_unit_is_hardened_below_the_exposure_threshold() {
-    if skip_without("systemd-analyze", "the unit's hardening") {
-        return;
-    }
-    let (_dir, path) = unit_for_analyze();
-    let out = Command::new("systemd-analyze")
-        .args(["security", "--offline=yes", "--no-pager"])
-        .arg(format!("--threshold={MAX_EXPOSURE}"))
-        .arg(&path)
-        .output()
-        .unwrap();
-    // The table goes to stdout, the overall line to stderr (systemd 252).
-    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    let score = said
-        .lines()
-        .find_map(|l| l.split("gpuwatch.service: ").nth(1))
-        .unwrap_or_else(|| panic!("no overall exposure in:\n{said}"));
-    eprintln!("systemd-analyze security: {score}");
-    assert!(
-        out.status.success(),
-        "exposure above {MAX_EXPOSURE}/10:\n{said}"
-    );
-    // The control: the same check fails a unit with none of the hardening.
-    let bare_path = path.with_file_name("bare.service");
-    let bare = format!(
-        "[Service]\nExecStart={} serve\n",
-        env!("CARGO_BIN_EXE_gpuwatch")
-    );
-    std::fs::write(&bare_path, bare).unwrap();
-    let status = Command::new("systemd-analyze")
-        .args(["security", "--offline=yes", "--no-pager"])
-        .arg(format!("--threshold={MAX_EXPOSURE}"))
-        .arg(&bare_path)
-        .output()
-        .unwrap()
-        .status;
-    assert!(!status.success(), "the threshold check is live");
-}
-
-/// The system calls a `SystemCallFilter=` allow list lets through, its @groups expanded as
-/// this machine's systemd defines them.
-fn allowed_calls(list: &str, out: &mut BTreeSet<String>) {
-    for item in list.split_whitespace() {
-        assert!(
-            !item.starts_with('~'),
-            "{UNIT}: a deny list is not checked here"
-        );
-        if !out.insert(item.to_string()) || !item.starts_with('@') {
-            continue;
-        }
-        let shown = Command::new("systemd-analyze")
-            .args(["syscall-filter", item])
-            .output()
-            .unwrap();
-        // The group's name, then its members indented (comments start with #).
-        let text = String::from_utf8(shown.stdout).unwrap();
-        let members: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with(' '))
-            .map(str::trim)
-            .filter(|m| !m.is_empty() && !m.starts_with('#'))
-            .collect();
-        assert!(!members.is_empty(), "systemd-analyze knows no {item}");
-        allowed_calls(&members.join(" "), out);
-    }
-}
-
-/// systemd kills a service that makes a call outside its SystemCallFilter (SIGSYS), which no
-/// test outside systemd would see: run the unit's ExecStart under strace through start-up,
-/// scrapes (plain and gzip) and a SIGTERM shutdown, and check every call it made is allowed.
-/// On the fake NVML: the real driver's library also calls ioctl and mmap, both allowed.
-#[test]
-fn the_system_call_filter_allows_every_call_the_exporter_makes() {
-    if skip_without("strace", "the unit's system-call filter")
-        || skip_without("systemd-analyze", "the unit's system-call filter")
-    {
-        return;
-    }
-    let service = unit();
-    let mut allowed = BTreeSet::new();
-    allowed_calls(service.setting("SystemCallFilter").unwrap(), &mut allowed);
-    let driver = fake_driver();
-    let trace = driver.path().join("trace");
-    let under = [OsStr::new("strace"), OsStr::new("-f"), OsStr::new("-qq")];
-    let under = [&under[..], &[OsStr::new("-o"), trace.as_os_str()]].concat();
-    let port = free_port();
-    let mut strace = Running(start(&service, driver.path(), port, &under));
-    ready_or_exit(&mut strace, port).unwrap_or_else(|e| panic!("no start under strace: {e}"));
-    let addr = ([127, 0, 0, 1], port).into();
-    assert_eq!(request(addr, "GET", "/metrics").unwrap().status, 200);
-    let gzip = [("Accept-Encoding", "gzip")];
-    let zipped = crate::serve_support::request_with(addr, "GET", "/metrics", &gzip).unwrap();
-    assert_eq!(zipped.status, 200);
-    // SIGTERM to gpuwatch itself (strace's child), for the shutdown path; strace follows.
-    let child = strace.children()[0];
-    // SAFETY: kill(2) on the process strace started for this test and still traces.
-    assert_eq!(unsafe { libc::kill(child, libc::SIGTERM) }, 0);
-    wait_until("strace to exit", STARTUP, || strace.0.try_wait().unwrap());
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let used: BTreeSet<&str> = text
-        .lines()
-        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim_start()))
-        .filter_map(|call| call.split_once('(').map(|(name, _)| name))
-        .filter(|name| {
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
-        .collect();
-    assert!(used.len() > 20 && used.contains("accept4"), "{used:?}");
-    let refused: Vec<&&str> = used.iter().filter(|c| !allowed.contains(**c)).collect();
-    assert!(
-        refused.is_empty(),
-        "SystemCallFilter would kill gpuwatch at {refused:?}"
-    );
 }
