@@ -1,18 +1,25 @@
 //! The deployment files in deploy/ stay true to the binary: the Grafana dashboard is valid
 //! JSON and every metric its queries name is in `serve --demo`'s output; the Kubernetes
-//! manifests parse, use hostPID, take NODE_NAME from the downward API, and their flags are
-//! ones `serve` accepts; the systemd unit passes `systemd-analyze verify`; the Prometheus
-//! scrape config passes `promtool check config`; the Dockerfile is multi-stage, non-root and
-//! asks only for NVML's capability. Tools that are missing skip their check with a message.
+//! manifests work as shipped (deploy/kubernetes.rs); the systemd unit starts and is
+//! hardened (deploy/systemd*.rs); the Prometheus scrape config passes `promtool check
+//! config`; the Dockerfile is multi-stage, non-root and asks only for NVML's capability. A missing tool skips its check with a
+//! message, and fails it under CI=true.
 
+mod common;
+#[path = "deploy/kubernetes.rs"]
+mod kubernetes;
 mod serve_support;
+#[path = "deploy/systemd.rs"]
+mod systemd;
+#[path = "deploy/systemd_hardening.rs"]
+mod systemd_hardening;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use serve_support::{Exporter, gpuwatch, on_path};
+use serve_support::{Exporter, skip_without};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -175,69 +182,8 @@ fn documents(path: &str) -> Vec<serde_yaml_ng::Value> {
 }
 
 #[test]
-fn the_daemonset_uses_host_pids_node_name_and_flags_serve_accepts() {
-    let docs = documents("deploy/kubernetes/gpuwatch.yaml");
-    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
-    assert_eq!(kinds, ["DaemonSet", "Service", "ServiceMonitor"]);
-    let pod = &docs[0]["spec"]["template"]["spec"];
-    assert_eq!(pod["hostPID"].as_bool(), Some(true));
-    let container = &pod["containers"][0];
-    let env = container["env"].as_sequence().unwrap();
-    let node = env
-        .iter()
-        .find(|e| e["name"] == "NODE_NAME")
-        .expect("NODE_NAME");
-    assert_eq!(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
-    let port = container["ports"][0]["containerPort"].as_u64().unwrap();
-    assert_eq!(port, u64::from(gpuwatch::config::DEFAULT_PORT));
-    // The same arguments, on loopback, start the exporter (flags exist, values are good).
-    let args: Vec<String> = container["args"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .filter(|a| !a.starts_with("--listen"))
-        .collect();
-    assert_eq!(args[0], "serve");
-    let exporter = Exporter::start(
-        {
-            let mut c = gpuwatch();
-            c.arg("--demo");
-            c
-        },
-        &args[1..].iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    exporter.wait_ready();
-}
-
-#[test]
-fn the_systemd_unit_verifies() {
-    if !on_path("systemd-analyze") {
-        eprintln!("skipped: systemd-analyze is not installed");
-        return;
-    }
-    let unit = read("deploy/systemd/gpuwatch.service");
-    assert!(unit.contains("ExecStart=/usr/local/bin/gpuwatch serve "));
-    // verify checks that ExecStart's binary exists: point it at the one under test.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gpuwatch.service");
-    let unit = unit.replace("/usr/local/bin/gpuwatch", env!("CARGO_BIN_EXE_gpuwatch"));
-    std::fs::write(&path, unit).unwrap();
-    let out = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).to_string();
-    // Outside a booted systemd (a container), verify still checks the unit and says so.
-    assert!(out.status.success(), "{said}");
-    assert!(!said.contains("gpuwatch.service:"), "{said}");
-}
-
-#[test]
 fn the_prometheus_scrape_config_checks() {
-    if !on_path("promtool") {
-        eprintln!("skipped: promtool is not installed (CI installs it)");
+    if skip_without("promtool", "the Prometheus scrape configs") {
         return;
     }
     let check = |file: &str| {
@@ -282,6 +228,36 @@ fn the_dockerfile_is_multi_stage_non_root_and_asks_only_for_nvml() {
     );
     assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"));
     assert!(text.contains(&format!("EXPOSE {}", gpuwatch::config::DEFAULT_PORT)));
+}
+
+/// `COPY . .` sends the whole build context: .dockerignore keeps target/ (gigabytes) and
+/// .git out of it, and nothing the release build reads.
+#[test]
+fn the_docker_build_context_leaves_out_target_and_git_only() {
+    let text = read(".dockerignore");
+    let patterns: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    for needed in ["target/", ".git/"] {
+        assert!(patterns.contains(&needed), "{needed} is sent to the daemon");
+    }
+    for kept in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "src",
+        "fake-nvml",
+        "benches",
+        "examples",
+    ] {
+        assert!(
+            !patterns
+                .iter()
+                .any(|p| p.trim_matches(['/', '*']) == kept || p.starts_with('!')),
+            "{kept} must stay in the build context"
+        );
+    }
 }
 
 /// The release script's GLIBC check (`scripts/glibc-max.sh`, `objdump -T`) reads the highest

@@ -1,5 +1,7 @@
 //! A real Prometheus scrapes `gpuwatch serve --demo` on loopback, and PromQL through its
 //! HTTP API sees the fleet: the exporter works with the real consumer, not just a parser.
+//! Also the deployment side: the ServiceMonitor's scrape keeps workload labels, and the
+//! shipped alert rules evaluate on real series.
 //! Skipped, with a message, only when `prometheus` is not installed (CI installs it).
 
 mod common;
@@ -31,11 +33,25 @@ impl Prometheus {
     /// One scrape job over all of `targets`, every second.
     fn start_many(dir: &Path, targets: &[&str]) -> Self {
         let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
-        let config = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      \
+        let jobs = format!(
+            "  - job_name: gpuwatch\n    static_configs:\n      \
              - targets: [{}]\n        labels:\n          cluster: a\n",
             list.join(", ")
+        );
+        Self::start_config(dir, &jobs, &[])
+    }
+
+    /// These scrape jobs (YAML under `scrape_configs:`) and rule files, every second.
+    fn start_config(dir: &Path, jobs: &str, rule_files: &[&str]) -> Self {
+        let files: String = rule_files.iter().map(|f| format!("\n  - '{f}'")).collect();
+        let rules = if files.is_empty() {
+            String::new()
+        } else {
+            format!("rule_files:{files}\n")
+        };
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             {rules}scrape_configs:\n{jobs}"
         );
         let config_path = dir.join("prom.yml");
         std::fs::write(&config_path, config).unwrap();
@@ -489,4 +505,60 @@ fn mig_instances_come_back_from_prometheus_as_the_gpus_instances() {
         "{g:#}"
     );
     assert_eq!(g["mig_devices"][0]["utilization_gpu"], Value::Null);
+}
+
+/// deploy/kubernetes's ServiceMonitor, as the Prometheus Operator turns it into a scrape job:
+/// the target gets the exporter pod's own namespace/pod/container labels, and `honorLabels`
+/// decides who wins. With it, the workload labels gpuwatch writes survive (the demo's GPU 3
+/// is held by pod bench-7f9c); a control job without it shows what it prevents. The shipped
+/// alert rules load and evaluate without error on these real series.
+#[test]
+fn the_service_monitor_keeps_workload_labels_and_the_rules_evaluate() {
+    if serve_support::skip_without("prometheus", "the ServiceMonitor's labels and the rules") {
+        return;
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let manifest = std::fs::read_to_string(format!("{root}/deploy/kubernetes/gpuwatch.yaml"));
+    let monitor = serde_yaml_ng::Deserializer::from_str(&manifest.unwrap())
+        .map(|d| <serde_yaml_ng::Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|d| d["kind"] == "ServiceMonitor")
+        .unwrap();
+    let honor = monitor["spec"]["endpoints"][0]["honorLabels"].as_bool() == Some(true);
+    let exporter = Exporter::demo(&[]);
+    let job = |name: &str, honor: bool| {
+        format!(
+            "  - job_name: {name}\n    honor_labels: {honor}\n    static_configs:\n      \
+             - targets: ['{}']\n        labels: {{namespace: monitoring, \
+             pod: gpuwatch-x7k2p, container: gpuwatch}}\n",
+            exporter.addr
+        )
+    };
+    let jobs = job("gpuwatch", honor) + &job("control", false);
+    let rules = format!("{root}/assets/prometheus/gpuwatch-alerts.yml");
+    let dir = tempfile::tempdir().unwrap();
+    let prometheus = Prometheus::start_config(dir.path(), &jobs, &[&rules]);
+    let held = r#"gpuwatch_gpu_temperature_celsius{job="gpuwatch",gpu="3",pod="bench-7f9c",namespace="ml"}"#;
+    prometheus.single_value(held);
+    let renamed = r#"gpuwatch_gpu_temperature_celsius{job="control",gpu="3",pod="gpuwatch-x7k2p",exported_pod="bench-7f9c"}"#;
+    prometheus.single_value(renamed);
+    let addr = ([127, 0, 0, 1], prometheus.port).into();
+    let evaluated = wait_until("every rule evaluated", SCRAPED, || {
+        let body = request(addr, "GET", "/api/v1/rules").ok()?.body;
+        let doc: Value = serde_json::from_str(&body).ok()?;
+        let rules: Vec<Value> = doc["data"]["groups"]
+            .as_array()?
+            .iter()
+            .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
+            .collect();
+        let done = !rules.is_empty() && rules.iter().all(|r| r["health"] != "unknown");
+        done.then_some(rules)
+    });
+    assert!(evaluated.len() >= 17, "{evaluated:?}");
+    for rule in &evaluated {
+        assert_eq!(
+            rule["health"], "ok",
+            "{} fails: {}",
+            rule["name"], rule["lastError"]
+        );
+    }
 }

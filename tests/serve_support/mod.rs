@@ -291,3 +291,18 @@ pub fn on_path(name: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
 }
+
+/// Whether a test must skip because `tool` is not on PATH: locally it says so and why, and
+/// skips; under `CI=true` (where .ci/run installs the tool) a missing tool fails the test
+/// instead, so a broken install cannot turn a check into a silent pass.
+pub fn skip_without(tool: &str, what_it_checks: &str) -> bool {
+    if on_path(tool) {
+        return false;
+    }
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "{tool} is not installed under CI=true: cannot check {what_it_checks}"
+    );
+    eprintln!("skipped: {tool} is not installed, so {what_it_checks} is not checked");
+    true
+}
