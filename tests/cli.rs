@@ -514,15 +514,12 @@ fn man_dir_writes_every_page_the_main_page_names() {
 /// Renders the page as `man` would (groff with preconv for UTF-8, every warning on) and
 /// fails on any warning. Without groff the test says so; in CI (`CI=true`) that is a failure.
 fn render_with_groff(page: &str) {
-    use std::io::Write;
-    let spawned = std::process::Command::new("groff")
+    let rendered = Command::new("groff")
         .args(["-k", "-man", "-Tutf8", "-ww"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
+        .write_stdin(page.to_owned())
+        .output();
+    let out = match rendered {
+        Ok(out) => out,
         Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
             panic!("groff is needed in CI to render the man page: {e}")
         }
@@ -531,13 +528,6 @@ fn render_with_groff(page: &str) {
             return;
         }
     };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
     let warnings = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && warnings.is_empty(),
