@@ -5,7 +5,7 @@
 # release profile strips), with a SHA256SUMS file, and each binary's highest GLIBC symbol
 # version checked (scripts/glibc-max.sh): the script fails if any needs more than 2.28.
 #
-#   scripts/release.sh            # → dist/gpuwatch-VERSION-TARGET, dist/SHA256SUMS
+#   scripts/release.sh            # → dist/gpuwatch-VERSION-TARGET, dist/share/man/man1/*.1.gz, dist/SHA256SUMS
 #   OUT=/tmp/rel scripts/release.sh
 #
 # Needs: rustup, python3 with pip (installs cargo-zigbuild and ziglang from PyPI when absent).
@@ -25,6 +25,7 @@ rustup target add "${TARGETS[@]}" >/dev/null
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 mkdir -p "$OUT"
 rm -f "$OUT"/gpuwatch-* "$OUT"/SHA256SUMS
+rm -rf "$OUT"/share
 
 for target in "${TARGETS[@]}"; do
     echo "release: building $target against glibc $GLIBC"
@@ -44,6 +45,16 @@ for target in "${TARGETS[@]}"; do
     fi
 done
 
-(cd "$OUT" && sha256sum gpuwatch-* > SHA256SUMS)
+# The man pages come from a binary that runs here: the release build for this machine's
+# architecture, else a native build (the pages do not depend on the target).
+host_bin="$OUT/gpuwatch-$version-$(uname -m)-unknown-linux-gnu"
+if [ ! -x "$host_bin" ]; then
+    cargo build --release --locked --bin gpuwatch
+    host_bin=target/release/gpuwatch
+fi
+echo "release: man pages from $host_bin"
+scripts/man-pages.sh "$host_bin" "$OUT"
+
+(cd "$OUT" && sha256sum gpuwatch-* share/man/man1/*.1.gz > SHA256SUMS)
 echo "release: done"
 cat "$OUT/SHA256SUMS"

@@ -298,6 +298,15 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Print the manual page (roff, from these definitions), e.g. `gpuwatch man | gzip >
+    /// /usr/local/share/man/man1/gpuwatch.1.gz`. Hidden: packagers run it, users read the page.
+    #[command(hide = true)]
+    Man {
+        /// Write every page instead (gpuwatch.1 and one per subcommand, e.g.
+        /// gpuwatch-serve.1, which the main page's SUBCOMMANDS section names) into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Print the best GPUs nobody else is using for a new job (only among those an inherited
     /// CUDA_VISIBLE_DEVICES allows), e.g. `export $(gpuwatch pick -n 2 --format env)`; exits 1
     /// when not enough GPUs qualify, saying why for each one skipped.

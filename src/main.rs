@@ -26,6 +26,9 @@ fn main() -> ExitCode {
             Err(e) => fail(&format!("writing the completion script: {e}"), 1),
         };
     }
+    if let Some(Command::Man { dir }) = &cli.command {
+        return man_pages(dir.as_deref());
+    }
     // Names only (a value that is not UTF-8 must not stop us here); checked before the
     // config subcommands too, since a misspelt GPUWATCH_CONFIG would send them elsewhere.
     let names = std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned());
@@ -88,6 +91,21 @@ fn main() -> ExitCode {
         // The reader of our output had enough (`| head`): not an error.
         Err(e) if e.chain().any(quiet_pipe::is_broken_pipe) => ExitCode::SUCCESS,
         Err(e) => fail(&format!("{e:#}"), 1),
+    }
+}
+
+/// `gpuwatch man`: the manual page in roff on stdout, or with `--dir` every page (one per
+/// subcommand too) as files; generated from the clap definitions so it cannot drift from
+/// `--help`. No `help` subcommand: it would name a gpuwatch-help(1) page nobody installs.
+fn man_pages(dir: Option<&std::path::Path>) -> ExitCode {
+    let cmd = Cli::command().disable_help_subcommand(true);
+    let written = match dir {
+        Some(dir) => clap_mangen::generate_to(cmd, dir),
+        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout().lock()),
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("man: cannot write the manual page: {e}"), 1),
     }
 }
 

@@ -472,3 +472,152 @@ fn a_closed_stdout_ends_every_output_quietly() {
         );
     }
 }
+
+/// `gpuwatch man`: roff from the clap definitions, so the page names the options `--help` has.
+#[test]
+fn man_prints_a_roff_page_naming_the_main_options() {
+    let out = gpuwatch()
+        .arg("man")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let page = String::from_utf8(out).expect("UTF-8 roff");
+    assert!(page.contains(".TH gpuwatch 1"), "no title line:\n{page}");
+    for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH SUBCOMMANDS"] {
+        assert!(page.contains(section), "no {section}");
+    }
+    // roff escapes '-' as '\-'.
+    for option in [
+        "demo", "source", "interval", "once", "json", "only", "readonly", "remote",
+    ] {
+        let spelt = format!("\\fB\\-\\-{option}\\fR");
+        assert!(
+            page.contains(&spelt),
+            "the page does not describe --{option}"
+        );
+    }
+    // Every line is text or a request/macro; a stray '.' or '\'' at a line's start would be
+    // swallowed by troff as an unknown request.
+    for line in page
+        .lines()
+        .filter(|l| l.starts_with('.') || l.starts_with('\''))
+    {
+        let name = line[1..].split_whitespace().next().unwrap_or("");
+        let known = [
+            "TH", "SH", "SS", "TP", "IP", "PP", "RS", "RE", "br", "B", "I", "ie", "el",
+        ];
+        assert!(known.contains(&name), "unexpected roff request: {line}");
+    }
+    assert!(
+        !page.contains("gpuwatch\\-man("),
+        "the hidden man subcommand is listed"
+    );
+    render_with_groff(&page);
+}
+
+/// `gpuwatch man --dir`: a page per subcommand, so every page the main one names exists.
+#[test]
+fn man_dir_writes_every_page_the_main_page_names() {
+    let dir = tempfile::tempdir().unwrap();
+    gpuwatch()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let main = std::fs::read_to_string(dir.path().join("gpuwatch.1")).unwrap();
+    let named: Vec<String> = main
+        .lines()
+        .filter_map(|l| l.strip_suffix("(1)"))
+        .map(|name| name.replace("\\-", "-"))
+        .collect();
+    assert!(named.contains(&"gpuwatch-serve".to_string()), "{named:?}");
+    for name in &named {
+        assert!(
+            dir.path().join(format!("{name}.1")).is_file(),
+            "gpuwatch.1 names {name}(1), which was not written"
+        );
+    }
+    let serve = std::fs::read_to_string(dir.path().join("gpuwatch-serve.1")).unwrap();
+    assert!(
+        serve.contains("\\-\\-listen"),
+        "gpuwatch-serve.1 lacks --listen"
+    );
+}
+
+/// Renders the page as `man` would (groff with preconv for UTF-8, every warning on) and
+/// fails on any warning. Without groff the test says so; in CI (`CI=true`) that is a failure.
+fn render_with_groff(page: &str) {
+    let rendered = Command::new("groff")
+        .args(["-k", "-man", "-Tutf8", "-ww"])
+        .write_stdin(page.to_owned())
+        .output();
+    let out = match rendered {
+        Ok(out) => out,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("groff is needed in CI to render the man page: {e}")
+        }
+        Err(e) => {
+            eprintln!("groff not runnable ({e}): skipping the man page rendering check");
+            return;
+        }
+    };
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && warnings.is_empty(),
+        "groff: {warnings}"
+    );
+    // grotty writes bold and italics as overstrikes ("N\bN", "_\bx"): keep the last of each.
+    let mut bytes = Vec::new();
+    for &b in &out.stdout {
+        if b == 8 {
+            bytes.pop();
+        } else {
+            bytes.push(b);
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    for word in ["OPTIONS", "interval", "SUBCOMMANDS"] {
+        assert!(
+            text.contains(word),
+            "the rendered page lacks {word}:\n{text}"
+        );
+    }
+}
+
+/// What the release script and the image install: `scripts/man-pages.sh` leaves gzipped pages
+/// under PREFIX/share/man/man1, and both of them call it.
+#[test]
+fn man_pages_script_installs_gzipped_pages_for_release_and_image() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let prefix = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new(format!("{root}/scripts/man-pages.sh"))
+        .arg(assert_cmd::cargo::cargo_bin("gpuwatch"))
+        .arg(prefix.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let page = prefix.path().join("share/man/man1/gpuwatch.1.gz");
+    let out = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{} is not gzip", page.display());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(".ie"));
+    assert!(
+        prefix
+            .path()
+            .join("share/man/man1/gpuwatch-pick.1.gz")
+            .is_file()
+    );
+    for file in ["scripts/release.sh", "deploy/Dockerfile"] {
+        let text = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
+        assert!(
+            text.lines()
+                .any(|l| !l.trim_start().starts_with('#') && l.contains("scripts/man-pages.sh")),
+            "{file} does not install the man pages"
+        );
+    }
+}
