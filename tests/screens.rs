@@ -221,9 +221,21 @@ fn critical_warnings_are_red_in_colour_and_reversed_in_mono() {
     assert_eq!(cell.bg, Color::Reset);
     assert_eq!(cell.fg, Color::Reset);
     assert!(
-        cell.modifier.contains(Modifier::REVERSED),
+        cell.modifier.contains(Modifier::REVERSED | Modifier::BOLD),
         "mono warnings still stand out"
     );
+    // "Instant and truthful" §5: the mono theme (NO_COLOR) never blinks, anywhere.
+    let blinking = mono
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .filter(|c| {
+            c.modifier
+                .intersects(Modifier::SLOW_BLINK | Modifier::RAPID_BLINK)
+        })
+        .count();
+    assert_eq!(blinking, 0, "cells blinking in the mono theme");
 }
 
 #[test]

@@ -126,9 +126,11 @@ impl Theme {
             good: plain,
             warning: bold,
             critical: reverse,
-            warning_badge: reverse,
-            critical_badge: Style::new()
-                .add_modifier(Modifier::REVERSED | Modifier::BOLD | Modifier::SLOW_BLINK),
+            // Nothing blinks: NO_COLOR users asked for a quiet screen, and a blinking badge
+            // in a pane left open all day is the opposite. Critical is reverse video and
+            // bold; a warning's badge is bold and underlined, so the two still differ.
+            warning_badge: Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+            critical_badge: reverse,
             selected: Style::new().add_modifier(Modifier::REVERSED),
             focus: bold,
             own_process: bold,
