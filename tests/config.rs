@@ -13,6 +13,7 @@ use gpuwatch::cli::Cli;
 use gpuwatch::config::{ServeSettings, Settings, check_file, default_file_text};
 use gpuwatch::model::procs::{Column, SortDir, SortKey};
 use gpuwatch::model::warnings::Thresholds;
+use gpuwatch::source::wire::WarningCode;
 use gpuwatch::ui::theme::ThemeName;
 use gpuwatch::units::Bytes;
 use predicates::prelude::*;
@@ -717,9 +718,9 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
     );
     assert!(!a.bell);
     assert_eq!(a.rules.repeat, Duration::from_secs(3600));
-    assert!(a.rules.wanted("overheating", Severity::Warning));
+    assert!(a.rules.wanted(WarningCode::Overheating, Severity::Warning));
     assert_eq!(
-        a.rules.hold("overheating", Severity::Warning),
+        a.rules.hold(WarningCode::Overheating, Severity::Warning),
         Duration::from_secs(30)
     );
     // The environment beats the file; the flags beat both.
@@ -757,10 +758,12 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
         }
     );
     assert!(
-        !s.alerts.rules.wanted("overheating", Severity::Critical),
+        !s.alerts
+            .rules
+            .wanted(WarningCode::Overheating, Severity::Critical),
         "--alert-on lists the kinds"
     );
-    assert!(s.alerts.rules.wanted("lost", Severity::Critical));
+    assert!(s.alerts.rules.wanted(WarningCode::Lost, Severity::Critical));
     assert!(
         resolve(&[], &[]).unwrap().alerts.bell,
         "the bell rings by default"
@@ -813,7 +816,7 @@ fn the_default_files_alert_examples_are_valid() {
     let s = check_file(&path).unwrap();
     assert_eq!(s.alerts.sinks.len(), 1, "the example command");
     assert_eq!(
-        s.alerts.rules.repeat("overheating"),
+        s.alerts.rules.repeat(WarningCode::Overheating),
         Duration::from_secs(3600)
     );
 }

@@ -11,8 +11,10 @@
 //! adds fields (or warning kinds). Renaming, removing or retyping a field bumps the major.
 //! Major 1 is still read by `v1`.
 
+mod code;
 mod gpu;
 mod process;
+mod snapshot_of;
 mod v1;
 mod warning;
 pub mod workload;
@@ -21,12 +23,13 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+pub use code::WarningCode;
 pub use gpu::{
     Gpu, RemappedRowsDoc, RetiredPagesDoc, Status, XidDoc, throttle_reason_names,
     throttle_reasons_from_names,
 };
 pub use process::{ContextDoc, Proc, ProcType};
-pub use warning::{KIND_NAMES, Severity, SubjectKind, Warning, WarningKind};
+pub use warning::{Severity, SubjectKind, Warning, WarningKind};
 
 use crate::source::{HostInfo, HostStatus, Sample};
 
