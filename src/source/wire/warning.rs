@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::WarningCode;
 use crate::model::warnings as model;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -24,8 +25,11 @@ pub enum SubjectKind {
     Host,
 }
 
+/// A warning's numbers, by kind. Untagged: the document's `kind` is the warning's
+/// `code`, so the name has one spelling (`WarningCode::name`), not a second one derived
+/// from these variants.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(untagged)]
 pub enum WarningKind {
     /// VRAM nearly full, or filling fast. Bytes, %, seconds.
     OomRisk {
@@ -121,6 +125,10 @@ pub struct Warning {
     pub gpu_index: Option<u32>,
     pub host: Option<String>,
     pub severity: Severity,
+    /// `oom_risk`, `overheating`, … (the model's `WarningKind::code`).
+    #[serde(rename = "kind")]
+    pub code: WarningCode,
+    /// Its numbers, written after the `kind`.
     #[serde(flatten)]
     pub kind: WarningKind,
     /// The sentence gpuwatch shows for it, for people reading the JSON; programs should use
@@ -150,6 +158,7 @@ impl Warning {
                 model::Severity::Warning => Severity::Warning,
                 model::Severity::Critical => Severity::Critical,
             },
+            code: w.kind.code(),
             kind: WarningKind::of(&w.kind),
             message,
         }
@@ -157,7 +166,7 @@ impl Warning {
 }
 
 impl WarningKind {
-    /// The model's kind with its numbers in base units; the tag is `kind.code().name()`.
+    /// The model's kind with its numbers in base units.
     fn of(kind: &model::WarningKind) -> WarningKind {
         let secs = |d: &std::time::Duration| d.as_secs_f64();
         match kind {

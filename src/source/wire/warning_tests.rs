@@ -77,16 +77,60 @@ fn one_of_each() -> Vec<model::WarningKind> {
     ]
 }
 
+/// `kind` and the fields of the document's warning about GPU 0 for `kind`.
+fn written(kind: model::WarningKind) -> serde_json::Value {
+    let w = model::Warning {
+        severity: model::Severity::Warning,
+        subject: model::Subject::Gpu {
+            id: GpuId("GPU-0".into()),
+            index: 0,
+            host: None,
+        },
+        kind,
+    };
+    serde_json::to_value(Warning::of(&w, None)).unwrap()
+}
+
 #[test]
-fn every_code_is_written_as_its_name_in_the_kind_tag() {
+fn every_kind_is_written_under_its_codes_name_with_its_own_fields() {
     let mut covered = std::collections::BTreeSet::new();
     for kind in one_of_each() {
-        let v = serde_json::to_value(WarningKind::of(&kind)).unwrap();
-        assert_eq!(v["kind"], kind.code().name(), "{v}");
-        covered.insert(kind.code());
+        let code = kind.code();
+        let v = written(kind);
+        assert_eq!(v["kind"], code.name(), "{v}");
+        covered.insert(code);
     }
     let all = WarningCode::ALL.iter().copied().collect();
     assert_eq!(covered, all, "a code with no example here");
+}
+
+#[test]
+fn a_kinds_own_fields_follow_its_name_and_a_lost_gpu_has_none() {
+    let text = |kind| {
+        let w = model::Warning {
+            severity: model::Severity::Critical,
+            subject: model::Subject::Gpu {
+                id: GpuId("GPU-0".into()),
+                index: 0,
+                host: None,
+            },
+            kind,
+        };
+        serde_json::to_string(&Warning::of(&w, None)).unwrap()
+    };
+    let common = r#"{"subject":"gpu","gpu_uuid":"GPU-0","gpu_index":0,"host":null,"severity":"critical","kind":"#;
+    assert_eq!(
+        text(model::WarningKind::Lost),
+        format!(r#"{common}"lost","message":null}}"#)
+    );
+    let replays = model::WarningKind::PcieReplays {
+        total: 2,
+        growth: 1,
+    };
+    assert_eq!(
+        text(replays),
+        format!(r#"{common}"pcie_replays","total":2,"growth":1,"message":null}}"#)
+    );
 }
 
 #[test]
@@ -136,7 +180,8 @@ fn an_instance_oom_names_its_mig_device() {
             profile: Some("1g.10gb".into()),
         }),
     };
-    let v = serde_json::to_value(WarningKind::of(&kind)).unwrap();
+    let v = written(kind);
+    assert_eq!(v["kind"], "oom_risk");
     assert_eq!(v["mig_uuid"], "MIG-a");
     assert_eq!(v["gpu_instance_id"], 5);
     assert_eq!(v["mig_profile"], "1g.10gb");
