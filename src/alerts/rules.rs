@@ -180,11 +180,12 @@ mod tests {
         assert!(r.wanted(OomRisk, Severity::Warning));
         assert!(!r.wanted(Xid, Severity::Critical));
         assert!(!r.wanted(Lost, Severity::Critical), "not listed");
+        // Every kind, in `WarningCode::ALL`'s order (a new kind joins the list by itself).
+        let every = WarningCode::names(", ");
+        assert!(every.starts_with("oom_risk, overheating, lost, idle_holder, "));
         assert_eq!(
             parse_alert_on("overheat").unwrap_err(),
-            "unknown warning kind \"overheat\"; use one of oom_risk, overheating, lost, \
-             idle_holder, host_down, stale_vram, pile_up, xid, remapped_rows, retired_pages, \
-             pcie_replays, ecc_corrected, hw_slowdown"
+            format!("unknown warning kind \"overheat\"; use one of {every}")
         );
         assert!(parse_alert_on("xid=loud").is_err());
         assert_eq!(
