@@ -226,7 +226,13 @@ impl WarningKind {
                 owners: *owners,
                 free_gpus: free.clone(),
             },
-            other => WarningKind::health(other),
+            // Listed, not `_`: a new kind must not compile until it is written somewhere.
+            health @ (model::WarningKind::Xid { .. }
+            | model::WarningKind::RemappedRows(_)
+            | model::WarningKind::RetiredPages(_)
+            | model::WarningKind::PcieReplays { .. }
+            | model::WarningKind::EccCorrected { .. }
+            | model::WarningKind::HwSlowdown { .. }) => WarningKind::health(health),
         }
     }
 
@@ -261,7 +267,7 @@ impl WarningKind {
                 reason: reason.name().to_string(),
                 held_for: held_for.as_secs_f64(),
             },
-            // The other kinds are `of`'s; it never passes them here.
+            // The other kinds are `of`'s; it passes only the ones above.
             _ => unreachable!("not a health kind: {kind:?}"),
         }
     }
