@@ -77,10 +77,10 @@ fn one_of_each() -> Vec<model::WarningKind> {
     ]
 }
 
-/// `kind` and the fields of the document's warning about GPU 0 for `kind`.
-fn written(kind: model::WarningKind) -> serde_json::Value {
+/// The document's critical warning about GPU 0 for `kind`, with no message.
+fn on_gpu_0(kind: model::WarningKind) -> Warning {
     let w = model::Warning {
-        severity: model::Severity::Warning,
+        severity: model::Severity::Critical,
         subject: model::Subject::Gpu {
             id: GpuId("GPU-0".into()),
             index: 0,
@@ -88,7 +88,12 @@ fn written(kind: model::WarningKind) -> serde_json::Value {
         },
         kind,
     };
-    serde_json::to_value(Warning::of(&w, None)).unwrap()
+    Warning::of(&w, None)
+}
+
+/// The same as JSON.
+fn written(kind: model::WarningKind) -> serde_json::Value {
+    serde_json::to_value(on_gpu_0(kind)).unwrap()
 }
 
 #[test]
@@ -106,18 +111,7 @@ fn every_kind_is_written_under_its_codes_name_with_its_own_fields() {
 
 #[test]
 fn a_kinds_own_fields_follow_its_name_and_a_lost_gpu_has_none() {
-    let text = |kind| {
-        let w = model::Warning {
-            severity: model::Severity::Critical,
-            subject: model::Subject::Gpu {
-                id: GpuId("GPU-0".into()),
-                index: 0,
-                host: None,
-            },
-            kind,
-        };
-        serde_json::to_string(&Warning::of(&w, None)).unwrap()
-    };
+    let text = |kind| serde_json::to_string(&on_gpu_0(kind)).unwrap();
     let common = r#"{"subject":"gpu","gpu_uuid":"GPU-0","gpu_index":0,"host":null,"severity":"critical","kind":"#;
     assert_eq!(
         text(model::WarningKind::Lost),
