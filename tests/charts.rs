@@ -8,10 +8,10 @@ mod common;
 use std::time::Duration;
 
 use common::{config, demo_state, epoch, render, screen};
-use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::procinfo::host::HostReader;
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::sim::{SimClock, SimSource};
+use gpuwatch::source::wire::WarningCode::{self, IdleHolder, OomRisk, Overheating, StaleVram};
 use gpuwatch::state::{Msg, State, update};
 use insta::assert_snapshot;
 use ratatui::buffer::Buffer;
@@ -215,19 +215,13 @@ fn the_demo_opens_mid_story_with_full_charts_and_every_warning() {
         "full charts on the first frame"
     );
     let text = screen(&state, 120, 40);
-    let kinds: Vec<&str> = state
+    let kinds: Vec<WarningCode> = state
         .model
         .warnings()
         .iter()
-        .map(|w| match &w.kind {
-            WarningKind::OomRisk { .. } => "oom_risk",
-            WarningKind::Overheating { .. } => "overheating",
-            WarningKind::IdleHolder { .. } => "idle_holder",
-            WarningKind::StaleVram { .. } => "stale_vram",
-            _ => "other",
-        })
+        .map(|w| w.kind.code())
         .collect();
-    for kind in ["oom_risk", "overheating", "idle_holder", "stale_vram"] {
+    for kind in [OomRisk, Overheating, IdleHolder, StaleVram] {
         assert!(kinds.contains(&kind), "{kind} missing: {kinds:?}\n{text}");
     }
     assert_snapshot!(text);

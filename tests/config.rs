@@ -13,6 +13,7 @@ use gpuwatch::cli::Cli;
 use gpuwatch::config::{ServeSettings, Settings, check_file, default_file_text};
 use gpuwatch::model::procs::{Column, SortDir, SortKey};
 use gpuwatch::model::warnings::Thresholds;
+use gpuwatch::source::wire::WarningCode;
 use gpuwatch::ui::theme::ThemeName;
 use gpuwatch::units::Bytes;
 use predicates::prelude::*;
@@ -717,9 +718,9 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
     );
     assert!(!a.bell);
     assert_eq!(a.rules.repeat, Duration::from_secs(3600));
-    assert!(a.rules.wanted("overheating", Severity::Warning));
+    assert!(a.rules.wanted(WarningCode::Overheating, Severity::Warning));
     assert_eq!(
-        a.rules.hold("overheating", Severity::Warning),
+        a.rules.hold(WarningCode::Overheating, Severity::Warning),
         Duration::from_secs(30)
     );
     // The environment beats the file; the flags beat both.
@@ -757,10 +758,12 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
         }
     );
     assert!(
-        !s.alerts.rules.wanted("overheating", Severity::Critical),
+        !s.alerts
+            .rules
+            .wanted(WarningCode::Overheating, Severity::Critical),
         "--alert-on lists the kinds"
     );
-    assert!(s.alerts.rules.wanted("lost", Severity::Critical));
+    assert!(s.alerts.rules.wanted(WarningCode::Lost, Severity::Critical));
     assert!(
         resolve(&[], &[]).unwrap().alerts.bell,
         "the bell rings by default"
@@ -769,7 +772,13 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
 
     let home = config_home("[alerts]\nrepeat = \"4h\"\n\n[alerts.kinds.overheat]\nfor = \"1m\"\n");
     let err = resolve(&[], &[("XDG_CONFIG_HOME", home.path().to_str().unwrap())]).unwrap_err();
-    assert!(err.ends_with(":4: alerts.kinds: unknown warning kind \"overheat\"; use one of oom_risk, overheating, lost, idle_holder, host_down, stale_vram, pile_up, xid, remapped_rows, retired_pages, pcie_replays, ecc_corrected, hw_slowdown"), "{err}");
+    let every = WarningCode::names(", ");
+    assert!(
+        err.ends_with(&format!(
+            ":4: alerts.kinds: unknown warning kind \"overheat\"; use one of {every}"
+        )),
+        "{err}"
+    );
     let err = resolve(&["--alert-webhook", "ftp://u:secret@h/x"], &[]).unwrap_err();
     assert_eq!(
         err,
@@ -813,7 +822,7 @@ fn the_default_files_alert_examples_are_valid() {
     let s = check_file(&path).unwrap();
     assert_eq!(s.alerts.sinks.len(), 1, "the example command");
     assert_eq!(
-        s.alerts.rules.repeat("overheating"),
+        s.alerts.rules.repeat(WarningCode::Overheating),
         Duration::from_secs(3600)
     );
 }

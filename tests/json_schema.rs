@@ -360,3 +360,44 @@ fn amd_and_mig_documents_conform() {
         );
     }
 }
+
+#[test]
+fn the_schema_names_every_warning_code_and_no_other() {
+    use gpuwatch::source::wire::WarningCode;
+    let schema = schema();
+    let warning = &schema["$defs"]["warning"];
+    let codes: Vec<&str> = WarningCode::ALL.iter().map(|c| c.name()).collect();
+    let listed: Vec<&str> = warning["properties"]["kind"]["enum"]
+        .as_array()
+        .expect("the kind is an enum")
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed, codes,
+        "the schema's kinds in WarningCode::ALL's order"
+    );
+    // Each kind's own fields are required by a rule of its own.
+    let ruled: Vec<&str> = warning["allOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|rule| rule["if"]["properties"]["kind"]["const"].as_str())
+        .collect();
+    // pile_up's fields (unpinned_pids, owners, free_gpus) have no rule yet: a gap in the
+    // schema, left for whoever edits docs/ (this branch does not); drop it from here then.
+    const NO_RULE_YET: [&str; 1] = ["pile_up"];
+    for code in codes {
+        let known_gap = NO_RULE_YET.contains(&code);
+        assert_eq!(
+            ruled.contains(&code),
+            !known_gap,
+            "{code}: a rule for its fields is {}",
+            if known_gap {
+                "there now: drop it from NO_RULE_YET"
+            } else {
+                "missing"
+            }
+        );
+    }
+}

@@ -11,6 +11,7 @@ use gpuwatch::model::warnings::Severity;
 use gpuwatch::record;
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::replay::ReplaySource;
+use gpuwatch::source::wire::WarningCode::{self, OomRisk, Overheating, StaleVram, Xid};
 use gpuwatch::state::{Msg, State, update};
 
 const FIXTURE: &str = concat!(
@@ -25,7 +26,7 @@ const V1_FIXTURE: &str = concat!(
 );
 
 /// (GPU, kind, severity) of every warning raised while playing the whole recording.
-fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
+fn warnings_fired(path: &Path) -> Vec<(u32, WarningCode, Severity)> {
     let recording = record::read(path).unwrap();
     let n = recording.samples.len();
     let (mut source, _control) = ReplaySource::new(recording);
@@ -34,11 +35,7 @@ fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
     for _ in 0..n {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
         for w in state.model.warnings() {
-            // A growing job's warning is the same OOM warning here.
-            let kind = match common::kind_name(&w.kind) {
-                "oom-filling" => "oom",
-                other => other,
-            };
+            let kind = w.kind.code();
             let gpu = w
                 .gpu_index()
                 .expect("a recording of one host warns about GPUs");
@@ -51,16 +48,16 @@ fn warnings_fired(path: &Path) -> Vec<(u32, &'static str, Severity)> {
 }
 
 /// What the demo fleet (6 GPUs, seed 42, 2 s, 96 s) fires, sorted.
-const DEMO_WARNINGS: [(u32, &str, Severity); 6] = [
-    (1, "xid", Severity::Critical),
-    (2, "oom", Severity::Warning),
-    (2, "oom", Severity::Critical),
-    (3, "heat", Severity::Warning),
-    (3, "heat", Severity::Critical),
-    (5, "stale", Severity::Warning),
+const DEMO_WARNINGS: [(u32, WarningCode, Severity); 6] = [
+    (1, Xid, Severity::Critical),
+    (2, OomRisk, Severity::Warning),
+    (2, OomRisk, Severity::Critical),
+    (3, Overheating, Severity::Warning),
+    (3, Overheating, Severity::Critical),
+    (5, StaleVram, Severity::Warning),
 ];
 
-fn sorted_warnings(path: &Path) -> Vec<(u32, &'static str, Severity)> {
+fn sorted_warnings(path: &Path) -> Vec<(u32, WarningCode, Severity)> {
     let mut fired = warnings_fired(path);
     fired.sort_by_key(|w| (w.0, w.1, w.2));
     fired
@@ -170,7 +167,7 @@ fn a_damaged_recording_plays_and_names_the_bad_lines() {
     );
     assert_eq!(r.samples.len(), lines.len() - 3);
     // The warnings still fire from what is left.
-    assert!(warnings_fired(&path).contains(&(3, "heat", Severity::Critical)));
+    assert!(warnings_fired(&path).contains(&(3, Overheating, Severity::Critical)));
 }
 
 #[test]
@@ -282,8 +279,14 @@ fn recording_the_demo_keeps_the_history_it_opened_with() {
     // Played back, it raises what the demo opened with, time-based ones included.
     let kinds: std::collections::BTreeSet<_> =
         warnings_fired(&file).into_iter().map(|w| w.1).collect();
-    for kind in ["oom", "heat", "idle", "stale", "xid"] {
-        assert!(kinds.contains(kind), "{kind} missing from {kinds:?}");
+    for kind in [
+        OomRisk,
+        Overheating,
+        WarningCode::IdleHolder,
+        StaleVram,
+        Xid,
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
 }
 

@@ -6,6 +6,7 @@ mod common;
 use common::{demo_state, sim};
 use gpuwatch::model::procs::{SortDir, SortKey};
 use gpuwatch::model::warnings::{Severity, WarningKind};
+use gpuwatch::source::wire::WarningCode::{OomRisk, Overheating};
 use gpuwatch::source::{GpuSource, GpuStatus};
 use gpuwatch::state::{Action, Effect, LayoutPref, Msg, State, update};
 
@@ -189,24 +190,38 @@ fn demo_scenario_raises_each_warning_in_turn_and_oom_clears_after_the_crash() {
     for _ in 0..100 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
         for w in state.model.warnings() {
-            let kind = common::kind_name(&w.kind);
-            let key = (w.gpu_index().expect("a GPU warning"), kind, w.severity);
+            // A growing job's OOM warning says when VRAM will be full.
+            let filling = matches!(
+                w.kind,
+                WarningKind::OomRisk {
+                    time_to_full: Some(_),
+                    ..
+                }
+            );
+            let gpu = w.gpu_index().expect("a GPU warning");
+            let key = (gpu, w.kind.code(), filling, w.severity);
             if !seen.contains(&key) {
                 seen.push(key);
             }
         }
     }
     assert!(
-        seen.contains(&(2, "oom-filling", Severity::Warning)),
+        seen.contains(&(2, OomRisk, true, Severity::Warning)),
         "{seen:?}"
     );
     assert!(
-        seen.contains(&(2, "oom-filling", Severity::Critical))
-            || seen.contains(&(2, "oom", Severity::Critical)),
+        seen.iter()
+            .any(|k| (k.0, k.1, k.3) == (2, OomRisk, Severity::Critical)),
         "{seen:?}"
     );
-    assert!(seen.contains(&(3, "heat", Severity::Warning)), "{seen:?}");
-    assert!(seen.contains(&(3, "heat", Severity::Critical)), "{seen:?}");
+    assert!(
+        seen.contains(&(3, Overheating, false, Severity::Warning)),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&(3, Overheating, false, Severity::Critical)),
+        "{seen:?}"
+    );
     // At t=80 s the OOM job has crashed (VRAM dropped), so GPU 2 has no VRAM warning.
     let mut source = sim(8);
     let mut state = State::new(common::config());

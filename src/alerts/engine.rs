@@ -2,8 +2,8 @@
 //! alerts to send now. A warning fires once it has held for its `for` time, is sent again
 //! every `repeat` while it holds (and at once when it turns critical), and sends `resolved`
 //! when it clears. One alert per (host, kind, GPU). Pure: the time is passed in, nothing is
-//! sent from here, and it knows warnings only by their kind's name, so new kinds need
-//! nothing here. The global rate limit is `limit`'s.
+//! sent from here, and it knows warnings only by their code, so new kinds need nothing
+//! here. The global rate limit is `limit`'s.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -11,14 +11,15 @@ use std::time::{Duration, SystemTime};
 use super::limit::RateLimit;
 use super::rules::Rules;
 use crate::model::warnings::{Severity, Warning};
+use crate::source::wire::WarningCode;
 use crate::units::Bytes;
 
 /// One warning as alerts see it: the typed warning, its words, and the facts around it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
     pub warning: Warning,
-    /// The kind's name in the JSON document (`overheating`).
-    pub kind: &'static str,
+    /// The warning's code (`overheating`).
+    pub kind: WarningCode,
     /// The host the GPU (or the warning) belongs to.
     pub host: String,
     /// `ui::text::warning_line`'s sentence.
@@ -28,7 +29,7 @@ pub struct Observed {
 }
 
 /// (host, kind, GPU UUID or "" for a host-wide warning).
-pub type Key = (String, &'static str, String);
+pub type Key = (String, WarningCode, String);
 
 impl Observed {
     pub fn key(&self) -> Key {
@@ -72,7 +73,7 @@ pub struct Alert {
 pub struct HeldBack {
     pub at: SystemTime,
     /// How many alerts per (kind, status).
-    pub counts: BTreeMap<(&'static str, Status), usize>,
+    pub counts: BTreeMap<(WarningCode, Status), usize>,
 }
 
 impl HeldBack {

@@ -11,7 +11,7 @@ fn t(secs: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + secs)
 }
 
-fn on(gpu: u32, kind: &'static str, severity: Severity) -> Observed {
+fn on(gpu: u32, kind: WarningCode, severity: Severity) -> Observed {
     Observed {
         warning: Warning {
             severity,
@@ -35,7 +35,7 @@ fn on(gpu: u32, kind: &'static str, severity: Severity) -> Observed {
 }
 
 fn hot(gpu: u32) -> Observed {
-    on(gpu, "overheating", Severity::Critical)
+    on(gpu, WarningCode::Overheating, Severity::Critical)
 }
 
 /// (status, GPU index, repeat) of each alert; held-back summaries as ("held", total).
@@ -72,7 +72,7 @@ fn a_critical_warning_fires_once_and_resolves_once() {
 
 #[test]
 fn a_warning_must_hold_for_its_time_and_a_short_one_never_fires() {
-    let idle = |gpu| on(gpu, "idle_holder", Severity::Warning);
+    let idle = |gpu| on(gpu, WarningCode::IdleHolder, Severity::Warning);
     let mut e = Engine::new(Rules::default());
     assert!(e.step(t(0), &[idle(4)]).is_empty());
     assert!(e.step(t(59), &[idle(4)]).is_empty());
@@ -81,7 +81,7 @@ fn a_warning_must_hold_for_its_time_and_a_short_one_never_fires() {
     assert!(e.step(t(61), &[idle(4)]).is_empty());
     assert_eq!(said(&e.step(t(121), &[idle(4)])), ["firing idle_holder 4"]);
     // Warnings of kinds that go out only when critical are not tracked at all.
-    let warm = on(3, "overheating", Severity::Warning);
+    let warm = on(3, WarningCode::Overheating, Severity::Warning);
     assert!(e.step(t(500), &[idle(4), warm]).is_empty());
 }
 
@@ -92,7 +92,7 @@ fn it_repeats_while_it_holds_and_says_at_once_when_it_gets_worse() {
         ..Rules::default()
     };
     rules.kinds.insert(
-        "oom_risk".into(),
+        WarningCode::OomRisk,
         KindRule {
             min: Some(Some(Severity::Warning)),
             hold: Some(Duration::ZERO),
@@ -100,7 +100,7 @@ fn it_repeats_while_it_holds_and_says_at_once_when_it_gets_worse() {
         },
     );
     let mut e = Engine::new(rules);
-    let oom = |s| on(2, "oom_risk", s);
+    let oom = |s| on(2, WarningCode::OomRisk, s);
     assert_eq!(
         said(&e.step(t(0), &[oom(Severity::Warning)])),
         ["firing oom_risk 2"]
@@ -125,7 +125,7 @@ fn one_alert_per_host_kind_and_gpu() {
     let mut e = Engine::new(Rules::default());
     let mut other_host = hot(3);
     other_host.host = "h2".into();
-    let lost = on(3, "lost", Severity::Critical);
+    let lost = on(3, WarningCode::Lost, Severity::Critical);
     let out = e.step(t(0), &[hot(3), hot(3), other_host, lost, hot(5)]);
     assert_eq!(
         said(&out),
@@ -154,6 +154,6 @@ fn the_rate_limit_holds_back_and_then_sums_up() {
     let Event::HeldBack(h) = &out[0] else {
         panic!()
     };
-    assert_eq!(h.counts[&("overheating", Status::Firing)], 10);
-    assert_eq!(h.counts[&("overheating", Status::Resolved)], 30);
+    assert_eq!(h.counts[&(WarningCode::Overheating, Status::Firing)], 10);
+    assert_eq!(h.counts[&(WarningCode::Overheating, Status::Resolved)], 30);
 }

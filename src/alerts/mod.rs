@@ -78,7 +78,7 @@ pub fn rings_bell(event: &Event) -> bool {
         if a.status == Status::Firing && !a.repeat && a.facts.warning.severity == Severity::Critical)
 }
 
-/// The model's warnings with their words, kind name, host and the GPU's owners.
+/// The model's warnings with their words, code, host and the GPU's owners.
 pub fn observe(model: &Model) -> Vec<Observed> {
     model
         .warnings()
@@ -95,7 +95,7 @@ pub fn observe(model: &Model) -> Vec<Observed> {
                 .map(|g| owners(model, g).to_vec())
                 .unwrap_or_default();
             Observed {
-                kind: crate::headless::warning_doc(w, None).kind.name(),
+                kind: w.kind.code(),
                 message: crate::ui::text::warning_line(w),
                 host,
                 owners: holders,

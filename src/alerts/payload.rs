@@ -54,7 +54,7 @@ pub fn json(event: &Event) -> Value {
 
 fn alert_json(a: &Alert) -> Value {
     let f = &a.facts;
-    let warning = crate::headless::warning_doc(&f.warning, Some(f.message.clone()));
+    let warning = crate::source::wire::Warning::of(&f.warning, Some(f.message.clone()));
     let owners: Vec<Value> = f
         .owners
         .iter()
@@ -226,7 +226,7 @@ mod tests {
                         slowdown: None,
                     },
                 },
-                kind: "overheating",
+                kind: crate::source::wire::WarningCode::Overheating,
                 host: "gpu1".into(),
                 message: "GPU 3 92°C for 31s — overheating (critical at 90°C)".into(),
                 owners: vec![("carol".into(), Bytes::from_gib(52.3))],

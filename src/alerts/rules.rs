@@ -1,5 +1,5 @@
-//! Which warnings become alerts, and when: per warning kind (by its JSON name, so a kind
-//! added later is covered by the defaults without a change here) the lowest severity that
+//! Which warnings become alerts, and when: per warning kind (by its code; a kind added later
+//! is covered by the defaults without a change here) the lowest severity that
 //! goes out (or none), how long it must hold first (`for`) and how often it repeats. Plain
 //! data resolved by `config`; the state machine that applies it is `engine`.
 
@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::model::warnings::Severity;
+use crate::source::wire::WarningCode;
 
 /// A warning-severity warning must hold this long before it alerts (by default).
 pub const DEFAULT_FOR_WARNING: Duration = Duration::from_secs(60);
@@ -16,7 +17,7 @@ pub const DEFAULT_FOR_CRITICAL: Duration = Duration::ZERO;
 pub const DEFAULT_REPEAT: Duration = Duration::from_secs(4 * 3600);
 /// Kinds that go out at warning severity by default: the etiquette warnings, which are
 /// never critical but are the ones a shared server needs people told about.
-pub const WARNING_KINDS: [&str; 2] = ["idle_holder", "stale_vram"];
+pub const WARNING_KINDS: [WarningCode; 2] = [WarningCode::IdleHolder, WarningCode::StaleVram];
 
 /// One kind's rule; `None` fields fall back to the defaults in `Rules`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -36,20 +37,20 @@ pub struct Rules {
     /// The lowest severity that goes out for kinds with no rule of their own (`None`: they
     /// do not go out, as when `--alert-on` lists the kinds).
     pub others: Option<Severity>,
-    /// Rules by kind name (`wire::WarningKind::name`).
-    pub kinds: BTreeMap<String, KindRule>,
+    /// Rules by kind.
+    pub kinds: BTreeMap<WarningCode, KindRule>,
 }
 
 impl Default for Rules {
     fn default() -> Self {
         let kinds = WARNING_KINDS
             .iter()
-            .map(|k| {
+            .map(|&k| {
                 let rule = KindRule {
                     min: Some(Some(Severity::Warning)),
                     ..KindRule::default()
                 };
-                (k.to_string(), rule)
+                (k, rule)
             })
             .collect();
         Rules {
@@ -64,8 +65,8 @@ impl Default for Rules {
 
 impl Rules {
     /// Whether a warning of `kind` at `severity` goes out at all.
-    pub fn wanted(&self, kind: &str, severity: Severity) -> bool {
-        let min = match self.kinds.get(kind).and_then(|r| r.min) {
+    pub fn wanted(&self, kind: WarningCode, severity: Severity) -> bool {
+        let min = match self.kinds.get(&kind).and_then(|r| r.min) {
             Some(min) => min,
             None => self.others,
         };
@@ -73,9 +74,9 @@ impl Rules {
     }
 
     /// How long a warning of `kind` at `severity` must hold before it fires.
-    pub fn hold(&self, kind: &str, severity: Severity) -> Duration {
+    pub fn hold(&self, kind: WarningCode, severity: Severity) -> Duration {
         self.kinds
-            .get(kind)
+            .get(&kind)
             .and_then(|r| r.hold)
             .unwrap_or(match severity {
                 Severity::Warning => self.for_warning,
@@ -84,9 +85,9 @@ impl Rules {
     }
 
     /// How often a firing alert of `kind` is sent again; zero: never.
-    pub fn repeat(&self, kind: &str) -> Duration {
+    pub fn repeat(&self, kind: WarningCode) -> Duration {
         self.kinds
-            .get(kind)
+            .get(&kind)
             .and_then(|r| r.repeat)
             .unwrap_or(self.repeat)
     }
@@ -94,15 +95,15 @@ impl Rules {
 
 /// Parses `--alert-on`: `KIND[=warning|critical|off],…`. Listed kinds go out from the
 /// severity given (a bare kind at its default: warning for the etiquette kinds, else
-/// critical); every other kind stays quiet. `known` is the list of kind names.
-pub fn parse_alert_on(text: &str, known: &[&str]) -> Result<BTreeMap<String, KindRule>, String> {
+/// critical); every other kind stays quiet.
+pub fn parse_alert_on(text: &str) -> Result<BTreeMap<WarningCode, KindRule>, String> {
     let mut kinds = BTreeMap::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (kind, level) = match item.split_once('=') {
+        let (name, level) = match item.split_once('=') {
             Some((k, l)) => (k.trim(), Some(l.trim())),
             None => (item, None),
         };
-        check_kind(kind, known)?;
+        let kind = parse_kind(name)?;
         let min = match level {
             Some(level) => parse_min_severity(level)?,
             None if WARNING_KINDS.contains(&kind) => Some(Severity::Warning),
@@ -112,7 +113,7 @@ pub fn parse_alert_on(text: &str, known: &[&str]) -> Result<BTreeMap<String, Kin
             min: Some(min),
             ..KindRule::default()
         };
-        if kinds.insert(kind.to_string(), rule).is_some() {
+        if kinds.insert(kind, rule).is_some() {
             return Err(format!("{kind} is listed twice"));
         }
     }
@@ -133,82 +134,83 @@ pub fn parse_min_severity(text: &str) -> Result<Option<Severity>, String> {
 }
 
 /// A kind name must be one gpuwatch raises (a typo would silently alert on nothing).
-pub fn check_kind(kind: &str, known: &[&str]) -> Result<(), String> {
-    if known.contains(&kind) {
-        Ok(())
-    } else {
-        Err(format!(
-            "unknown warning kind {kind:?}; use one of {}",
-            known.join(", ")
-        ))
-    }
+pub fn parse_kind(name: &str) -> Result<WarningCode, String> {
+    WarningCode::from_name(name).ok_or_else(|| {
+        format!(
+            "unknown warning kind {name:?}; use one of {}",
+            WarningCode::names(", ")
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const KNOWN: &[&str] = &["overheating", "idle_holder", "oom_risk", "xid"];
+    use WarningCode::{IdleHolder, Lost, OomRisk, Overheating, Xid};
 
     #[test]
     fn by_default_critical_of_every_kind_and_the_etiquette_kinds_as_warnings() {
         let r = Rules::default();
-        assert!(r.wanted("overheating", Severity::Critical));
-        assert!(!r.wanted("overheating", Severity::Warning));
-        // A kind this module has never heard of is covered too.
-        assert!(r.wanted("some_new_kind", Severity::Critical));
-        assert!(r.wanted("idle_holder", Severity::Warning));
-        assert_eq!(r.hold("oom_risk", Severity::Critical), Duration::ZERO);
+        assert!(r.wanted(Overheating, Severity::Critical));
+        assert!(!r.wanted(Overheating, Severity::Warning));
+        // Every kind with no rule of its own is covered too.
+        for &kind in WarningCode::ALL {
+            assert!(r.wanted(kind, Severity::Critical), "{kind}");
+        }
+        assert!(r.wanted(IdleHolder, Severity::Warning));
+        assert_eq!(r.hold(OomRisk, Severity::Critical), Duration::ZERO);
         assert_eq!(
-            r.hold("idle_holder", Severity::Warning),
+            r.hold(IdleHolder, Severity::Warning),
             Duration::from_secs(60)
         );
-        assert_eq!(r.repeat("lost"), Duration::from_secs(4 * 3600));
+        assert_eq!(r.repeat(Lost), Duration::from_secs(4 * 3600));
     }
 
     #[test]
     fn alert_on_lists_the_kinds_that_go_out() {
-        let kinds =
-            parse_alert_on("overheating, idle_holder, oom_risk=warning, xid=off", KNOWN).unwrap();
+        let kinds = parse_alert_on("overheating, idle_holder, oom_risk=warning, xid=off").unwrap();
         let r = Rules {
             kinds,
             others: None,
             ..Rules::default()
         };
-        assert!(r.wanted("overheating", Severity::Critical));
-        assert!(!r.wanted("overheating", Severity::Warning));
-        assert!(r.wanted("idle_holder", Severity::Warning));
-        assert!(r.wanted("oom_risk", Severity::Warning));
-        assert!(!r.wanted("xid", Severity::Critical));
-        assert!(!r.wanted("lost", Severity::Critical), "not listed");
+        assert!(r.wanted(Overheating, Severity::Critical));
+        assert!(!r.wanted(Overheating, Severity::Warning));
+        assert!(r.wanted(IdleHolder, Severity::Warning));
+        assert!(r.wanted(OomRisk, Severity::Warning));
+        assert!(!r.wanted(Xid, Severity::Critical));
+        assert!(!r.wanted(Lost, Severity::Critical), "not listed");
+        // Every kind, in `WarningCode::ALL`'s order (a new kind joins the list by itself).
+        let every = WarningCode::names(", ");
+        assert!(every.starts_with("oom_risk, overheating, lost, idle_holder, "));
         assert_eq!(
-            parse_alert_on("overheat", KNOWN).unwrap_err(),
-            "unknown warning kind \"overheat\"; use one of overheating, idle_holder, oom_risk, xid"
+            parse_alert_on("overheat").unwrap_err(),
+            format!("unknown warning kind \"overheat\"; use one of {every}")
         );
-        assert!(parse_alert_on("xid=loud", KNOWN).is_err());
-        assert!(parse_alert_on("xid,xid", KNOWN).is_err());
-        assert!(parse_alert_on(" , ", KNOWN).is_err());
+        assert!(parse_alert_on("xid=loud").is_err());
+        assert_eq!(
+            parse_alert_on("xid,xid").unwrap_err(),
+            "xid is listed twice"
+        );
+        assert!(parse_alert_on(" , ").is_err());
     }
 
     #[test]
     fn a_kind_rule_overrides_hold_and_repeat() {
         let mut r = Rules::default();
         r.kinds.insert(
-            "overheating".into(),
+            Overheating,
             KindRule {
                 min: None,
                 hold: Some(Duration::from_secs(30)),
                 repeat: Some(Duration::ZERO),
             },
         );
-        assert!(
-            r.wanted("overheating", Severity::Critical),
-            "min falls back"
-        );
+        assert!(r.wanted(Overheating, Severity::Critical), "min falls back");
         assert_eq!(
-            r.hold("overheating", Severity::Critical),
+            r.hold(Overheating, Severity::Critical),
             Duration::from_secs(30)
         );
-        assert_eq!(r.repeat("overheating"), Duration::ZERO);
+        assert_eq!(r.repeat(Overheating), Duration::ZERO);
     }
 }

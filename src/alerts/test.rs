@@ -28,7 +28,7 @@ pub fn synthetic(host: &str, now: SystemTime) -> Event {
     Event::Alert(Box::new(Alert {
         status: Status::Firing,
         facts: Observed {
-            kind: "overheating",
+            kind: warning.kind.code(),
             message: format!(
                 "test alert from gpuwatch alert test ({})",
                 crate::ui::text::warning_line(&warning)

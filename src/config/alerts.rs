@@ -12,7 +12,6 @@ use crate::alerts::payload::Format;
 use crate::alerts::rules::{self, KindRule, Rules};
 use crate::alerts::sinks::Sink;
 use crate::cli::Cli;
-use crate::source::wire::KIND_NAMES;
 
 pub(super) fn alerts(cli: &Cli, r: &Resolver) -> Result<AlertSettings, SettingsError> {
     let t = &r.file_config().alerts;
@@ -116,11 +115,11 @@ fn alert_rules(cli: &Cli, r: &Resolver, t: &AlertsTable) -> Result<Rules, Settin
     let mut kinds = d.kinds.clone();
     for (name, table) in &t.kinds {
         let at = |why: String| r.file_error("alerts.kinds", &name.span(), why);
-        rules::check_kind(name.get_ref(), KIND_NAMES).map_err(at)?;
-        kinds.insert(name.get_ref().clone(), kind_rule(r, name.get_ref(), table)?);
+        let kind = rules::parse_kind(name.get_ref()).map_err(at)?;
+        kinds.insert(kind, kind_rule(r, name.get_ref(), table)?);
     }
     let mut others = d.others;
-    let on = |s: &str| rules::parse_alert_on(s, KIND_NAMES).map(Some);
+    let on = |s: &str| rules::parse_alert_on(s).map(Some);
     if let Some(listed) = r.flag_or_env(("alert-on", &cli.alert_on), on, None)?.value {
         // The list says which kinds go out and from which severity; the file's per-kind
         // `for` and `repeat` still apply to them.

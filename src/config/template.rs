@@ -234,8 +234,8 @@ repeat = {repeat}
         for_warning = dur(rules::DEFAULT_FOR_WARNING),
         for_critical = dur(rules::DEFAULT_FOR_CRITICAL),
         repeat = dur(rules::DEFAULT_REPEAT),
-        kinds = crate::source::wire::KIND_NAMES.join(", "),
-        warning_kinds = rules::WARNING_KINDS.join(" and "),
+        kinds = crate::source::wire::WarningCode::names(", "),
+        warning_kinds = rules::WARNING_KINDS.map(|k| k.name()).join(" and "),
     )
 }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use crate::history::GpuHistory;
 use crate::source::health::{RemappedRows, RetiredPages};
 use crate::source::throttle::ThrottleReason;
+use crate::source::wire::WarningCode;
 use crate::source::{GpuId, GpuReading, GpuStatus, ProcReading};
 use crate::units::{Bytes, Celsius};
 
@@ -63,7 +64,7 @@ pub enum Severity {
 }
 
 /// What a warning is about, with the numbers it was raised on (no text: the words are
-/// `ui::text::warning_line`'s, the JSON names `source::wire`'s).
+/// `ui::text::warning_line`'s, the names `WarningCode`'s, the JSON `source::wire`'s).
 #[derive(Debug, Clone, PartialEq)]
 pub enum WarningKind {
     OomRisk {
@@ -141,6 +142,27 @@ pub enum WarningKind {
         reason: ThrottleReason,
         held_for: Duration,
     },
+}
+
+impl WarningKind {
+    /// Which kind this is, as every output names it (`WarningCode::name`).
+    pub fn code(&self) -> WarningCode {
+        match self {
+            WarningKind::OomRisk { .. } => WarningCode::OomRisk,
+            WarningKind::Overheating { .. } => WarningCode::Overheating,
+            WarningKind::Lost => WarningCode::Lost,
+            WarningKind::IdleHolder { .. } => WarningCode::IdleHolder,
+            WarningKind::HostDown { .. } => WarningCode::HostDown,
+            WarningKind::StaleVram { .. } => WarningCode::StaleVram,
+            WarningKind::PileUp { .. } => WarningCode::PileUp,
+            WarningKind::Xid { .. } => WarningCode::Xid,
+            WarningKind::RemappedRows(_) => WarningCode::RemappedRows,
+            WarningKind::RetiredPages(_) => WarningCode::RetiredPages,
+            WarningKind::PcieReplays { .. } => WarningCode::PcieReplays,
+            WarningKind::EccCorrected { .. } => WarningCode::EccCorrected,
+            WarningKind::HwSlowdown { .. } => WarningCode::HwSlowdown,
+        }
+    }
 }
 
 /// Who a warning is about. A host-wide warning names the host, not a made-up GPU.

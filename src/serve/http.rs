@@ -13,8 +13,9 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::watch;
 
-use crate::headless;
+use crate::source::wire;
 use crate::state::State;
+use crate::ui::text::warning_line;
 
 use super::metrics::{self, MetricOptions};
 use super::negotiate::{self, Format};
@@ -43,7 +44,7 @@ impl Published {
         let ready = state.model.now().is_some() && state.model.stalled().is_none();
         let texts = metrics::render_both(state, options);
         let snapshot = ready.then(|| {
-            let mut doc = headless::snapshot_doc(state);
+            let mut doc = wire::Snapshot::of(&state.model, warning_line);
             if options.redact {
                 super::redact::redact(&mut doc);
             }

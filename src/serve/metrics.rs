@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::warnings::{Severity, Warning};
+use crate::model::warnings::Severity;
 use crate::source::throttle::ThrottleReason;
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
@@ -203,12 +203,6 @@ fn throttle(g: &GpuReading) -> Vec<(Labels, f64)> {
         .collect()
 }
 
-/// The name a warning kind has in the JSON document (its `kind`), so both outputs agree
-/// and a new kind needs no change here.
-fn warning_kind(w: &Warning) -> &'static str {
-    crate::headless::warning_doc(w, None).kind.name()
-}
-
 fn severity_name(s: Severity) -> &'static str {
     match s {
         Severity::Warning => "warning",
@@ -216,9 +210,11 @@ fn severity_name(s: Severity) -> &'static str {
     }
 }
 
-/// Warnings counted per GPU, kind and severity (a GPU can have several idle holders).
+/// Warnings counted per GPU, kind and severity (a GPU can have several idle holders). The
+/// kind label is the code's name, as in the JSON document; keyed by the name, not the
+/// code, so the series stay in the name's order.
 fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
-    let mut counts: BTreeMap<(usize, String, &str), u32> = BTreeMap::new();
+    let mut counts: BTreeMap<(usize, &'static str, &str), u32> = BTreeMap::new();
     for w in state.model.warnings() {
         if let Some(pos) = state
             .model
@@ -226,7 +222,7 @@ fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
             .iter()
             .position(|g| w.gpu() == Some(&g.id))
         {
-            let key = (pos, warning_kind(w).to_string(), severity_name(w.severity));
+            let key = (pos, w.kind.code().name(), severity_name(w.severity));
             *counts.entry(key).or_default() += 1;
         }
     }
@@ -234,7 +230,7 @@ fn warning_counts(state: &State) -> Vec<(Labels, f64)> {
         .into_iter()
         .map(|((pos, kind, severity), n)| {
             let mut labels = gpu_labels(&state.model.gpus()[pos]);
-            labels.push(("kind", kind));
+            labels.push(("kind", kind.to_string()));
             labels.push(("severity", severity.to_string()));
             (labels, f64::from(n))
         })

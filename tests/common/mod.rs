@@ -122,30 +122,6 @@ pub fn fake_lib() -> &'static std::path::Path {
     })
 }
 
-/// A short name for a warning's kind, for tests that collect which warnings fired.
-pub fn kind_name(kind: &gpuwatch::model::warnings::WarningKind) -> &'static str {
-    use gpuwatch::model::warnings::WarningKind;
-    match kind {
-        WarningKind::OomRisk {
-            time_to_full: Some(_),
-            ..
-        } => "oom-filling",
-        WarningKind::OomRisk { .. } => "oom",
-        WarningKind::Overheating { .. } => "heat",
-        WarningKind::Lost => "lost",
-        WarningKind::IdleHolder { .. } => "idle",
-        WarningKind::StaleVram { .. } => "stale",
-        WarningKind::HostDown { .. } => "host",
-        WarningKind::PileUp { .. } => "pileup",
-        WarningKind::Xid { .. } => "xid",
-        WarningKind::RemappedRows(_) => "remapped",
-        WarningKind::RetiredPages(_) => "retired",
-        WarningKind::PcieReplays { .. } => "replays",
-        WarningKind::EccCorrected { .. } => "ecc",
-        WarningKind::HwSlowdown { .. } => "slowdown",
-    }
-}
-
 /// Where `needle` starts on a rendered terminal: (column, row) in cells.
 pub fn find(term: &ratatui::Terminal<ratatui::backend::TestBackend>, needle: &str) -> (u16, u16) {
     let text = term.backend().to_string();

@@ -18,6 +18,7 @@ mod scenario;
 use std::time::{Duration, SystemTime};
 
 use super::throttle::ThrottleReason;
+use super::wire::WarningCode;
 use super::{
     GpuId, GpuReading, GpuSource, HostInfo, HostLoad, HostProc, ProcDetails, ProcKind, ProcReading,
     Sample, SourceError,
@@ -299,7 +300,7 @@ fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64
     if capped {
         reasons.push(ThrottleReason::SwPowerCap);
     }
-    if hot && role == Role::Overheating {
+    if hot && role == Role::Warns(WarningCode::Overheating) {
         reasons.push(ThrottleReason::SwThermalSlowdown);
     }
     g.throttle_reasons = Some(reasons);

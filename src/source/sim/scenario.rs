@@ -4,6 +4,7 @@
 //! draws the noise and turns a role into readings.
 
 pub(super) use super::context::{Pin, Runs};
+use crate::source::wire::WarningCode;
 
 /// The name every simulated GPU reports.
 pub(super) const GPU_NAME: &str = "NVIDIA H100 80GB HBM3";
@@ -13,14 +14,12 @@ pub(super) const SLOWDOWN_C: u32 = 94;
 /// VRAM the driver keeps on every GPU with no process (what nvidia-smi shows as used when idle).
 pub(super) const DRIVER_RESERVED_GIB: f64 = 0.5;
 
-/// The situations the monitor must make visible, one per GPU slot.
+/// The situations the monitor must make visible, one per GPU slot: a busy GPU, one that
+/// raises a warning (by the warning's code; a test checks the demo raises it there), a free one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Role {
     Training,
-    FillingToOom,
-    Overheating,
-    IdleHolder,
-    StaleVram,
+    Warns(WarningCode),
     Free,
 }
 
@@ -323,7 +322,7 @@ pub(super) static ROLES: [RoleSpec; 8] = [
     training(&[TRAIN, HEALTHCHECK, EVAL, REPL]),
     training(&[TRAIN]),
     RoleSpec {
-        role: Role::FillingToOom,
+        role: Role::Warns(WarningCode::OomRisk),
         user_slot: 1,
         util: Spread {
             base: 70.0,
@@ -342,7 +341,7 @@ pub(super) static ROLES: [RoleSpec; 8] = [
     // Climbs a quarter degree a second from 84 °C until it sits just above 90 °C; after four
     // minutes the benchmark pauses for one and the GPU cools (so its alert also resolves).
     RoleSpec {
-        role: Role::Overheating,
+        role: Role::Warns(WarningCode::Overheating),
         user_slot: 2,
         util: Spread {
             base: 100.0,
@@ -365,9 +364,15 @@ pub(super) static ROLES: [RoleSpec; 8] = [
         orphan_gib: 0.0,
         jobs: &[BENCH],
     },
-    idle(Role::IdleHolder, 72.0, 36.0, 0.0, &[notebook(30.2)]),
+    idle(
+        Role::Warns(WarningCode::IdleHolder),
+        72.0,
+        36.0,
+        0.0,
+        &[notebook(30.2)],
+    ),
     // VRAM still held after its process died: nobody is listed.
-    idle(Role::StaleVram, 66.0, 31.0, 12.4, &[]),
+    idle(Role::Warns(WarningCode::StaleVram), 66.0, 31.0, 12.4, &[]),
     idle(Role::Free, 66.0, 31.0, 0.0, &[]),
     idle(Role::Free, 66.0, 31.0, 0.0, &[notebook(1.1)]),
 ];

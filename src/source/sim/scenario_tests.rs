@@ -6,10 +6,10 @@ use super::*;
 fn every_situation_is_in_each_block_and_the_notebook_spans_two_gpus() {
     for role in [
         Role::Training,
-        Role::FillingToOom,
-        Role::Overheating,
-        Role::IdleHolder,
-        Role::StaleVram,
+        Role::Warns(WarningCode::OomRisk),
+        Role::Warns(WarningCode::Overheating),
+        Role::Warns(WarningCode::IdleHolder),
+        Role::Warns(WarningCode::StaleVram),
         Role::Free,
     ] {
         assert!(ROLES.iter().any(|r| r.role == role), "{role:?}");
@@ -44,11 +44,45 @@ fn the_oom_job_dies_short_of_full_and_restarts() {
 
 #[test]
 fn the_hot_gpu_runs_in_bursts_and_cools_between_them() {
-    let hot = ROLES.iter().find(|r| r.role == Role::Overheating).unwrap();
+    let hot = ROLES
+        .iter()
+        .find(|r| r.role == Role::Warns(WarningCode::Overheating))
+        .unwrap();
     assert_eq!(hot.temp.at(0.0), 84.0);
     assert_eq!(hot.temp.at(100.0), 92.0);
     assert!(!hot.temp.paused(239.0));
     assert!(hot.temp.paused(240.0) && hot.temp.at(250.0) < 80.0);
     assert_eq!(hot.temp.at(300.0), 84.0, "the next burst");
     assert!(!hot.temp.paused(300.0));
+}
+
+#[test]
+fn the_demo_opens_with_each_role_raising_its_warning_on_its_gpu() {
+    use crate::source::GpuSource;
+    use crate::state::{Msg, State, ViewConfig, update};
+    use std::time::Duration;
+    let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(2_000_000_000);
+    let second = Duration::from_secs(1);
+    let mut sim =
+        super::super::SimSource::new(8, 42, second, super::super::SimClock::Virtual { start });
+    // What `--demo` does: run the story past the idle holder's 30 minutes, then one live sample.
+    let mut state = State::new(ViewConfig::default());
+    for sample in sim.backfill(Duration::from_secs(31 * 60), Duration::from_secs(300)) {
+        update(&mut state, Msg::Sample(Box::new(sample)));
+    }
+    update(&mut state, Msg::Sample(Box::new(sim.sample().unwrap())));
+    let raised: Vec<(Option<u32>, WarningCode)> = state
+        .model
+        .warnings()
+        .iter()
+        .map(|w| (w.gpu_index(), w.kind.code()))
+        .collect();
+    for (i, spec) in ROLES.iter().enumerate() {
+        if let Role::Warns(code) = spec.role {
+            assert!(
+                raised.contains(&(Some(i as u32), code)),
+                "GPU {i}: {code} not in {raised:?}"
+            );
+        }
+    }
 }

@@ -3,7 +3,11 @@
 //! separate from the internal ones so the format changes only on purpose. Owns the field
 //! names, the units (base units: bytes, °C, W, %, MHz, J, seconds) and the version rule;
 //! must not know the words shown to people (the caller passes a warning's message in).
-//! docs/json.md and docs/gpuwatch-snapshot.schema.json describe it.
+//! docs/json.md and docs/gpuwatch-snapshot.schema.json describe it. A warning's kind is
+//! named by its `WarningCode` everywhere. The model is written into the document here
+//! (`Snapshot::of`, `Warning::of`), once for `--once --json`, the exporter and alerts; that
+//! reads `model` from below it, an upward import until a warning's data moves down into
+//! the readings vocabulary (issue 21, point 2).
 //!
 //! Version rule: `schema_version` is the major version and `schema_minor` the minor. A
 //! reader accepts every document of its major version whatever the minor and ignores
@@ -11,8 +15,10 @@
 //! adds fields (or warning kinds). Renaming, removing or retyping a field bumps the major.
 //! Major 1 is still read by `v1`.
 
+mod code;
 mod gpu;
 mod process;
+mod snapshot_of;
 mod v1;
 mod warning;
 pub mod workload;
@@ -21,12 +27,13 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+pub use code::WarningCode;
 pub use gpu::{
     Gpu, RemappedRowsDoc, RetiredPagesDoc, Status, XidDoc, throttle_reason_names,
     throttle_reasons_from_names,
 };
 pub use process::{ContextDoc, Proc, ProcType};
-pub use warning::{KIND_NAMES, Severity, SubjectKind, Warning, WarningKind};
+pub use warning::{Severity, SubjectKind, Warning, WarningKind};
 
 use crate::source::{HostInfo, HostStatus, Sample};
 

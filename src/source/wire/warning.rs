@@ -1,9 +1,13 @@
 //! A warning in the public JSON document: kind, severity, subject and the numbers it was
 //! raised on, in base units. Written only — nothing reads warnings back (a reader
 //! re-evaluates them from the readings), so a newer kind never breaks an older reader.
-//! Knows nothing of the words: the caller passes the rendered `message` in.
+//! Also the conversion from the model's warning (`Warning::of`). Knows nothing of the
+//! words: the caller passes the rendered `message` in; the kind's name is `WarningCode`'s.
 
 use serde::Serialize;
+
+use super::WarningCode;
+use crate::model::warnings as model;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -21,8 +25,11 @@ pub enum SubjectKind {
     Host,
 }
 
+/// A warning's numbers, by kind. Untagged: the document's `kind` is the warning's
+/// `code`, so the name has one spelling (`WarningCode::name`), not a second one derived
+/// from these variants.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(untagged)]
 pub enum WarningKind {
     /// VRAM nearly full, or filling fast. Bytes, %, seconds.
     OomRisk {
@@ -111,46 +118,6 @@ pub enum WarningKind {
     },
 }
 
-impl WarningKind {
-    /// The document's name for the kind (its `kind` tag), for other outputs (metrics
-    /// labels) so every output spells it the same.
-    pub fn name(&self) -> &'static str {
-        match self {
-            WarningKind::OomRisk { .. } => "oom_risk",
-            WarningKind::Overheating { .. } => "overheating",
-            WarningKind::Lost => "lost",
-            WarningKind::IdleHolder { .. } => "idle_holder",
-            WarningKind::HostDown { .. } => "host_down",
-            WarningKind::StaleVram { .. } => "stale_vram",
-            WarningKind::PileUp { .. } => "pile_up",
-            WarningKind::Xid { .. } => "xid",
-            WarningKind::RemappedRows { .. } => "remapped_rows",
-            WarningKind::RetiredPages { .. } => "retired_pages",
-            WarningKind::PcieReplays { .. } => "pcie_replays",
-            WarningKind::EccCorrected { .. } => "ecc_corrected",
-            WarningKind::HwSlowdown { .. } => "hw_slowdown",
-        }
-    }
-}
-
-/// Every `WarningKind::name`, for settings that name kinds (`--alert-on`); a test keeps
-/// the two in step.
-pub const KIND_NAMES: &[&str] = &[
-    "oom_risk",
-    "overheating",
-    "lost",
-    "idle_holder",
-    "host_down",
-    "stale_vram",
-    "pile_up",
-    "xid",
-    "remapped_rows",
-    "retired_pages",
-    "pcie_replays",
-    "ecc_corrected",
-    "hw_slowdown",
-];
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Warning {
     pub subject: SubjectKind,
@@ -158,6 +125,10 @@ pub struct Warning {
     pub gpu_index: Option<u32>,
     pub host: Option<String>,
     pub severity: Severity,
+    /// `oom_risk`, `overheating`, … (the model's `WarningKind::code`).
+    #[serde(rename = "kind")]
+    pub code: WarningCode,
+    /// Its numbers, written after the `kind`.
     #[serde(flatten)]
     pub kind: WarningKind,
     /// The sentence gpuwatch shows for it, for people reading the JSON; programs should use
@@ -165,88 +136,143 @@ pub struct Warning {
     pub message: Option<String>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_kind_name_is_the_serialized_tag() {
-        let kinds = [
-            WarningKind::OomRisk {
-                memory_used: 1,
-                memory_total: 2,
-                memory_percent: 50.0,
-                time_to_full: None,
-                mig_uuid: None,
-                gpu_instance_id: None,
-                mig_profile: None,
+impl Warning {
+    /// The model's warning as the document carries it: its numbers in base units, and the
+    /// sentence people see when the caller passes it (this module knows no words).
+    pub fn of(w: &model::Warning, message: Option<String>) -> Warning {
+        let (subject, gpu_uuid, gpu_index, host) = match &w.subject {
+            model::Subject::Gpu { id, index, host } => (
+                SubjectKind::Gpu,
+                Some(id.0.clone()),
+                Some(*index),
+                host.clone(),
+            ),
+            model::Subject::Host { name } => (SubjectKind::Host, None, None, Some(name.clone())),
+        };
+        Warning {
+            subject,
+            gpu_uuid,
+            gpu_index,
+            host,
+            severity: match w.severity {
+                model::Severity::Warning => Severity::Warning,
+                model::Severity::Critical => Severity::Critical,
             },
-            WarningKind::Overheating {
-                temperature: 90,
-                held_for: 0.0,
-                critical_at: 90,
-                slowdown: None,
-            },
-            WarningKind::Lost,
-            WarningKind::IdleHolder {
-                pid: 1,
-                user: Some("u".into()),
-                command: None,
-                gpu_memory: 1,
-                idle_for: 1.0,
-            },
-            WarningKind::HostDown { reason: "r".into() },
-            WarningKind::StaleVram {
-                memory_used: 1,
-                held_for: 1.0,
-            },
-        ];
-        for k in kinds {
-            let v = serde_json::to_value(&k).unwrap();
-            assert_eq!(v["kind"], k.name(), "{v}");
-            assert!(
-                KIND_NAMES.contains(&k.name()),
-                "{} missing from KIND_NAMES",
-                k.name()
-            );
-        }
-    }
-
-    #[test]
-    fn the_health_kind_names_are_the_serialized_tags() {
-        let kinds = [
-            WarningKind::Xid {
-                xid: 79,
-                count: 1,
-                ago: 0.0,
-            },
-            WarningKind::RemappedRows {
-                correctable: 0,
-                uncorrectable: 1,
-                pending: true,
-                failed: false,
-            },
-            WarningKind::RetiredPages {
-                single_bit: 0,
-                double_bit: 1,
-                pending: true,
-            },
-            WarningKind::PcieReplays {
-                total: 2,
-                growth: 1,
-            },
-            WarningKind::EccCorrected {
-                total: 2,
-                growth: 1,
-            },
-            WarningKind::HwSlowdown {
-                reason: "hw_slowdown".into(),
-                held_for: 30.0,
-            },
-        ];
-        for k in kinds {
-            let v = serde_json::to_value(&k).unwrap();
-            assert_eq!(v["kind"], k.name(), "{v}");
+            code: w.kind.code(),
+            kind: WarningKind::of(&w.kind),
+            message,
         }
     }
 }
+
+impl WarningKind {
+    /// The model's kind with its numbers in base units.
+    fn of(kind: &model::WarningKind) -> WarningKind {
+        let secs = |d: &std::time::Duration| d.as_secs_f64();
+        match kind {
+            model::WarningKind::OomRisk {
+                used,
+                total,
+                percent,
+                time_to_full,
+                instance,
+            } => WarningKind::OomRisk {
+                memory_used: used.0,
+                memory_total: total.0,
+                memory_percent: *percent,
+                time_to_full: time_to_full.as_ref().map(secs),
+                mig_uuid: instance.as_ref().map(|i| i.id.0.clone()),
+                gpu_instance_id: instance.as_ref().and_then(|i| i.gpu_instance),
+                mig_profile: instance.as_ref().and_then(|i| i.profile.clone()),
+            },
+            model::WarningKind::Overheating {
+                temperature,
+                held_for,
+                critical_at,
+                slowdown,
+            } => WarningKind::Overheating {
+                temperature: temperature.0,
+                held_for: secs(held_for),
+                critical_at: critical_at.0,
+                slowdown: slowdown.map(|c| c.0),
+            },
+            model::WarningKind::Lost => WarningKind::Lost,
+            model::WarningKind::IdleHolder {
+                pid,
+                user,
+                command,
+                vram,
+                idle_for,
+            } => WarningKind::IdleHolder {
+                pid: *pid,
+                user: user.clone(),
+                command: command.clone(),
+                gpu_memory: vram.0,
+                idle_for: secs(idle_for),
+            },
+            model::WarningKind::HostDown { reason } => WarningKind::HostDown {
+                reason: reason.clone(),
+            },
+            model::WarningKind::StaleVram { used, held_for } => WarningKind::StaleVram {
+                memory_used: used.0,
+                held_for: secs(held_for),
+            },
+            model::WarningKind::PileUp {
+                unpinned,
+                owners,
+                free,
+            } => WarningKind::PileUp {
+                unpinned_pids: unpinned.clone(),
+                owners: *owners,
+                free_gpus: free.clone(),
+            },
+            // Listed, not `_`: a new kind must not compile until it is written somewhere.
+            health @ (model::WarningKind::Xid { .. }
+            | model::WarningKind::RemappedRows(_)
+            | model::WarningKind::RetiredPages(_)
+            | model::WarningKind::PcieReplays { .. }
+            | model::WarningKind::EccCorrected { .. }
+            | model::WarningKind::HwSlowdown { .. }) => WarningKind::health(health),
+        }
+    }
+
+    /// The health kinds (`model::health`) as the document carries them.
+    fn health(kind: &model::WarningKind) -> WarningKind {
+        match kind {
+            model::WarningKind::Xid { code, count, ago } => WarningKind::Xid {
+                xid: *code,
+                count: *count,
+                ago: ago.as_secs_f64(),
+            },
+            model::WarningKind::RemappedRows(r) => WarningKind::RemappedRows {
+                correctable: r.correctable,
+                uncorrectable: r.uncorrectable,
+                pending: r.pending,
+                failed: r.failed,
+            },
+            model::WarningKind::RetiredPages(p) => WarningKind::RetiredPages {
+                single_bit: p.single_bit,
+                double_bit: p.double_bit,
+                pending: p.pending,
+            },
+            model::WarningKind::PcieReplays { total, growth } => WarningKind::PcieReplays {
+                total: *total,
+                growth: *growth,
+            },
+            model::WarningKind::EccCorrected { total, growth } => WarningKind::EccCorrected {
+                total: *total,
+                growth: *growth,
+            },
+            model::WarningKind::HwSlowdown { reason, held_for } => WarningKind::HwSlowdown {
+                reason: reason.name().to_string(),
+                held_for: held_for.as_secs_f64(),
+            },
+            // The other kinds are `of`'s; it passes only the ones above.
+            _ => unreachable!("not a health kind: {kind:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "warning_tests.rs"]
+mod tests;
