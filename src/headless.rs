@@ -103,8 +103,10 @@ pub fn render_text(state: &State) -> String {
     let mut out = format!(
         "{}  driver {}  CUDA {}  {} GPUs  free: {}\n",
         escape(&h.hostname),
-        h.driver_version.as_deref().unwrap_or(NA),
-        h.cuda_version.as_deref().unwrap_or(NA),
+        // Escaped like every field: a remote's or a Prometheus series' version string is
+        // someone else's text, and a newline in it forged header lines.
+        escape(h.driver_version.as_deref().unwrap_or(NA)),
+        escape(h.cuda_version.as_deref().unwrap_or(NA)),
         state.model.gpus().len(),
         list_or_none(&free_gpus(&state.model)),
     );

@@ -536,3 +536,50 @@ fn a_setuid_root_process_is_roots_and_never_signalled() {
     }
     assert!(sleeper.0.try_wait().unwrap().is_none(), "still running");
 }
+
+/// Round 3, item 16: a newline in a version string (a remote's, a Prometheus series', a
+/// recording's) is escaped in `--once` text, never a forged header line.
+#[test]
+fn once_text_escapes_newlines_in_version_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.ndjson");
+    common::clean_command()
+        .args(["--demo", "--once", "--record"])
+        .arg(&rec)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let forged = text
+        .replace(
+            "\"driver_version\":\"550.54.15\"",
+            "\"driver_version\":\"550\\nFORGED driver line\"",
+        )
+        .replace(
+            "\"cuda_version\":\"12.4\"",
+            "\"cuda_version\":\"12.4\\rFORGED cuda line\"",
+        );
+    assert_ne!(forged, text, "the recording names the demo's versions");
+    std::fs::write(&rec, forged).unwrap();
+    let out = common::clean_command()
+        .arg("replay")
+        .arg(&rec)
+        .arg("--once")
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.contains("driver 550\\nFORGED driver line")
+            && header.contains("CUDA 12.4\\rFORGED cuda line"),
+        "{header}"
+    );
+    assert!(
+        !out.lines().any(|l| l.starts_with("FORGED")) && !out.contains('\r'),
+        "{out}"
+    );
+}
