@@ -142,7 +142,7 @@ impl Encoder {
             }
             out.extend_from_slice(sgr(pen, target).bytes());
             pen = target;
-            out.extend_from_slice(cell.symbol().as_bytes());
+            out.extend_from_slice(shown_symbol(cell.symbol()).as_bytes());
             cursor = after_printing(cell, x, y, area);
             self.shadow[(x, y)] = cell.clone();
         }
@@ -188,6 +188,22 @@ impl Encoder {
             }
         }
         (gap.len() + sgr_len(gap_pen, target) < by_move).then_some(gap_pen)
+    }
+}
+
+/// What is written for a cell's symbol: itself, except that a bidirectional override or
+/// isolate (U+202A..U+202E, U+2066..U+2069) becomes U+FFFD. ratatui draws control
+/// characters nowhere but keeps these, and written raw they reorder what follows on the
+/// line: a command line could show `exe.evil` as `live.exe`. The cell stays one column;
+/// `--once` and the JSON show the character escaped instead.
+fn shown_symbol(symbol: &str) -> &str {
+    if symbol
+        .chars()
+        .any(|c| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+    {
+        "\u{fffd}"
+    } else {
+        symbol
     }
 }
 
@@ -675,6 +691,27 @@ mod tests {
         let mut cell = Cell::new("x");
         cell.set_symbol(symbol).set_style(style);
         cell
+    }
+
+    /// Hardening round 3 §18: a bidi override from a process's argv never reaches the
+    /// terminal raw, where it would reverse the rest of the line.
+    #[test]
+    fn bidi_controls_are_never_written_raw() {
+        let area = Rect::new(0, 0, 40, 2);
+        let plain = Style::new();
+        let cells = [
+            (0, 0, styled("a", plain)),
+            (1, 0, styled("\u{202e}", plain)),
+            (2, 0, styled("\u{2066}", plain)),
+            (3, 0, styled("b", plain)),
+        ];
+        let out = encoded(&cells, area);
+        assert!(
+            !out.contains('\u{202e}') && !out.contains('\u{2066}'),
+            "{out:?}"
+        );
+        assert_eq!(out.matches('\u{fffd}').count(), 2, "{out:?}");
+        assert!(out.contains('a') && out.ends_with('b'), "{out:?}");
     }
 
     #[test]
