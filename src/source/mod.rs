@@ -3,6 +3,7 @@
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
 pub mod drm;
+pub mod fields;
 pub mod health;
 pub mod mig;
 pub mod multi;

@@ -438,3 +438,49 @@ fn series_with_gpu_i_id_become_the_gpus_mig_instances_not_its_readings() {
     assert_eq!(n.mig_devices[0].id.0, "MIG-9a8b7c6d-5e4f");
     assert_eq!(n.mig_devices[0].memory_total, Some(Bytes(20 << 30)));
 }
+
+/// Every row of the field table, written as the exporter writes it (native: the getter's
+/// base-unit value; `--dcgm-compat`: in DCGM's unit) and read back through this source's
+/// parser, gives the same reading: the health series included, which the source used to
+/// leave unread (issue 21).
+#[test]
+fn every_field_round_trips_through_both_spellings() {
+    use crate::source::fields::{self, TABLE};
+    let full = fields::tests::every_field_known();
+    let native: Vec<(serde_json::Value, f64)> = TABLE
+        .iter()
+        .filter_map(|f| {
+            let n = f.native?;
+            let labels = json!({"__name__": n.name, "instance": "node1:9401", "job": "gpuwatch",
+                                "gpu": "3", "uuid": full.id.0, "name": full.name});
+            Some((labels, (f.get)(&full)?))
+        })
+        .collect();
+    let dcgm: Vec<(serde_json::Value, f64)> = TABLE
+        .iter()
+        .filter_map(|f| {
+            let d = f.dcgm?;
+            let labels = json!({"__name__": d.name, "instance": "10.0.0.9:9400", "job": "dcgm",
+                                "gpu": "3", "UUID": full.id.0, "modelName": full.name});
+            Some((labels, d.scale.to_dcgm((f.get)(&full)?)))
+        })
+        .collect();
+    for (spelling, series) in [("native", native), ("dcgm", dcgm)] {
+        let (mut src, _) = source(vector(&series), empty_matrix);
+        let s = src.sample().unwrap();
+        assert_eq!(s.gpus.len(), 1, "{spelling}");
+        let back = &s.gpus[0];
+        let mut checked = 0;
+        for f in TABLE.iter().filter(|f| f.set.is_some()) {
+            let written = match spelling {
+                "native" => f.native.is_some(),
+                _ => f.dcgm.is_some(),
+            };
+            if written {
+                assert_eq!((f.get)(back), (f.get)(&full), "{spelling} {:?}", f.key);
+                checked += 1;
+            }
+        }
+        assert!(checked >= 17, "{spelling}: only {checked} fields checked");
+    }
+}
