@@ -490,3 +490,64 @@ fn mig_instances_come_back_from_prometheus_as_the_gpus_instances() {
     );
     assert_eq!(g["mig_devices"][0]["utilization_gpu"], Value::Null);
 }
+
+/// Issue 21: the health series the exporter writes come back through `--prometheus` (they
+/// used to be left unread): the demo's XID on GPU 1 is the same critical warning there as on
+/// the host, and every GPU's health readings are the exporter's own.
+#[test]
+fn health_readings_and_warnings_come_back_through_prometheus() {
+    if !on_path("prometheus") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have prometheus for the --prometheus health test"
+        );
+        println!("prometheus is not installed: skipping the --prometheus health test");
+        return;
+    }
+    let exporter = Exporter::demo(&["--demo-gpus", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let prometheus = Prometheus::start(dir.path(), &exporter.addr.to_string());
+    prometheus.single_value(r#"gpuwatch_gpu_last_xid{gpu="1"}"#);
+    let url = format!("http://127.0.0.1:{}", prometheus.port);
+    let out = gpuwatch()
+        .args(["--prometheus", &url, "--once", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let host: Value = serde_json::from_str(&exporter.get("/api/v1/snapshot").body).unwrap();
+    const HEALTH: [&str; 6] = [
+        "xid_errors",
+        "remapped_rows",
+        "retired_pages",
+        "pcie_replay_counter",
+        "ecc_errors_corrected_volatile",
+        "temperature_memory",
+    ];
+    for (seen, there) in doc["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(host["gpus"].as_array().unwrap())
+    {
+        assert_eq!(seen["uuid"], there["uuid"]);
+        for key in HEALTH {
+            assert_eq!(
+                seen[key], there[key],
+                "GPU {} {key}\n{doc:#}",
+                seen["index"]
+            );
+        }
+    }
+    let xid = |d: &Value| -> Vec<(u64, u64)> {
+        d["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["kind"] == "xid" && w["severity"] == "critical")
+            .map(|w| (w["gpu_index"].as_u64().unwrap(), w["xid"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(xid(&doc), [(1, 31)], "{doc:#}");
+    assert_eq!(xid(&doc), xid(&host));
+}
