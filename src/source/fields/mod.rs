@@ -60,6 +60,20 @@ pub enum Key {
     DcgmXid,
 }
 
+/// The readings a GPU's history keeps, one series each (the panels' sparklines, the detail
+/// view's charts and the Prometheus back-fill all use this one store of points).
+pub const CHARTED: [Key; 9] = [
+    Key::Util,
+    Key::MemoryUtil,
+    Key::MemoryUsed,
+    Key::Temperature,
+    Key::Power,
+    Key::SmClock,
+    Key::MemoryClock,
+    Key::PcieTx,
+    Key::PcieRx,
+];
+
 /// A metric's Prometheus type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricKind {

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::source::fields::{self, Field, Key, Spelling};
+use crate::source::fields::{self, Field, Key, Scale, Spelling};
 use crate::source::{GpuReading, GpuStatus, Vendor};
 
 /// A MIG instance's memory figure (see `prometheus::mig`).
@@ -169,47 +169,22 @@ pub fn derive_total(g: &mut GpuReading) {
     }
 }
 
-/// The four histories the panels chart, each as one PromQL expression that gives both
-/// exporters' series in gpuwatch's units (so one range query per chart, for every GPU).
-pub const HISTORY: [(Chart, &str, &str); 4] = [
-    (
-        Chart::Temperature,
-        "gpuwatch_gpu_temperature_celsius",
-        "DCGM_FI_DEV_GPU_TEMP",
-    ),
-    (
-        Chart::Power,
-        "gpuwatch_gpu_power_watts",
-        "DCGM_FI_DEV_POWER_USAGE",
-    ),
-    (
-        Chart::Util,
-        "gpuwatch_gpu_utilization_ratio * 100",
-        "DCGM_FI_DEV_GPU_UTIL",
-    ),
-    (
-        Chart::MemoryUsed,
-        "gpuwatch_gpu_memory_used_bytes",
-        "DCGM_FI_DEV_FB_USED * 1048576",
-    ),
-];
-
-/// Which history a range query fills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chart {
-    Temperature,
-    Power,
-    Util,
-    MemoryUsed,
-}
-
-/// `A{sel} or B{sel}` with the selector's matchers inside each metric's braces.
-pub fn history_query(native: &str, dcgm: &str, matchers: &str) -> String {
-    format!(
-        "({}) or ({})",
-        with_matchers(native, matchers),
-        with_matchers(dcgm, matchers)
-    )
+/// One charted field's history as one PromQL expression that gives both exporters' series in
+/// base units (so one range query per charted field, for every GPU), with the selector's
+/// matchers inside each metric's braces: `native{sel} or DCGM{sel} * k`.
+pub fn history_query(field: &Field, matchers: &str) -> Option<String> {
+    let native = field.native.map(|n| n.name.to_string());
+    let dcgm = field.dcgm.map(|d| match d.scale {
+        Scale::Same => d.name.to_string(),
+        Scale::Times(k) => format!("{} / {k}", d.name),
+        Scale::Per(k) => format!("{} * {k}", d.name),
+    });
+    let parts: Vec<String> = native
+        .into_iter()
+        .chain(dcgm)
+        .map(|e| format!("({})", with_matchers(&e, matchers)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" or "))
 }
 
 /// `name * 100` → `name{m} * 100`: the matchers go right after the metric name.
@@ -244,11 +219,19 @@ mod tests {
     }
 
     #[test]
-    fn history_queries_carry_the_selector() {
+    fn history_queries_carry_the_selector_and_give_base_units() {
+        let util = fields::field(Key::Util);
         assert_eq!(
-            history_query("a * 100", "b", r#"cluster="x""#),
-            r#"(a{cluster="x"} * 100) or (b{cluster="x"})"#
+            history_query(util, r#"cluster="x""#).unwrap(),
+            r#"(gpuwatch_gpu_utilization_ratio{cluster="x"}) or (DCGM_FI_DEV_GPU_UTIL{cluster="x"} / 100)"#
         );
-        assert_eq!(history_query("a", "b * 2", ""), "(a) or (b * 2)");
+        assert_eq!(
+            history_query(fields::field(Key::MemoryUsed), "").unwrap(),
+            "(gpuwatch_gpu_memory_used_bytes) or (DCGM_FI_DEV_FB_USED * 1048576)"
+        );
+        assert_eq!(
+            history_query(fields::field(Key::PcieTx), "").unwrap(),
+            "(gpuwatch_gpu_pcie_transmit_bytes_per_second)"
+        );
     }
 }

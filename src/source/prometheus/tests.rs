@@ -163,7 +163,7 @@ fn both_exporters_become_readings_in_gpuwatch_units() {
 }
 
 #[test]
-fn one_instant_query_and_one_range_query_per_chart_carry_the_selector() {
+fn one_instant_query_and_one_range_query_per_charted_field_carry_the_selector() {
     let mut all = Vec::new();
     for i in 0..50 {
         all.extend(native(&format!("node{i}:9401"), &format!("GPU-{i}"), 0));
@@ -171,7 +171,8 @@ fn one_instant_query_and_one_range_query_per_chart_carry_the_selector() {
     let (mut src, api) = source(vector(&all), empty_matrix);
     src.sample().unwrap();
     let calls = api.calls.lock().unwrap().clone();
-    assert_eq!(calls.len(), 5, "{calls:#?}");
+    // One range query per charted field (`fields::CHARTED`), not per GPU.
+    assert_eq!(calls.len(), 10, "{calls:#?}");
     let decoded: Vec<String> = calls.iter().map(|c| decode(c)).collect();
     assert!(
         decoded[0].starts_with("/api/v1/query?query={__name__=~\"gpuwatch_gpu_info|"),
@@ -183,11 +184,18 @@ fn one_instant_query_and_one_range_query_per_chart_carry_the_selector() {
         "{}",
         decoded[0]
     );
-    for (c, chart) in
-        decoded[1..]
-            .iter()
-            .zip(["temperature", "power", "utilization", "memory_used"])
-    {
+    let charted = [
+        "gpuwatch_gpu_utilization_ratio",
+        "memory_utilization",
+        "memory_used",
+        "temperature",
+        "power",
+        "sm_clock",
+        "memory_clock",
+        "transmit",
+        "receive",
+    ];
+    for (c, chart) in decoded[1..].iter().zip(charted) {
         assert!(c.starts_with("/api/v1/query_range?query=("), "{c}");
         assert!(c.contains(chart) && c.contains(r#"{cluster="a"}"#), "{c}");
     }
@@ -244,16 +252,18 @@ fn history_comes_from_the_range_queries_into_the_charts() {
     let kept = s.history.as_ref().unwrap();
     assert_eq!(kept[&GpuId("GPU-n0".into())].len(), 2);
     let p = &kept[&GpuId("GPU-n0".into())][1];
-    assert_eq!(
-        (p.temperature, p.util, p.power, p.memory_used),
-        (Some(61), Some(51), Some(51.0), Some(51))
-    );
+    use crate::source::fields::{CHARTED, Key};
+    assert_eq!(p.get(Key::Temperature), Some(61.0));
+    // Every charted field is back-filled, the detail view's clocks and PCIe included.
+    for key in CHARTED.into_iter().filter(|k| *k != Key::Temperature) {
+        assert_eq!(p.get(key), Some(51.0), "{key:?}");
+    }
     crate::state::update(&mut state, crate::state::Msg::Sample(Box::new(s)));
     let h = state.model.history(&GpuId("GPU-n0".into())).unwrap();
-    assert_eq!(
-        h.temperature.iter().copied().collect::<Vec<_>>(),
-        [Some(60), Some(61)]
-    );
+    let temps = |h: &crate::history::GpuHistory| -> Vec<Option<f64>> {
+        h.points().iter().map(|p| p.get(Key::Temperature)).collect()
+    };
+    assert_eq!(temps(h), [Some(60.0), Some(61.0)]);
     // The next refresh asks only for the step since: start = last end + 1 s.
     let ends: Vec<f64> = api
         .calls
@@ -270,7 +280,7 @@ fn history_comes_from_the_range_queries_into_the_charts() {
     crate::state::update(&mut state, crate::state::Msg::Sample(Box::new(s)));
     let h = state.model.history(&GpuId("GPU-n0".into())).unwrap();
     assert_eq!(
-        h.temperature.len(),
+        h.points().len(),
         3,
         "the repeated start point is not charted twice"
     );
