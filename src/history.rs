@@ -16,7 +16,8 @@ use crate::source::fields::Key;
 use crate::source::{GpuReading, HistoryPoint};
 
 /// The most points one ring may hold: a million samples (27 h at the 100 ms minimum
-/// interval, 11 days at 1 s) is about 60 MB across one GPU's rings.
+/// interval, 11 days at 1 s) is about 160 MB for one GPU (160 bytes a point: the time and
+/// nine charted readings).
 pub const MAX_POINTS: usize = 1_000_000;
 
 /// A ring buffer holding at most `capacity` points; the oldest is dropped on overflow.
@@ -205,6 +206,11 @@ mod tests {
     use crate::source::GpuId;
     use crate::units::{Bytes, Celsius};
     use std::time::Duration;
+
+    #[test]
+    fn a_point_is_160_bytes() {
+        assert_eq!(std::mem::size_of::<HistoryPoint>(), 160);
+    }
 
     #[test]
     fn ring_drops_oldest_when_full() {

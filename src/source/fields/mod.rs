@@ -39,6 +39,8 @@ pub enum Key {
     DecoderUtil,
     PcieGen,
     PcieWidth,
+    PcieGenMax,
+    PcieWidthMax,
     PcieTx,
     PcieRx,
     EccUncorrected,

@@ -402,6 +402,28 @@ pub const TABLE: &[Field] = &[
         dcgm: dcgm_read("DCGM_FI_DEV_PCIE_LINK_WIDTH", Scale::Same),
     },
     Field {
+        key: Key::PcieGenMax,
+        json: "pcie_link_gen_max",
+        get: |g| whole_f(g.pcie_link_gen_max),
+        set: Some(|g, v| g.pcie_link_gen_max = whole(v)),
+        native: gauge(
+            "gpuwatch_gpu_pcie_link_generation_max",
+            "Fastest PCIe link generation the GPU and its slot support.",
+        ),
+        dcgm: dcgm_read("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", Scale::Same),
+    },
+    Field {
+        key: Key::PcieWidthMax,
+        json: "pcie_link_width_max",
+        get: |g| whole_f(g.pcie_link_width_max),
+        set: Some(|g, v| g.pcie_link_width_max = whole(v)),
+        native: gauge(
+            "gpuwatch_gpu_pcie_link_width_max",
+            "Widest PCIe link (lanes) the GPU and its slot support.",
+        ),
+        dcgm: dcgm_read("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", Scale::Same),
+    },
+    Field {
         key: Key::PcieTx,
         json: "pcie_tx_throughput",
         get: |g| bytes(g.pcie_tx_per_second),
