@@ -8,6 +8,7 @@
 //! It lives with the vocabulary in `source/` today and moves to the readings layer (issue 21,
 //! point 2) with it.
 
+mod health;
 mod table;
 
 pub use table::TABLE;
