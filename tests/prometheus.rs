@@ -381,6 +381,17 @@ fn a_prometheus_that_cannot_be_read_is_one_line() {
 }
 
 /// The `vendor` label through a real Prometheus: PromQL can group by it, and
+/// `gpuwatch --prometheus URL --once --json` against `prometheus`: the document it prints.
+fn once_json(prometheus: &Prometheus) -> Value {
+    let url = format!("http://127.0.0.1:{}", prometheus.port);
+    let out = gpuwatch()
+        .args(["--prometheus", &url, "--once", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// `--prometheus` reads each GPU's vendor back from it.
 #[test]
 fn vendors_survive_the_round_trip_through_prometheus() {
@@ -402,13 +413,7 @@ fn vendors_survive_the_round_trip_through_prometheus() {
     });
     let names: Vec<(&str, f64)> = by_vendor.iter().map(|(v, n)| (v.as_str(), *n)).collect();
     assert_eq!(names, [("amd", 1.0), ("intel", 1.0), ("nvidia", 2.0)]);
-    let url = format!("http://127.0.0.1:{}", prometheus.port);
-    let out = gpuwatch()
-        .args(["--prometheus", &url, "--once", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = once_json(&prometheus);
     let vendors: Vec<(u64, &str)> = doc["gpus"]
         .as_array()
         .unwrap()
@@ -444,17 +449,7 @@ fn mig_instances_come_back_from_prometheus_as_the_gpus_instances() {
     let target = exporter.addr.to_string();
     let prometheus = Prometheus::start(dir.path(), &target);
     prometheus.single_value("count(gpuwatch_mig_memory_used_bytes) == 2");
-    let url = format!("http://127.0.0.1:{}", prometheus.port);
-    let out = gpuwatch()
-        .args(["--prometheus", &url, "--once", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = once_json(&prometheus);
     let g = &doc["gpus"][0];
     assert_eq!(g["memory_used"], 30_064_771_072u64, "the GPU's own: {g:#}");
     let migs: Vec<(String, u64, String, u64)> = g["mig_devices"]
@@ -508,13 +503,7 @@ fn health_readings_and_warnings_come_back_through_prometheus() {
     let dir = tempfile::tempdir().unwrap();
     let prometheus = Prometheus::start(dir.path(), &exporter.addr.to_string());
     prometheus.single_value(r#"gpuwatch_gpu_last_xid{gpu="1"}"#);
-    let url = format!("http://127.0.0.1:{}", prometheus.port);
-    let out = gpuwatch()
-        .args(["--prometheus", &url, "--once", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = once_json(&prometheus);
     let host: Value = serde_json::from_str(&exporter.get("/api/v1/snapshot").body).unwrap();
     const HEALTH: [&str; 6] = [
         "xid_errors",
