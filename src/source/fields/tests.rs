@@ -151,3 +151,22 @@ fn every_json_name_is_in_the_schema() {
         }
     }
 }
+
+/// Each JSON name is the member the document really writes for that reading: with every
+/// field known, every row's JSON name holds a value there (not `null`, not missing).
+#[test]
+fn every_json_name_is_written_for_a_gpu_that_has_the_reading() {
+    let doc =
+        serde_json::to_value(crate::source::wire::Gpu::from_reading(&every_field_known())).unwrap();
+    for f in TABLE {
+        let at = f.json.split('.').fold(&doc, |v, part| {
+            v.get(part).unwrap_or(&serde_json::Value::Null)
+        });
+        assert!(
+            !at.is_null(),
+            "{:?}: {} is not written\n{doc:#}",
+            f.key,
+            f.json
+        );
+    }
+}
