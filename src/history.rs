@@ -1,17 +1,23 @@
-//! Fixed-capacity ring buffers of recent readings per GPU, for sparklines and trends.
-//! Owns only storage: points are `Option` so a missing reading shows as a gap, and
-//! capacity is fixed at creation so memory never grows with uptime. Storage is allocated as
-//! the ring fills, never up front: a long `--history` costs memory only once it is recorded.
+//! Fixed-capacity ring buffers of recent readings: ONE store of points per GPU (the panels'
+//! sparklines, the GPU detail view's charts and the VRAM trend all read it, and a source
+//! that keeps history itself, Prometheus, back-fills it), keyed by the field table's
+//! charted fields. Owns only storage: values are `Option` so a missing reading shows as a
+//! gap, and capacity is fixed at creation so memory never grows with uptime. Storage is
+//! allocated as the ring fills, never up front: a long `--history` costs memory only once it
+//! is recorded.
 
-// The detail views' series live in their own files (additive to the panels' rings here).
-pub mod gpu_points;
+// A process's series live in their own file.
 pub mod procs;
 
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
+use crate::source::fields::Key;
+use crate::source::{GpuReading, HistoryPoint};
+
 /// The most points one ring may hold: a million samples (27 h at the 100 ms minimum
-/// interval, 11 days at 1 s) is about 60 MB across one GPU's rings.
+/// interval, 11 days at 1 s) is about 160 MB for one GPU (160 bytes a point: the time and
+/// nine charted readings).
 pub const MAX_POINTS: usize = 1_000_000;
 
 /// A ring buffer holding at most `capacity` points; the oldest is dropped on overflow.
@@ -80,68 +86,59 @@ impl<T: Clone> Ring<T> {
     }
 }
 
-/// A chart's columns from a ring of optional readings: the newest `width` samples, newest
-/// first, each turned into the chart's scale by `to_u64`; a missing reading stays a gap.
-pub fn chart_columns<T: Copy>(
-    ring: &Ring<Option<T>>,
-    width: usize,
-    to_u64: impl Fn(T) -> u64,
-) -> Vec<Option<u64>> {
-    ring.newest(width).map(|v| v.map(&to_u64)).collect()
-}
-
-/// One GPU's recent readings, in the units the panel draws (°C, W, %, bytes).
+/// One GPU's recent readings: a ring of points, each every charted field in base units.
 #[derive(Debug, Clone)]
 pub struct GpuHistory {
-    pub times: Ring<SystemTime>,
-    pub temperature: Ring<Option<u32>>,
-    pub power: Ring<Option<f64>>,
-    pub util: Ring<Option<u32>>,
-    pub memory_used: Ring<Option<u64>>,
+    points: Ring<HistoryPoint>,
 }
 
 impl GpuHistory {
     pub fn new(capacity: usize) -> Self {
         GpuHistory {
-            times: Ring::new(capacity),
-            temperature: Ring::new(capacity),
-            power: Ring::new(capacity),
-            util: Ring::new(capacity),
-            memory_used: Ring::new(capacity),
+            points: Ring::new(capacity),
         }
     }
 
-    pub fn push(&mut self, time: SystemTime, reading: &crate::source::GpuReading) {
-        self.times.push(time);
-        self.temperature.push(reading.temperature.map(|c| c.0));
-        self.power.push(reading.power.map(|w| w.0));
-        self.util.push(reading.util.map(|p| p.0));
-        self.memory_used.push(reading.memory_used.map(|b| b.0));
+    pub fn push(&mut self, time: SystemTime, reading: &GpuReading) {
+        self.points.push(HistoryPoint::of(time, reading));
     }
 
     /// Appends a point a source kept (Prometheus), unless it is not newer than the latest.
-    pub fn push_point(&mut self, p: &crate::source::HistoryPoint) {
-        if self.times.latest().is_some_and(|t| *t >= p.time) {
+    pub fn push_point(&mut self, p: &HistoryPoint) {
+        if self.points.latest().is_some_and(|l| l.time >= p.time) {
             return;
         }
-        self.times.push(p.time);
-        self.temperature.push(p.temperature);
-        self.power.push(p.power);
-        self.util.push(p.util);
-        self.memory_used.push(p.memory_used);
+        self.points.push(p.clone());
+    }
+
+    /// Every point, oldest first.
+    pub fn points(&self) -> &Ring<HistoryPoint> {
+        &self.points
+    }
+
+    /// A chart's columns: the newest `width` points' `key`, newest first, each turned into
+    /// the chart's scale by `to_u64`; a missing reading stays a gap.
+    pub fn columns(&self, key: Key, width: usize, to_u64: impl Fn(f64) -> u64) -> Vec<Option<u64>> {
+        self.points
+            .newest(width)
+            .map(|p| p.get(key).map(&to_u64))
+            .collect()
     }
 
     /// Growth rate of used VRAM in bytes per second over the samples taken at or after
     /// `since`, by a least-squares fit. `None` with fewer than three known points.
     pub fn memory_growth_per_sec(&self, since: SystemTime) -> Option<f64> {
         let points: Vec<(f64, f64)> = self
-            .times
+            .points
             .iter()
-            .zip(self.memory_used.iter())
-            .filter(|(t, _)| **t >= since)
-            .filter_map(|(t, m)| {
-                let secs = t.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs_f64();
-                Some((secs, (*m)? as f64))
+            .filter(|p| p.time >= since)
+            .filter_map(|p| {
+                let secs = p
+                    .time
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .ok()?
+                    .as_secs_f64();
+                Some((secs, p.get(Key::MemoryUsed)?))
             })
             .collect();
         // Only a real trend counts: allocator noise around a steady level fits a line
@@ -206,7 +203,14 @@ mod tests {
         assert_eq!((small.len(), small.allocated() <= 300 + 16), (300, true));
         assert_eq!(Ring::<u8>::new(usize::MAX).capacity(), MAX_POINTS);
     }
+    use crate::source::GpuId;
+    use crate::units::{Bytes, Celsius};
     use std::time::Duration;
+
+    #[test]
+    fn a_point_is_160_bytes() {
+        assert_eq!(std::mem::size_of::<HistoryPoint>(), 160);
+    }
 
     #[test]
     fn ring_drops_oldest_when_full() {
@@ -239,33 +243,52 @@ mod tests {
 
     #[test]
     fn charts_hold_one_column_per_sample_newest_first() {
-        let mut r: Ring<Option<u32>> = Ring::new(300);
+        let at = |i: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(i);
+        let reading = |t: Option<u32>| {
+            let mut g = GpuReading::absent(GpuId("x".into()), 0, "g");
+            g.temperature = t.map(Celsius);
+            g
+        };
+        let mut h = GpuHistory::new(300);
         // Three samples into a 10-column chart: three columns, not one bucket.
-        for v in [Some(1), None, Some(3)] {
-            r.push(v);
+        for (i, v) in [Some(1), None, Some(3)].into_iter().enumerate() {
+            h.push(at(i as u64), &reading(v));
         }
-        assert_eq!(
-            chart_columns(&r, 10, u64::from),
-            vec![Some(3), None, Some(1)]
-        );
+        let temp = |h: &GpuHistory, w| h.columns(Key::Temperature, w, |c| c as u64);
+        assert_eq!(temp(&h, 10), vec![Some(3), None, Some(1)]);
         // More samples than columns: the newest `width`, so it keeps scrolling.
         for v in 4..=20 {
-            r.push(Some(v));
+            h.push(at(u64::from(v)), &reading(Some(v)));
         }
-        assert_eq!(
-            chart_columns(&r, 4, u64::from),
-            vec![Some(20), Some(19), Some(18), Some(17)]
-        );
+        assert_eq!(temp(&h, 4), vec![Some(20), Some(19), Some(18), Some(17)]);
         // A full ring drops the oldest; the chart still shows the newest.
-        let mut small: Ring<Option<u32>> = Ring::new(3);
+        let mut small = GpuHistory::new(3);
         for v in 1..=5 {
-            small.push(Some(v));
+            small.push(at(u64::from(v)), &reading(Some(v)));
         }
         assert_eq!(
-            chart_columns(&small, 10, |v| u64::from(v) * 2),
+            small.columns(Key::Temperature, 10, |c| c as u64 * 2),
             vec![Some(10), Some(8), Some(6)]
         );
-        assert!(chart_columns(&small, 0, u64::from).is_empty());
+        assert!(temp(&small, 0).is_empty());
+    }
+
+    /// A back-filled point goes into the same store the detail view reads, with every
+    /// charted field; one not newer than the latest is not taken twice.
+    #[test]
+    fn kept_points_fill_the_one_store_once() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
+        let mut h = GpuHistory::new(10);
+        let mut p = HistoryPoint::at(t);
+        p.set(Key::SmClock, Some(1.41e9));
+        p.set(Key::Util, Some(0.0));
+        h.push_point(&p);
+        h.push_point(&p);
+        assert_eq!(h.points().len(), 1);
+        let kept = h.points().latest().unwrap();
+        assert_eq!(kept.get(Key::SmClock), Some(1.41e9));
+        assert_eq!(kept.get(Key::Util), Some(0.0), "a real zero");
+        assert_eq!(kept.get(Key::PcieTx), None, "absent stays absent");
     }
 
     #[test]
@@ -280,8 +303,6 @@ mod tests {
 
     #[test]
     fn noise_is_not_a_trend() {
-        use crate::source::{GpuId, GpuReading};
-        use crate::units::Bytes;
         let mut h = GpuHistory::new(60);
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
         // 69 GiB ± 1 GiB, alternating, ending high: a naive fit sees growth.
@@ -296,8 +317,6 @@ mod tests {
 
     #[test]
     fn memory_growth_skips_gaps() {
-        use crate::source::{GpuId, GpuReading};
-        use crate::units::Bytes;
         let mut h = GpuHistory::new(30);
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
         for i in 0..6u64 {

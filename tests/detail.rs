@@ -316,3 +316,55 @@ fn per_process_history_is_bounded_and_dropped_after_processes_leave() {
     update(&mut state, Msg::Sample(Box::new(many(later, 20_000, 3))));
     assert_eq!(state.model.proc_history_count(), 3);
 }
+
+/// Issue 21: the GPU detail view reads the one history store, so a GPU whose source
+/// back-fills its past (Prometheus' range queries) is charted over that past at once, not
+/// only from the samples since gpuwatch started (it used to read a second store that the
+/// back-fill never reached).
+#[test]
+fn a_back_filled_gpu_is_charted_over_its_past_in_the_detail_view() {
+    use gpuwatch::source::{GpuSource, HistoryPoint};
+    use gpuwatch::units::MegaHertz;
+    let drawn = |back_filled: bool| {
+        let mut state = State::new(config());
+        update(
+            &mut state,
+            Msg::Resize {
+                width: 200,
+                height: 60,
+            },
+        );
+        let mut sample = common::sim(1).sample().unwrap();
+        let g = sample.gpus[0].clone();
+        let past: Vec<HistoryPoint> = (1..=120u32)
+            .rev()
+            .map(|ago| {
+                let mut then = g.clone();
+                then.sm_clock = Some(MegaHertz(900 + 5 * ago));
+                HistoryPoint::of(sample.time - Duration::from_secs(u64::from(ago)), &then)
+            })
+            .chain([HistoryPoint::of(sample.time, &g)])
+            .collect();
+        if back_filled {
+            sample.history = Some([(g.id.clone(), past)].into_iter().collect());
+        }
+        update(&mut state, Msg::Sample(Box::new(sample)));
+        act(&mut state, Action::FocusGpu(0));
+        act(&mut state, Action::GpuDetail);
+        let points = state.model.history(&g.id).unwrap().points().len();
+        let text = screen(&state, 200, 60);
+        let braille = text
+            .chars()
+            .filter(|c| ('\u{2801}'..='\u{28ff}').contains(c))
+            .count();
+        (points, braille, text)
+    };
+    let (live_points, live_dots, _) = drawn(false);
+    let (points, dots, text) = drawn(true);
+    assert_eq!((live_points, points), (1, 121));
+    assert!(text.contains("clocks"), "{text}");
+    assert!(
+        dots > live_dots + 200,
+        "the back-history is not charted: {dots} braille cells vs {live_dots} live\n{text}"
+    );
+}

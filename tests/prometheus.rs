@@ -397,6 +397,17 @@ fn a_prometheus_that_cannot_be_read_is_one_line() {
 }
 
 /// The `vendor` label through a real Prometheus: PromQL can group by it, and
+/// `gpuwatch --prometheus URL --once --json` against `prometheus`: the document it prints.
+fn once_json(prometheus: &Prometheus) -> Value {
+    let url = format!("http://127.0.0.1:{}", prometheus.port);
+    let out = gpuwatch()
+        .args(["--prometheus", &url, "--once", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// `--prometheus` reads each GPU's vendor back from it.
 #[test]
 fn vendors_survive_the_round_trip_through_prometheus() {
@@ -418,13 +429,7 @@ fn vendors_survive_the_round_trip_through_prometheus() {
     });
     let names: Vec<(&str, f64)> = by_vendor.iter().map(|(v, n)| (v.as_str(), *n)).collect();
     assert_eq!(names, [("amd", 1.0), ("intel", 1.0), ("nvidia", 2.0)]);
-    let url = format!("http://127.0.0.1:{}", prometheus.port);
-    let out = gpuwatch()
-        .args(["--prometheus", &url, "--once", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = once_json(&prometheus);
     let vendors: Vec<(u64, &str)> = doc["gpus"]
         .as_array()
         .unwrap()
@@ -460,17 +465,7 @@ fn mig_instances_come_back_from_prometheus_as_the_gpus_instances() {
     let target = exporter.addr.to_string();
     let prometheus = Prometheus::start(dir.path(), &target);
     prometheus.single_value("count(gpuwatch_mig_memory_used_bytes) == 2");
-    let url = format!("http://127.0.0.1:{}", prometheus.port);
-    let out = gpuwatch()
-        .args(["--prometheus", &url, "--once", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = once_json(&prometheus);
     let g = &doc["gpus"][0];
     assert_eq!(g["memory_used"], 30_064_771_072u64, "the GPU's own: {g:#}");
     let migs: Vec<(String, u64, String, u64)> = g["mig_devices"]
@@ -561,4 +556,59 @@ fn the_service_monitor_keeps_workload_labels_and_the_rules_evaluate() {
             rule["name"], rule["lastError"]
         );
     }
+}
+
+/// Issue 21: the health series the exporter writes come back through `--prometheus` (they
+/// used to be left unread): the demo's XID on GPU 1 is the same critical warning there as on
+/// the host, and every GPU's health readings are the exporter's own.
+#[test]
+fn health_readings_and_warnings_come_back_through_prometheus() {
+    if !on_path("prometheus") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have prometheus for the --prometheus health test"
+        );
+        println!("prometheus is not installed: skipping the --prometheus health test");
+        return;
+    }
+    let exporter = Exporter::demo(&["--demo-gpus", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let prometheus = Prometheus::start(dir.path(), &exporter.addr.to_string());
+    prometheus.single_value(r#"gpuwatch_gpu_last_xid{gpu="1"}"#);
+    let doc = once_json(&prometheus);
+    let host: Value = serde_json::from_str(&exporter.get("/api/v1/snapshot").body).unwrap();
+    const HEALTH: [&str; 6] = [
+        "xid_errors",
+        "remapped_rows",
+        "retired_pages",
+        "pcie_replay_counter",
+        "ecc_errors_corrected_volatile",
+        "temperature_memory",
+    ];
+    for (seen, there) in doc["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(host["gpus"].as_array().unwrap())
+    {
+        assert_eq!(seen["uuid"], there["uuid"]);
+        for key in HEALTH {
+            assert_eq!(
+                seen[key], there[key],
+                "GPU {} {key}\n{doc:#}",
+                seen["index"]
+            );
+        }
+    }
+    let xid = |d: &Value| -> Vec<(u64, u64)> {
+        d["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["kind"] == "xid" && w["severity"] == "critical")
+            .map(|w| (w["gpu_index"].as_u64().unwrap(), w["xid"].as_u64().unwrap()))
+            .collect()
+    };
+    assert_eq!(xid(&doc), [(1, 31)], "{doc:#}");
+    assert_eq!(xid(&doc), xid(&host));
 }

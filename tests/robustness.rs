@@ -418,8 +418,12 @@ fn a_gpu_lost_mid_run_and_back_warns_then_clears_through_the_pipeline() {
     assert!(!lost(&state), "answering again at tick 4");
     assert_eq!(state.model.history_count(), 2);
     let t4 = state.model.history(&samples[4].gpus[1].id).unwrap();
-    assert_eq!(t4.temperature.len(), 5, "one history across the loss");
-    let temps: Vec<Option<u32>> = t4.temperature.iter().copied().collect();
+    assert_eq!(t4.points().len(), 5, "one history across the loss");
+    let temps: Vec<Option<f64>> = t4
+        .points()
+        .iter()
+        .map(|p| p.get(gpuwatch::source::fields::Key::Temperature))
+        .collect();
     assert_eq!(&temps[2..4], &[None, None], "the loss is a gap, not zeros");
 }
 
@@ -519,7 +523,7 @@ fn a_simulated_day_with_process_churn_keeps_memory_bounded() {
         "the swapped board's history was dropped"
     );
     for (_, h) in state.model.histories() {
-        assert!(h.times.len() <= history_len && h.memory_used.len() <= history_len);
+        assert!(h.points().len() <= history_len);
     }
     assert!(max_warnings <= 3 * GPUS, "warnings: {max_warnings}");
     assert_eq!(

@@ -6,6 +6,7 @@ mod common;
 use common::{demo_state, sim};
 use gpuwatch::model::procs::{SortDir, SortKey};
 use gpuwatch::model::warnings::{Severity, WarningKind};
+use gpuwatch::source::fields::Key;
 use gpuwatch::source::wire::WarningCode::{OomRisk, Overheating};
 use gpuwatch::source::{GpuSource, GpuStatus};
 use gpuwatch::state::{Action, Effect, LayoutPref, Msg, State, update};
@@ -276,11 +277,9 @@ fn lost_gpu_keeps_its_slot_while_others_update() {
             .any(|w| w.gpu() == Some(&lost_id) && w.kind == WarningKind::Lost)
     );
     // Its history is kept (with a gap), so it resumes where it was when it returns.
-    assert_eq!(
-        state.model.history(&lost_id).unwrap().temperature.latest(),
-        Some(&None)
-    );
-    assert_eq!(state.model.history(&lost_id).unwrap().temperature.len(), 2);
+    let points = state.model.history(&lost_id).unwrap().points();
+    assert_eq!(points.latest().unwrap().get(Key::Temperature), None);
+    assert_eq!(points.len(), 2);
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     assert_eq!(state.model.gpus()[1].status, GpuStatus::Ok);
     assert!(
@@ -312,7 +311,7 @@ fn history_is_bounded_and_forgets_departed_gpus() {
     for _ in 0..50 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
-    assert!(state.model.histories().all(|(_, h)| h.util.len() == 10));
+    assert!(state.model.histories().all(|(_, h)| h.points().len() == 10));
     let mut sample = source.sample().unwrap();
     sample.gpus.truncate(1);
     sample.processes.retain(|p| p.gpu == sample.gpus[0].id);

@@ -23,7 +23,6 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use crate::history::GpuHistory;
-use crate::history::gpu_points::GpuPoints;
 use crate::history::procs::{ProcHistories, ProcHistory, ProcId};
 use crate::source::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
 use procs::{ProcRow, ProcTable, SortKey};
@@ -100,8 +99,7 @@ pub struct Model {
     stalled: Option<std::time::Duration>,
     /// Whether any process of the latest sample runs in a container, pod, job or service.
     any_job: bool,
-    /// The detail views' series: every reading per GPU, and per GPU process.
-    gpu_points: GpuPoints,
+    /// The process detail view's series, per GPU process (a GPU's are in `histories`).
     proc_histories: ProcHistories,
     /// Whether the source lists processes (see `ViewConfig::processes_known`).
     processes_known: bool,
@@ -123,7 +121,6 @@ impl Model {
             source_error: None,
             stalled: None,
             any_job: false,
-            gpu_points: GpuPoints::default(),
             proc_histories: ProcHistories::default(),
             processes_known: config.processes_known,
         }
@@ -153,14 +150,6 @@ impl Model {
     /// Every GPU's history, in no particular order.
     pub fn histories(&self) -> impl Iterator<Item = (&GpuId, &GpuHistory)> {
         self.histories.iter()
-    }
-
-    /// The GPU detail view's points for one GPU.
-    pub fn gpu_points(
-        &self,
-        id: &GpuId,
-    ) -> Option<&crate::history::Ring<crate::history::gpu_points::GpuPoint>> {
-        self.gpu_points.get(id)
     }
 
     /// One process's history (kept a while after it left its GPUs).
@@ -242,7 +231,6 @@ impl Model {
     /// A replay jumped back in time: history and alarms from the "future" are dropped.
     pub fn rewind(&mut self) {
         self.histories.clear();
-        self.gpu_points.clear();
         self.proc_histories.clear();
         self.alarms.clear();
         self.warnings.clear();
@@ -255,8 +243,6 @@ impl Model {
         }
         let now = sample.time;
         self.now = Some(now);
-        self.gpu_points
-            .record(now, &sample.gpus, config.history_len);
         self.proc_histories
             .record(now, &sample.processes, config.history_len);
         self.source_error = None;

@@ -4,144 +4,48 @@
 
 use std::collections::HashMap;
 
+use crate::source::fields::{self, Key};
 use crate::source::{GpuId, GpuReading};
 use crate::state::State;
-use crate::units::{Bytes, Percent};
 
-use super::readings::GpuSeries;
-use super::text::{Exposition, Family, Kind, Labels};
+use super::text::{Exposition, Family, Labels};
 
-const fn field(
-    name: &'static str,
-    kind: Kind,
-    help: &'static str,
-    value: fn(&GpuReading) -> Option<f64>,
-) -> GpuSeries {
-    GpuSeries {
-        family: Family { name, kind, help },
-        value,
-    }
-}
-
-fn percent(p: Option<Percent>) -> Option<f64> {
-    p.map(|p| f64::from(p.0))
-}
-
-/// DCGM reports framebuffer sizes as whole MiB.
-fn mib(b: Option<Bytes>) -> Option<f64> {
-    b.map(|b| (b.0 / Bytes::MIB) as f64)
-}
-
-/// dcgm-exporter's names, types, units and help texts (from its default counters list).
-const FIELDS: &[GpuSeries] = &[
-    field(
-        "DCGM_FI_DEV_SM_CLOCK",
-        Kind::Gauge,
-        "SM clock frequency (in MHz).",
-        |g| g.sm_clock.map(|c| f64::from(c.0)),
-    ),
-    field(
-        "DCGM_FI_DEV_MEM_CLOCK",
-        Kind::Gauge,
-        "Memory clock frequency (in MHz).",
-        |g| g.memory_clock.map(|c| f64::from(c.0)),
-    ),
-    field(
-        "DCGM_FI_DEV_GPU_TEMP",
-        Kind::Gauge,
-        "GPU temperature (in C).",
-        |g| g.temperature.map(|t| f64::from(t.0)),
-    ),
-    field(
-        "DCGM_FI_DEV_POWER_USAGE",
-        Kind::Gauge,
-        "Power draw (in W).",
-        |g| g.power.map(|w| w.0),
-    ),
-    field(
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        Kind::Counter,
-        "Total energy consumption since boot (in mJ).",
-        |g| g.energy_joules.map(|j| (j * 1000.0).round()),
-    ),
-    field(
-        "DCGM_FI_DEV_GPU_UTIL",
-        Kind::Gauge,
-        "GPU utilization (in %).",
-        |g| percent(g.util),
-    ),
-    field(
-        "DCGM_FI_DEV_MEM_COPY_UTIL",
-        Kind::Gauge,
-        "Memory utilization (in %).",
-        |g| percent(g.memory_util),
-    ),
-    field(
-        "DCGM_FI_DEV_ENC_UTIL",
-        Kind::Gauge,
-        "Encoder utilization (in %).",
-        |g| percent(g.encoder_util),
-    ),
-    field(
-        "DCGM_FI_DEV_DEC_UTIL",
-        Kind::Gauge,
-        "Decoder utilization (in %).",
-        |g| percent(g.decoder_util),
-    ),
-    field(
-        "DCGM_FI_DEV_FB_FREE",
-        Kind::Gauge,
-        "Framebuffer memory free (in MiB).",
-        |g| mib(g.memory_free),
-    ),
-    field(
-        "DCGM_FI_DEV_FB_USED",
-        Kind::Gauge,
-        "Framebuffer memory used (in MiB).",
-        |g| mib(g.memory_used),
-    ),
-    field(
-        "DCGM_FI_DEV_MEMORY_TEMP",
-        Kind::Gauge,
-        "Memory temperature (in C).",
-        |g| g.health.memory_temperature.map(|t| f64::from(t.0)),
-    ),
-    field(
-        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-        Kind::Counter,
-        "Total number of PCIe retries.",
-        |g| g.health.pcie_replays.map(|n| n as f64),
-    ),
-    // DCGM's XID field is the latest XID's number, 0 while none arrived.
-    field(
-        "DCGM_FI_DEV_XID_ERRORS",
-        Kind::Gauge,
-        "Value of the last XID error encountered.",
-        |g| g.health.xid.map(|x| x.last.map_or(0.0, |x| x.code as f64)),
-    ),
-    field(
-        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-        Kind::Counter,
-        "Number of remapped rows for uncorrectable errors",
-        |g| g.health.remapped_rows.map(|r| r.uncorrectable as f64),
-    ),
-    field(
-        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-        Kind::Counter,
-        "Number of remapped rows for correctable errors",
-        |g| g.health.remapped_rows.map(|r| r.correctable as f64),
-    ),
-    field(
-        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-        Kind::Gauge,
-        "Whether remapping of rows has failed",
-        |g| {
-            g.health
-                .remapped_rows
-                .map(|r| f64::from(u8::from(r.failed)))
-        },
-    ),
+/// The fields `--dcgm-compat` writes, in dcgm-exporter's default-counters order (the
+/// names, scales, types and help texts are the field table's `dcgm` column).
+const ORDER: [Key; 17] = [
+    Key::SmClock,
+    Key::MemoryClock,
+    Key::Temperature,
+    Key::Power,
+    Key::EnergyJoules,
+    Key::Util,
+    Key::MemoryUtil,
+    Key::EncoderUtil,
+    Key::DecoderUtil,
+    Key::MemoryFree,
+    Key::MemoryUsed,
+    Key::MemoryTemperature,
+    Key::PcieReplays,
+    Key::DcgmXid,
+    Key::RemappedUncorrectable,
+    Key::RemappedCorrectable,
+    Key::RemappedFailed,
 ];
+
+/// One written DCGM family and its value for a GPU, in DCGM's unit.
+fn series(key: Key) -> Option<(Family, impl Fn(&GpuReading) -> Option<f64>)> {
+    let field = fields::field(key);
+    let dcgm = field.dcgm?;
+    let (kind, help) = dcgm.written?;
+    let family = Family {
+        name: dcgm.name,
+        kind,
+        help,
+    };
+    Some((family, move |g: &GpuReading| {
+        (field.get)(g).map(|v| dcgm.scale.to_dcgm(v))
+    }))
+}
 
 pub(super) fn render(e: &mut Exposition, state: &State, pods: &HashMap<GpuId, Labels>) {
     // A GPU watched on another host (`--remote`) carries that host's name.
@@ -159,15 +63,15 @@ pub(super) fn render(e: &mut Exposition, state: &State, pods: &HashMap<GpuId, La
         l.extend(pods.get(&g.id).cloned().unwrap_or_default());
         l
     };
-    for series in FIELDS {
+    for (family, value) in ORDER.into_iter().filter_map(series) {
         let gpus = state
             .model
             .gpus()
             .iter()
-            .filter_map(|g| (series.value)(g).map(|v| (gpu_labels(g), v)));
+            .filter_map(|g| value(g).map(|v| (gpu_labels(g), v)));
         // A MIG instance's framebuffer: the GPU's labels plus GPU_I_ID and GPU_I_PROFILE,
         // in the same family (dcgm-exporter's layout).
-        let instances = super::mig::dcgm_value(series.family.name)
+        let instances = super::mig::dcgm_value(family.name)
             .into_iter()
             .flat_map(|value| {
                 super::mig::samples(state, value, |g, m| {
@@ -179,7 +83,7 @@ pub(super) fn render(e: &mut Exposition, state: &State, pods: &HashMap<GpuId, La
                     l
                 })
             });
-        e.family(series.family, gpus.chain(instances));
+        e.family(family, gpus.chain(instances));
     }
 }
 
@@ -196,4 +100,25 @@ fn labels(g: &GpuReading, hostname: &str) -> Labels {
         ("Hostname", hostname.to_string()),
     ]);
     labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order list names each field the table says `--dcgm-compat` writes, once: a row
+    /// given a written DCGM name is not silently left out of the output.
+    #[test]
+    fn the_order_is_every_written_dcgm_field_once() {
+        let written: Vec<Key> = fields::TABLE
+            .iter()
+            .filter(|f| f.dcgm.is_some_and(|d| d.written.is_some()))
+            .map(|f| f.key)
+            .collect();
+        assert_eq!(written.len(), ORDER.len());
+        for key in ORDER {
+            assert!(written.contains(&key), "{key:?} is not written");
+            assert_eq!(ORDER.iter().filter(|k| **k == key).count(), 1, "{key:?}");
+        }
+    }
 }

@@ -9,7 +9,7 @@ use crate::source::throttle::ThrottleReason;
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
-use super::readings::{GPU_SERIES, gpu_labels, write_gpu_series};
+use super::readings::{gpu_labels, write_gpu_series};
 use super::text::{Exposition, Family, Kind, Labels, Texts};
 use super::{dcgm, mig, process, workload};
 
@@ -122,7 +122,7 @@ pub fn render_both(state: &State, options: MetricOptions) -> Texts {
         labels.extend(pods.get(&g.id).cloned().unwrap_or_default());
         labels
     };
-    write_gpu_series(&mut e, GPU_SERIES, state.model.gpus(), with_pod);
+    write_gpu_series(&mut e, state.model.gpus(), with_pod);
     e.family(THROTTLE, state.model.gpus().iter().flat_map(throttle));
     e.family(WARNINGS, warning_counts(state));
     e.family(PROCESSES, process_counts(state));

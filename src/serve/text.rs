@@ -17,11 +17,8 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 /// The line that ends an OpenMetrics document (the writer leaves it to whoever ends it).
 pub const OPENMETRICS_EOF: &str = "# EOF\n";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Gauge,
-    Counter,
-}
+/// A family's type: the field table's, so a row's type is written once.
+pub use crate::source::fields::MetricKind as Kind;
 
 impl Kind {
     fn as_str(self) -> &'static str {

@@ -3,6 +3,7 @@
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
 pub mod drm;
+pub mod fields;
 pub mod health;
 pub mod mig;
 pub mod multi;
@@ -36,19 +37,17 @@ pub struct Sample {
     /// Remote hosts and whether they answer, when watching several (`--remote`).
     pub hosts: Vec<HostStatus>,
     /// Chart points from a source that keeps history itself (Prometheus): when `Some`, the
-    /// charts take these (per GPU, oldest first, only those newer than what they hold)
+    /// history store (panels and detail view) takes these (per GPU, oldest first, only those newer than what they hold)
     /// instead of this sample's readings. `None` for sources that only know the present.
     pub history: Option<std::collections::HashMap<GpuId, Vec<HistoryPoint>>>,
 }
 
-/// One point of the charted readings, in the units the history keeps.
+/// One point of a GPU's history: each of the field table's charted readings
+/// (`fields::CHARTED`) in base units, `None` where unknown (a gap, not a zero).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryPoint {
     pub time: SystemTime,
-    pub temperature: Option<u32>,
-    pub power: Option<f64>,
-    pub util: Option<u32>,
-    pub memory_used: Option<u64>,
+    values: [Option<f64>; fields::CHARTED.len()],
 }
 
 impl HistoryPoint {
@@ -56,10 +55,28 @@ impl HistoryPoint {
     pub fn at(time: SystemTime) -> Self {
         HistoryPoint {
             time,
-            temperature: None,
-            power: None,
-            util: None,
-            memory_used: None,
+            values: [None; fields::CHARTED.len()],
+        }
+    }
+
+    /// A reading's charted fields, through the field table's getters.
+    pub fn of(time: SystemTime, g: &GpuReading) -> Self {
+        HistoryPoint {
+            time,
+            values: fields::CHARTED.map(|key| (fields::field(key).get)(g)),
+        }
+    }
+
+    /// The reading `key` in base units; `None` when unknown or not charted.
+    pub fn get(&self, key: fields::Key) -> Option<f64> {
+        let i = fields::CHARTED.iter().position(|k| *k == key)?;
+        self.values[i]
+    }
+
+    /// Sets `key` (base units); a key that is not charted is not kept.
+    pub fn set(&mut self, key: fields::Key, value: Option<f64>) {
+        if let Some(i) = fields::CHARTED.iter().position(|k| *k == key) {
+            self.values[i] = value;
         }
     }
 }

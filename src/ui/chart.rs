@@ -27,9 +27,9 @@ pub trait Timed {
     fn at(&self) -> SystemTime;
 }
 
-impl Timed for crate::history::gpu_points::GpuPoint {
+impl Timed for crate::source::HistoryPoint {
     fn at(&self) -> SystemTime {
-        self.at
+        self.time
     }
 }
 

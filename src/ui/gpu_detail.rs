@@ -10,7 +10,8 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::Theme;
 use super::chart::{self, ChartSpec};
 use super::format::{NA, bytes_short, gib, gpu_name, or_na, pack, rate, truncate};
-use crate::history::gpu_points::GpuPoint;
+use crate::source::HistoryPoint;
+use crate::source::fields::Key;
 use crate::source::{GpuId, GpuReading, GpuStatus};
 use crate::state::State;
 use crate::units::Bytes;
@@ -230,7 +231,13 @@ fn process_lines(g: &GpuReading, state: &State, width: usize, room: usize) -> Ve
 }
 
 /// This GPU's points, drawn against the latest sample's time.
-type Points<'a> = chart::Points<'a, GpuPoint>;
+type Points<'a> = chart::Points<'a, HistoryPoint>;
+
+/// A point's `key` in the unit its chart is drawn in: base units times `times` (ratio to %,
+/// hertz to MHz).
+fn value(key: Key, times: f64) -> impl Fn(&HistoryPoint) -> Option<f64> {
+    move |p| p.get(key).map(|v| v * times)
+}
 
 fn draw_charts(
     frame: &mut Frame,
@@ -244,8 +251,8 @@ fn draw_charts(
         now: state.model.now().unwrap_or(std::time::UNIX_EPOCH),
         points: state
             .model
-            .gpu_points(&g.id)
-            .map_or_else(Vec::new, |r| r.iter().collect()),
+            .history(&g.id)
+            .map_or_else(Vec::new, |h| h.points().iter().collect()),
     };
     let window = (state.config.history_len as f64 * state.config.interval.as_secs_f64()).max(1.0);
     let mut specs = load_specs(g, theme, &pts);
@@ -262,16 +269,20 @@ fn pct(v: Option<crate::units::Percent>) -> String {
 
 /// Utilisation (SM and memory) and VRAM (with the total).
 fn load_specs(g: &GpuReading, theme: &Theme, pts: &Points) -> Vec<ChartSpec> {
-    let util = pts.series(format!("SM {}", pct(g.util)), theme.spark_util, |p| p.util);
+    let util = pts.series(
+        format!("SM {}", pct(g.util)),
+        theme.spark_util,
+        value(Key::Util, 100.0),
+    );
     let mem = pts.series(
         format!("memory {}", pct(g.memory_util)),
         theme.spark_power,
-        |p| p.memory_util,
+        value(Key::MemoryUtil, 100.0),
     );
     let vram = pts.series(
         format!("{} GiB", or_na(g.memory_used, gib)),
         theme.spark_util,
-        |p| p.vram_used,
+        value(Key::MemoryUsed, 1.0),
     );
     vec![
         ChartSpec {
@@ -302,7 +313,7 @@ fn thermal_specs(g: &GpuReading, theme: &Theme, pts: &Points) -> Vec<ChartSpec> 
     vec![
         ChartSpec {
             title: "temperature".into(),
-            series: vec![pts.series(temp, theme.spark_temp, |p| p.temperature)],
+            series: vec![pts.series(temp, theme.spark_temp, value(Key::Temperature, 1.0))],
             references: g
                 .temperature_slowdown
                 .map(|c| (c.0 as f64, format!("slowdown {} °C", c.0), theme.critical))
@@ -313,7 +324,7 @@ fn thermal_specs(g: &GpuReading, theme: &Theme, pts: &Points) -> Vec<ChartSpec> 
         },
         ChartSpec {
             title: "power".into(),
-            series: vec![pts.series(power, theme.spark_power, |p| p.power)],
+            series: vec![pts.series(power, theme.spark_power, value(Key::Power, 1.0))],
             references: g
                 .power_limit
                 .map(|w| (w.0, format!("limit {:.0} W", w.0), theme.warning))
@@ -335,8 +346,8 @@ fn link_specs(g: &GpuReading, theme: &Theme, pts: &Points) -> Vec<ChartSpec> {
         ChartSpec {
             title: "clocks".into(),
             series: vec![
-                pts.series(sm, theme.spark_util, |p| p.sm_clock),
-                pts.series(mem, theme.spark_temp, |p| p.memory_clock),
+                pts.series(sm, theme.spark_util, value(Key::SmClock, 1e-6)),
+                pts.series(mem, theme.spark_temp, value(Key::MemoryClock, 1e-6)),
             ],
             references: [g.sm_clock_max, g.memory_clock_max]
                 .into_iter()
@@ -349,8 +360,8 @@ fn link_specs(g: &GpuReading, theme: &Theme, pts: &Points) -> Vec<ChartSpec> {
         ChartSpec {
             title: "PCIe".into(),
             series: vec![
-                pts.series(tx, theme.spark_util, |p| p.pcie_tx),
-                pts.series(rx, theme.spark_power, |p| p.pcie_rx),
+                pts.series(tx, theme.spark_util, value(Key::PcieTx, 1.0)),
+                pts.series(rx, theme.spark_power, value(Key::PcieRx, 1.0)),
             ],
             references: vec![],
             y_floor: Bytes::MIB as f64,

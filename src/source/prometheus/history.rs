@@ -1,13 +1,15 @@
-//! The charts' history from range queries: on the first refresh the whole window, after
-//! that the steps since the last refresh; one query per chart (both exporters' series, in
-//! gpuwatch's units), for every GPU at once. Steps are aligned to the interval, so two
+//! A GPU's history from range queries: on the first refresh the whole window, after that the
+//! steps since the last refresh; one query per charted field of the field table
+//! (`fields::CHARTED`: both exporters' series, in base units), for every GPU at once, into
+//! the points the one history store keeps (panels and detail view alike). Steps are aligned to the interval, so two
 //! refreshes never fetch the same point twice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
 use super::api::{self, Api};
-use super::series::{self, Chart};
+use super::series;
+use crate::source::fields::{self, Key};
 use crate::source::{GpuId, HistoryPoint};
 
 pub struct Window {
@@ -49,15 +51,17 @@ impl Window {
         if start > end + step / 2.0 {
             return Some(HashMap::new());
         }
-        // Keyed by milliseconds, so the four charts' points of one step meet.
+        // Keyed by milliseconds, so the charted fields' points of one step meet.
         let mut points: HashMap<GpuId, BTreeMap<i64, HistoryPoint>> = HashMap::new();
-        for (chart, native, dcgm) in series::HISTORY {
-            let promql = series::history_query(native, dcgm, matchers);
+        for key in fields::CHARTED {
+            let Some(promql) = series::history_query(fields::field(key), matchers) else {
+                continue;
+            };
             let body = api
                 .get(&api::range_path(&promql, start, end, self.step))
                 .ok()?;
             let answer = api::parse_answer(&body).ok()?;
-            add_chart(&mut points, chart, &answer);
+            add_chart(&mut points, key, &answer);
         }
         self.last_end = Some(end);
         Some(
@@ -73,7 +77,7 @@ impl Window {
 /// series: gpuwatch's own (labelled `uuid`) wins.
 fn add_chart(
     points: &mut HashMap<GpuId, BTreeMap<i64, HistoryPoint>>,
-    chart: Chart,
+    key: Key,
     answer: &[api::Series],
 ) {
     // A MIG instance's series (`GPU_I_ID`) is not its GPU's history.
@@ -102,18 +106,15 @@ fn add_chart(
             let p = gpu
                 .entry(ms)
                 .or_insert_with(|| HistoryPoint::at(time_of(ms)));
-            match chart {
-                Chart::Temperature => p.temperature = whole(v),
-                Chart::Power => p.power = (v >= 0.0).then_some(v),
-                Chart::Util => p.util = whole(v),
-                Chart::MemoryUsed => p.memory_used = (v >= 0.0).then(|| v.round() as u64),
-            }
+            p.set(key, reading(v));
         }
     }
 }
 
-fn whole(v: f64) -> Option<u32> {
-    (v >= 0.0 && v <= f64::from(u32::MAX)).then(|| v.round() as u32)
+/// A range answer's value as a point's: every charted reading is a size, a rate or a level,
+/// so a negative (or not finite) value is not one and is a gap, never a zero.
+fn reading(v: f64) -> Option<f64> {
+    (v >= 0.0 && v.is_finite()).then_some(v)
 }
 
 fn time_of(ms: i64) -> SystemTime {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::series::Field;
+use super::series::MigMemory;
 use crate::source::mig::MigReading;
 use crate::source::{GpuId, GpuReading};
 use crate::units::Bytes;
@@ -34,7 +34,7 @@ pub fn apply(
     instances: &mut Vec<Building>,
     gpu: &GpuId,
     labels: &HashMap<String, String>,
-    field: Field,
+    memory: Option<MigMemory>,
     value: f64,
 ) {
     let Some((gi, profile)) = instance_of(labels) else {
@@ -70,11 +70,11 @@ pub fn apply(
         b.reading.profile = profile;
     }
     let bytes = (value >= 0.0).then(|| Bytes(value.round() as u64));
-    match field {
-        Field::MemoryUsed | Field::MigMemoryUsed => b.reading.memory_used = bytes,
-        Field::MemoryFree | Field::MigMemoryFree => b.free = bytes,
-        Field::MemoryTotal | Field::MigMemoryTotal => b.reading.memory_total = bytes,
-        _ => {}
+    match memory {
+        Some(MigMemory::Used) => b.reading.memory_used = bytes,
+        Some(MigMemory::Free) => b.free = bytes,
+        Some(MigMemory::Total) => b.reading.memory_total = bytes,
+        None => {}
     }
 }
 

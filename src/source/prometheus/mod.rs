@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use api::{Api, Series};
-use series::{Field, Identity};
+use series::{Identity, Target};
 
 use super::workload::PodAllocation;
 use super::{
@@ -241,9 +241,15 @@ impl Fleet {
             if mig::instance_of(&s.labels).is_some() {
                 // One instance's value (its framebuffer), not the GPU's.
                 let list = instances.entry(id.uuid.clone()).or_default();
-                mig::apply(list, &g.id, &s.labels, metric.field, value * metric.scale);
-            } else if metric.field != Field::Info {
-                series::set(g, metric.field, value * metric.scale);
+                mig::apply(
+                    list,
+                    &g.id,
+                    &s.labels,
+                    metric.mig_memory(),
+                    metric.base(value),
+                );
+            } else if !matches!(metric.target, Target::Info) {
+                series::set(g, metric.target, metric.base(value));
             }
         }
         for (uuid, list) in instances {

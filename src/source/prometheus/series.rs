@@ -1,179 +1,112 @@
-//! What each Prometheus series means for a GPU: the table of gpuwatch's own `gpuwatch_gpu_*`
-//! names (base units: bytes, ratios, hertz, joules) and dcgm-exporter's `DCGM_FI_DEV_*`
-//! (MiB, %, MHz, mJ), each to one `GpuReading` field in gpuwatch's units; and a GPU's
-//! identity from the labels (`uuid`/`UUID`, `gpu`, `name`/`modelName`, host from `host`,
-//! `Hostname` or `instance`). Pure. A field no series gives stays `None`: never invented.
+//! What each Prometheus series means for a GPU: every numeric reading comes from the field
+//! table (`source::fields`: gpuwatch's own `gpuwatch_gpu_*` names in base units and
+//! dcgm-exporter's `DCGM_FI_DEV_*` with their scale), so every series the exporter writes is
+//! read back; identity, the lost flag and MIG instances are the few structured series named
+//! here. A GPU's identity comes from the labels (`uuid`/`UUID`, `gpu`, `name`/`modelName`,
+//! host from `host`, `Hostname` or `instance`). Pure. A field no series gives stays `None`:
+//! never invented.
 
 use std::collections::HashMap;
 
-use crate::source::{GpuReading, Vendor};
-use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
+use crate::source::fields::{self, Field, Key, Scale, Spelling};
+use crate::source::{GpuReading, GpuStatus, Vendor};
 
-/// A `GpuReading` field a series can fill.
+/// A MIG instance's memory figure (see `prometheus::mig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    Util,
-    MemoryUtil,
-    MemoryTotal,
-    MemoryUsed,
-    MemoryFree,
-    MemoryReserved,
-    Temperature,
-    TemperatureSlowdown,
-    TemperatureShutdown,
-    Power,
-    PowerLimit,
-    EnergyJoules,
-    Fan,
-    SmClock,
-    MemoryClock,
-    SmClockMax,
-    MemoryClockMax,
-    Pstate,
-    EncoderUtil,
-    DecoderUtil,
-    PcieGen,
-    PcieWidth,
-    PcieTx,
-    PcieRx,
-    EccUncorrected,
-    Mig,
-    /// A MIG instance's memory (`gpuwatch_mig_memory_*_bytes`; see `prometheus::mig`).
-    MigMemoryTotal,
-    MigMemoryUsed,
-    MigMemoryFree,
-    /// `gpuwatch_gpu_lost`: 1 when the GPU fell off the bus.
-    Lost,
+pub enum MigMemory {
+    Total,
+    Used,
+    Free,
+}
+
+/// What a known series is about.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
     /// `gpuwatch_gpu_info`: identity labels only.
     Info,
+    /// `gpuwatch_gpu_lost`: 1 when the GPU fell off the bus.
+    Lost,
+    /// `gpuwatch_mig_memory_*_bytes`: only ever an instance's.
+    Mig(MigMemory),
+    /// A numeric reading: a row of the field table, in either exporter's spelling.
+    Reading(&'static Field),
 }
 
-/// One known metric: its name, the field it fills, and the factor from its unit to the
-/// field's (gpuwatch's) unit.
+/// A series gpuwatch knows: what it is about and how its value reads in base units.
+#[derive(Debug, Clone, Copy)]
 pub struct Metric {
-    pub name: &'static str,
-    pub field: Field,
-    pub scale: f64,
+    pub target: Target,
+    spelling: Spelling,
 }
 
-const fn m(name: &'static str, field: Field, scale: f64) -> Metric {
-    Metric { name, field, scale }
+impl Metric {
+    /// The series' value in the base unit of its field (bytes, ratio, hertz, joules...).
+    pub fn base(&self, value: f64) -> f64 {
+        match self.spelling {
+            Spelling::Native => value,
+            Spelling::Dcgm(scale) => scale.from_dcgm(value),
+        }
+    }
+
+    /// The MIG instance memory figure this series gives when it carries `GPU_I_ID`
+    /// (dcgm-exporter writes an instance's framebuffer under the GPU's names).
+    pub fn mig_memory(&self) -> Option<MigMemory> {
+        match self.target {
+            Target::Mig(m) => Some(m),
+            Target::Reading(f) => match f.key {
+                Key::MemoryTotal => Some(MigMemory::Total),
+                Key::MemoryUsed => Some(MigMemory::Used),
+                Key::MemoryFree => Some(MigMemory::Free),
+                _ => None,
+            },
+            Target::Info | Target::Lost => None,
+        }
+    }
 }
 
-const MIB: f64 = 1_048_576.0;
-
-/// gpuwatch's exporter (`src/serve/readings.rs`), then dcgm-exporter's default counters.
-pub const METRICS: &[Metric] = &[
-    m("gpuwatch_gpu_info", Field::Info, 1.0),
-    m("gpuwatch_gpu_lost", Field::Lost, 1.0),
-    m("gpuwatch_gpu_utilization_ratio", Field::Util, 100.0),
-    m(
-        "gpuwatch_gpu_memory_utilization_ratio",
-        Field::MemoryUtil,
-        100.0,
-    ),
-    m("gpuwatch_gpu_memory_total_bytes", Field::MemoryTotal, 1.0),
-    m("gpuwatch_gpu_memory_used_bytes", Field::MemoryUsed, 1.0),
-    m("gpuwatch_gpu_memory_free_bytes", Field::MemoryFree, 1.0),
-    m(
-        "gpuwatch_gpu_memory_reserved_bytes",
-        Field::MemoryReserved,
-        1.0,
-    ),
-    m("gpuwatch_gpu_temperature_celsius", Field::Temperature, 1.0),
-    m(
-        "gpuwatch_gpu_slowdown_temperature_celsius",
-        Field::TemperatureSlowdown,
-        1.0,
-    ),
-    m(
-        "gpuwatch_gpu_shutdown_temperature_celsius",
-        Field::TemperatureShutdown,
-        1.0,
-    ),
-    m("gpuwatch_gpu_power_watts", Field::Power, 1.0),
-    m("gpuwatch_gpu_power_limit_watts", Field::PowerLimit, 1.0),
-    m("gpuwatch_gpu_energy_joules_total", Field::EnergyJoules, 1.0),
-    m("gpuwatch_gpu_fan_speed_ratio", Field::Fan, 100.0),
-    m("gpuwatch_gpu_sm_clock_hertz", Field::SmClock, 1e-6),
-    m("gpuwatch_gpu_memory_clock_hertz", Field::MemoryClock, 1e-6),
-    m("gpuwatch_gpu_sm_clock_max_hertz", Field::SmClockMax, 1e-6),
-    m(
-        "gpuwatch_gpu_memory_clock_max_hertz",
-        Field::MemoryClockMax,
-        1e-6,
-    ),
-    m("gpuwatch_gpu_performance_state", Field::Pstate, 1.0),
-    m(
-        "gpuwatch_gpu_encoder_utilization_ratio",
-        Field::EncoderUtil,
-        100.0,
-    ),
-    m(
-        "gpuwatch_gpu_decoder_utilization_ratio",
-        Field::DecoderUtil,
-        100.0,
-    ),
-    m("gpuwatch_gpu_pcie_link_generation", Field::PcieGen, 1.0),
-    m("gpuwatch_gpu_pcie_link_width", Field::PcieWidth, 1.0),
-    m(
-        "gpuwatch_gpu_pcie_transmit_bytes_per_second",
-        Field::PcieTx,
-        1.0,
-    ),
-    m(
-        "gpuwatch_gpu_pcie_receive_bytes_per_second",
-        Field::PcieRx,
-        1.0,
-    ),
-    m(
-        "gpuwatch_gpu_ecc_uncorrected_errors_total",
-        Field::EccUncorrected,
-        1.0,
-    ),
-    m("gpuwatch_gpu_mig_enabled", Field::Mig, 1.0),
-    m(
+/// The series that are not one numeric reading: identity, the lost flag, MIG instances.
+const STRUCTURED: [(&str, Target); 5] = [
+    ("gpuwatch_gpu_info", Target::Info),
+    ("gpuwatch_gpu_lost", Target::Lost),
+    (
         "gpuwatch_mig_memory_total_bytes",
-        Field::MigMemoryTotal,
-        1.0,
+        Target::Mig(MigMemory::Total),
     ),
-    m("gpuwatch_mig_memory_used_bytes", Field::MigMemoryUsed, 1.0),
-    m("gpuwatch_mig_memory_free_bytes", Field::MigMemoryFree, 1.0),
-    m("DCGM_FI_DEV_GPU_UTIL", Field::Util, 1.0),
-    m("DCGM_FI_DEV_MEM_COPY_UTIL", Field::MemoryUtil, 1.0),
-    m("DCGM_FI_DEV_FB_USED", Field::MemoryUsed, MIB),
-    m("DCGM_FI_DEV_FB_FREE", Field::MemoryFree, MIB),
-    m("DCGM_FI_DEV_FB_RESERVED", Field::MemoryReserved, MIB),
-    m("DCGM_FI_DEV_GPU_TEMP", Field::Temperature, 1.0),
-    m("DCGM_FI_DEV_SLOWDOWN_TEMP", Field::TemperatureSlowdown, 1.0),
-    m("DCGM_FI_DEV_SHUTDOWN_TEMP", Field::TemperatureShutdown, 1.0),
-    m("DCGM_FI_DEV_POWER_USAGE", Field::Power, 1.0),
-    m("DCGM_FI_DEV_POWER_MGMT_LIMIT", Field::PowerLimit, 1.0),
-    m(
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        Field::EnergyJoules,
-        1e-3,
+    (
+        "gpuwatch_mig_memory_used_bytes",
+        Target::Mig(MigMemory::Used),
     ),
-    m("DCGM_FI_DEV_FAN_SPEED", Field::Fan, 1.0),
-    m("DCGM_FI_DEV_SM_CLOCK", Field::SmClock, 1.0),
-    m("DCGM_FI_DEV_MEM_CLOCK", Field::MemoryClock, 1.0),
-    m("DCGM_FI_DEV_MAX_SM_CLOCK", Field::SmClockMax, 1.0),
-    m("DCGM_FI_DEV_MAX_MEM_CLOCK", Field::MemoryClockMax, 1.0),
-    m("DCGM_FI_DEV_ENC_UTIL", Field::EncoderUtil, 1.0),
-    m("DCGM_FI_DEV_DEC_UTIL", Field::DecoderUtil, 1.0),
-    m("DCGM_FI_DEV_PCIE_LINK_GEN", Field::PcieGen, 1.0),
-    m("DCGM_FI_DEV_PCIE_LINK_WIDTH", Field::PcieWidth, 1.0),
-    m("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", Field::EccUncorrected, 1.0),
+    (
+        "gpuwatch_mig_memory_free_bytes",
+        Target::Mig(MigMemory::Free),
+    ),
 ];
 
-/// The metric a series name is, if gpuwatch knows it.
-pub fn metric(name: &str) -> Option<&'static Metric> {
-    METRICS.iter().find(|m| m.name == name)
+/// The metric a series name is, if gpuwatch reads it: the structured series, then every
+/// field table row that can be read back (gpuwatch's exporter, then dcgm-exporter's names).
+pub fn metric(name: &str) -> Option<Metric> {
+    if let Some((_, target)) = STRUCTURED.iter().find(|(n, _)| *n == name) {
+        return Some(Metric {
+            target: *target,
+            spelling: Spelling::Native,
+        });
+    }
+    let (field, spelling) = fields::by_metric(name)?;
+    field.set?;
+    Some(Metric {
+        target: Target::Reading(field),
+        spelling,
+    })
 }
 
 /// The regex alternation of every known name, for one instant query that fetches them all.
 pub fn names_regex() -> String {
-    let names: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
+    let names: Vec<&str> = STRUCTURED
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(fields::metric_names())
+        .filter(|n| metric(n).is_some())
+        .collect();
     names.join("|")
 }
 
@@ -208,51 +141,21 @@ pub fn identity(labels: &HashMap<String, String>) -> Option<Identity> {
     })
 }
 
-fn whole(v: f64) -> Option<u32> {
-    (v >= 0.0 && v <= f64::from(u32::MAX)).then(|| v.round() as u32)
-}
-
-fn bytes(v: f64) -> Option<Bytes> {
-    (v >= 0.0).then(|| Bytes(v.round() as u64))
-}
-
-/// Sets `field` of `g` from `value` (already in gpuwatch's unit). A value the field cannot
-/// hold (negative bytes, say) leaves it `None`.
-pub fn set(g: &mut GpuReading, field: Field, value: f64) {
-    match field {
-        Field::Util => g.util = whole(value).map(Percent),
-        Field::MemoryUtil => g.memory_util = whole(value).map(Percent),
-        Field::MemoryTotal => g.memory_total = bytes(value),
-        Field::MemoryUsed => g.memory_used = bytes(value),
-        Field::MemoryFree => g.memory_free = bytes(value),
-        Field::MemoryReserved => g.memory_reserved = bytes(value),
-        Field::Temperature => g.temperature = whole(value).map(Celsius),
-        Field::TemperatureSlowdown => g.temperature_slowdown = whole(value).map(Celsius),
-        Field::TemperatureShutdown => g.temperature_shutdown = whole(value).map(Celsius),
-        Field::Power => g.power = Some(Watts(value)),
-        Field::PowerLimit => g.power_limit = Some(Watts(value)),
-        Field::EnergyJoules => g.energy_joules = Some(value),
-        Field::Fan => g.fan = whole(value).map(Percent),
-        Field::SmClock => g.sm_clock = whole(value).map(MegaHertz),
-        Field::MemoryClock => g.memory_clock = whole(value).map(MegaHertz),
-        Field::SmClockMax => g.sm_clock_max = whole(value).map(MegaHertz),
-        Field::MemoryClockMax => g.memory_clock_max = whole(value).map(MegaHertz),
-        Field::Pstate => g.pstate = whole(value),
-        Field::EncoderUtil => g.encoder_util = whole(value).map(Percent),
-        Field::DecoderUtil => g.decoder_util = whole(value).map(Percent),
-        Field::PcieGen => g.pcie_link_gen = whole(value),
-        Field::PcieWidth => g.pcie_link_width = whole(value),
-        Field::PcieTx => g.pcie_tx_per_second = bytes(value),
-        Field::PcieRx => g.pcie_rx_per_second = bytes(value),
-        Field::EccUncorrected => g.ecc_errors_uncorrected = (value >= 0.0).then_some(value as u64),
-        Field::Mig => g.mig_enabled = Some(value != 0.0),
-        Field::Lost => {
+/// Applies a GPU series' value (in base units, see [`Metric::base`]) to its GPU.
+pub fn set(g: &mut GpuReading, target: Target, value: f64) {
+    match target {
+        Target::Reading(field) => {
+            if let Some(set) = field.set {
+                set(g, value);
+            }
+        }
+        Target::Lost => {
             if value != 0.0 {
-                g.status = crate::source::GpuStatus::Lost;
+                g.status = GpuStatus::Lost;
             }
         }
         // Instance series go to `prometheus::mig`, never to the GPU.
-        Field::Info | Field::MigMemoryTotal | Field::MigMemoryUsed | Field::MigMemoryFree => {}
+        Target::Info | Target::Mig(_) => {}
     }
 }
 
@@ -266,47 +169,22 @@ pub fn derive_total(g: &mut GpuReading) {
     }
 }
 
-/// The four histories the panels chart, each as one PromQL expression that gives both
-/// exporters' series in gpuwatch's units (so one range query per chart, for every GPU).
-pub const HISTORY: [(Chart, &str, &str); 4] = [
-    (
-        Chart::Temperature,
-        "gpuwatch_gpu_temperature_celsius",
-        "DCGM_FI_DEV_GPU_TEMP",
-    ),
-    (
-        Chart::Power,
-        "gpuwatch_gpu_power_watts",
-        "DCGM_FI_DEV_POWER_USAGE",
-    ),
-    (
-        Chart::Util,
-        "gpuwatch_gpu_utilization_ratio * 100",
-        "DCGM_FI_DEV_GPU_UTIL",
-    ),
-    (
-        Chart::MemoryUsed,
-        "gpuwatch_gpu_memory_used_bytes",
-        "DCGM_FI_DEV_FB_USED * 1048576",
-    ),
-];
-
-/// Which history a range query fills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chart {
-    Temperature,
-    Power,
-    Util,
-    MemoryUsed,
-}
-
-/// `A{sel} or B{sel}` with the selector's matchers inside each metric's braces.
-pub fn history_query(native: &str, dcgm: &str, matchers: &str) -> String {
-    format!(
-        "({}) or ({})",
-        with_matchers(native, matchers),
-        with_matchers(dcgm, matchers)
-    )
+/// One charted field's history as one PromQL expression that gives both exporters' series in
+/// base units (so one range query per charted field, for every GPU), with the selector's
+/// matchers inside each metric's braces: `native{sel} or DCGM{sel} * k`.
+pub fn history_query(field: &Field, matchers: &str) -> Option<String> {
+    let native = field.native.map(|n| n.name.to_string());
+    let dcgm = field.dcgm.map(|d| match d.scale {
+        Scale::Same => d.name.to_string(),
+        Scale::Times(k) => format!("{} / {k}", d.name),
+        Scale::Per(k) => format!("{} * {k}", d.name),
+    });
+    let parts: Vec<String> = native
+        .into_iter()
+        .chain(dcgm)
+        .map(|e| format!("({})", with_matchers(&e, matchers)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" or "))
 }
 
 /// `name * 100` → `name{m} * 100`: the matchers go right after the metric name.
@@ -326,24 +204,34 @@ mod tests {
 
     #[test]
     fn every_name_is_known_once() {
-        for m in METRICS {
-            assert_eq!(
-                METRICS.iter().filter(|o| o.name == m.name).count(),
-                1,
-                "{}",
-                m.name
-            );
+        let regex = names_regex();
+        let names: Vec<&str> = regex.split('|').collect();
+        for n in &names {
+            assert_eq!(names.iter().filter(|o| *o == n).count(), 1, "{n}");
         }
-        assert_eq!(metric("DCGM_FI_DEV_FB_USED").unwrap().scale, MIB);
+        assert_eq!(
+            metric("DCGM_FI_DEV_FB_USED").unwrap().base(2.0),
+            2.0 * 1_048_576.0
+        );
         assert!(metric("node_cpu_seconds_total").is_none());
+        // Written for dashboards, never read back (it has no time; see the field table).
+        assert!(metric("DCGM_FI_DEV_XID_ERRORS").is_none());
     }
 
     #[test]
-    fn history_queries_carry_the_selector() {
+    fn history_queries_carry_the_selector_and_give_base_units() {
+        let util = fields::field(Key::Util);
         assert_eq!(
-            history_query("a * 100", "b", r#"cluster="x""#),
-            r#"(a{cluster="x"} * 100) or (b{cluster="x"})"#
+            history_query(util, r#"cluster="x""#).unwrap(),
+            r#"(gpuwatch_gpu_utilization_ratio{cluster="x"}) or (DCGM_FI_DEV_GPU_UTIL{cluster="x"} / 100)"#
         );
-        assert_eq!(history_query("a", "b * 2", ""), "(a) or (b * 2)");
+        assert_eq!(
+            history_query(fields::field(Key::MemoryUsed), "").unwrap(),
+            "(gpuwatch_gpu_memory_used_bytes) or (DCGM_FI_DEV_FB_USED * 1048576)"
+        );
+        assert_eq!(
+            history_query(fields::field(Key::PcieTx), "").unwrap(),
+            "(gpuwatch_gpu_pcie_transmit_bytes_per_second)"
+        );
     }
 }

@@ -163,7 +163,7 @@ fn both_exporters_become_readings_in_gpuwatch_units() {
 }
 
 #[test]
-fn one_instant_query_and_one_range_query_per_chart_carry_the_selector() {
+fn one_instant_query_and_one_range_query_per_charted_field_carry_the_selector() {
     let mut all = Vec::new();
     for i in 0..50 {
         all.extend(native(&format!("node{i}:9401"), &format!("GPU-{i}"), 0));
@@ -171,7 +171,8 @@ fn one_instant_query_and_one_range_query_per_chart_carry_the_selector() {
     let (mut src, api) = source(vector(&all), empty_matrix);
     src.sample().unwrap();
     let calls = api.calls.lock().unwrap().clone();
-    assert_eq!(calls.len(), 5, "{calls:#?}");
+    // One range query per charted field (`fields::CHARTED`), not per GPU.
+    assert_eq!(calls.len(), 10, "{calls:#?}");
     let decoded: Vec<String> = calls.iter().map(|c| decode(c)).collect();
     assert!(
         decoded[0].starts_with("/api/v1/query?query={__name__=~\"gpuwatch_gpu_info|"),
@@ -183,11 +184,18 @@ fn one_instant_query_and_one_range_query_per_chart_carry_the_selector() {
         "{}",
         decoded[0]
     );
-    for (c, chart) in
-        decoded[1..]
-            .iter()
-            .zip(["temperature", "power", "utilization", "memory_used"])
-    {
+    let charted = [
+        "gpuwatch_gpu_utilization_ratio",
+        "memory_utilization",
+        "memory_used",
+        "temperature",
+        "power",
+        "sm_clock",
+        "memory_clock",
+        "transmit",
+        "receive",
+    ];
+    for (c, chart) in decoded[1..].iter().zip(charted) {
         assert!(c.starts_with("/api/v1/query_range?query=("), "{c}");
         assert!(c.contains(chart) && c.contains(r#"{cluster="a"}"#), "{c}");
     }
@@ -244,16 +252,18 @@ fn history_comes_from_the_range_queries_into_the_charts() {
     let kept = s.history.as_ref().unwrap();
     assert_eq!(kept[&GpuId("GPU-n0".into())].len(), 2);
     let p = &kept[&GpuId("GPU-n0".into())][1];
-    assert_eq!(
-        (p.temperature, p.util, p.power, p.memory_used),
-        (Some(61), Some(51), Some(51.0), Some(51))
-    );
+    use crate::source::fields::{CHARTED, Key};
+    assert_eq!(p.get(Key::Temperature), Some(61.0));
+    // Every charted field is back-filled, the detail view's clocks and PCIe included.
+    for key in CHARTED.into_iter().filter(|k| *k != Key::Temperature) {
+        assert_eq!(p.get(key), Some(51.0), "{key:?}");
+    }
     crate::state::update(&mut state, crate::state::Msg::Sample(Box::new(s)));
     let h = state.model.history(&GpuId("GPU-n0".into())).unwrap();
-    assert_eq!(
-        h.temperature.iter().copied().collect::<Vec<_>>(),
-        [Some(60), Some(61)]
-    );
+    let temps = |h: &crate::history::GpuHistory| -> Vec<Option<f64>> {
+        h.points().iter().map(|p| p.get(Key::Temperature)).collect()
+    };
+    assert_eq!(temps(h), [Some(60.0), Some(61.0)]);
     // The next refresh asks only for the step since: start = last end + 1 s.
     let ends: Vec<f64> = api
         .calls
@@ -270,7 +280,7 @@ fn history_comes_from_the_range_queries_into_the_charts() {
     crate::state::update(&mut state, crate::state::Msg::Sample(Box::new(s)));
     let h = state.model.history(&GpuId("GPU-n0".into())).unwrap();
     assert_eq!(
-        h.temperature.len(),
+        h.points().len(),
         3,
         "the repeated start point is not charted twice"
     );
@@ -437,4 +447,50 @@ fn series_with_gpu_i_id_become_the_gpus_mig_instances_not_its_readings() {
     assert_eq!(n.mig_devices.len(), 1);
     assert_eq!(n.mig_devices[0].id.0, "MIG-9a8b7c6d-5e4f");
     assert_eq!(n.mig_devices[0].memory_total, Some(Bytes(20 << 30)));
+}
+
+/// Every row of the field table, written as the exporter writes it (native: the getter's
+/// base-unit value; `--dcgm-compat`: in DCGM's unit) and read back through this source's
+/// parser, gives the same reading: the health series included, which the source used to
+/// leave unread (issue 21).
+#[test]
+fn every_field_round_trips_through_both_spellings() {
+    use crate::source::fields::{self, TABLE};
+    let full = fields::tests::every_field_known();
+    let native: Vec<(serde_json::Value, f64)> = TABLE
+        .iter()
+        .filter_map(|f| {
+            let n = f.native?;
+            let labels = json!({"__name__": n.name, "instance": "node1:9401", "job": "gpuwatch",
+                                "gpu": "3", "uuid": full.id.0, "name": full.name});
+            Some((labels, (f.get)(&full)?))
+        })
+        .collect();
+    let dcgm: Vec<(serde_json::Value, f64)> = TABLE
+        .iter()
+        .filter_map(|f| {
+            let d = f.dcgm?;
+            let labels = json!({"__name__": d.name, "instance": "10.0.0.9:9400", "job": "dcgm",
+                                "gpu": "3", "UUID": full.id.0, "modelName": full.name});
+            Some((labels, d.scale.to_dcgm((f.get)(&full)?)))
+        })
+        .collect();
+    for (spelling, series) in [("native", native), ("dcgm", dcgm)] {
+        let (mut src, _) = source(vector(&series), empty_matrix);
+        let s = src.sample().unwrap();
+        assert_eq!(s.gpus.len(), 1, "{spelling}");
+        let back = &s.gpus[0];
+        let mut checked = 0;
+        for f in TABLE.iter().filter(|f| f.set.is_some()) {
+            let written = match spelling {
+                "native" => f.native.is_some(),
+                _ => f.dcgm.is_some(),
+            };
+            if written {
+                assert_eq!((f.get)(back), (f.get)(&full), "{spelling} {:?}", f.key);
+                checked += 1;
+            }
+        }
+        assert!(checked >= 17, "{spelling}: only {checked} fields checked");
+    }
 }

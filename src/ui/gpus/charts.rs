@@ -9,8 +9,9 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Span;
 use ratatui::widgets::{Paragraph, RenderDirection, Sparkline, SparklineBar};
 
-use crate::history::{GpuHistory, chart_columns};
+use crate::history::GpuHistory;
 use crate::source::GpuReading;
+use crate::source::fields::Key;
 use crate::ui::Theme;
 
 /// Width of a chart's label (`power `).
@@ -34,21 +35,21 @@ pub fn draw_panel_charts(
     let series = [
         (
             "temp",
-            chart_columns(&h.temperature, width(&cells[0]), |t| {
-                u64::from(t.saturating_sub(20))
+            h.columns(Key::Temperature, width(&cells[0]), |t| {
+                (t as u64).saturating_sub(20)
             }),
             80,
             theme.spark_temp,
         ),
         (
             "power",
-            chart_columns(&h.power, width(&cells[1]), |p| (p.max(0.0) * 10.0) as u64),
+            h.columns(Key::Power, width(&cells[1]), |p| (p.max(0.0) * 10.0) as u64),
             (power_max * 10.0) as u64,
             theme.spark_power,
         ),
         (
             "util",
-            chart_columns(&h.util, width(&cells[2]), u64::from),
+            h.columns(Key::Util, width(&cells[2]), percent),
             100,
             theme.spark_util,
         ),
@@ -69,11 +70,16 @@ pub fn draw_panel_charts(
     }
 }
 
+/// A utilization ratio as the whole percent it was read as (rounded: `0.29 × 100` is 28.999…).
+pub fn percent(ratio: f64) -> u64 {
+    (ratio * 100.0).round() as u64
+}
+
 const LEVELS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /// A one-line sparkline as text, `width` characters, newest at the right: for a compact
 /// line, which is one `Line` of spans (the sparkline widget needs an area of its own).
-/// `columns` come newest first, as `chart_columns` gives them; a gap is a space.
+/// `columns` come newest first, as `GpuHistory::columns` gives them; a gap is a space.
 pub fn spark_text(columns: &[Option<u64>], max: u64, width: usize) -> String {
     let max = max.max(1);
     let mut out: Vec<char> = vec![' '; width];

@@ -11,8 +11,8 @@ use ratatui::widgets::Paragraph;
 
 use super::charts::spark_text;
 use super::{fit_spans, memory_text, owner_spans, short_name, temp_style, temp_text};
-use crate::history::chart_columns;
 use crate::layout::{Areas, compact_column_rects};
+use crate::source::fields::Key;
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 use crate::ui::Theme;
@@ -203,7 +203,7 @@ fn reading_spans(
     ];
     let history = state.model.history(&g.id).filter(|_| cols.spark > 0);
     if let Some(h) = history {
-        let util_cols = chart_columns(&h.util, cols.spark, u64::from);
+        let util_cols = h.columns(Key::Util, cols.spark, super::charts::percent);
         spans.push(Span::styled(
             spark_text(&util_cols, 100, cols.spark) + " ",
             theme.spark_util,
@@ -217,7 +217,7 @@ fn reading_spans(
     if let Some(h) = history {
         // In MiB, scaled to the GPU's total, so the sparkline reads as a share of VRAM.
         let total = g.memory_total.map_or(0, |t| t.0 >> 20);
-        let mem_cols = chart_columns(&h.memory_used, cols.spark, |b| b >> 20);
+        let mem_cols = h.columns(Key::MemoryUsed, cols.spark, |b| (b as u64) >> 20);
         spans.push(Span::styled(
             spark_text(&mem_cols, total, cols.spark) + " ",
             theme.level(mem),
