@@ -136,3 +136,42 @@ fn wait_needs_a_target() {
         .code(1)
         .stderr("gpuwatch wait: no GPU 7 here\n");
 }
+
+/// A PID no process has now: one that has just exited (and been reaped).
+fn dead_pid() -> u32 {
+    let mut child = StdCommand::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    child.id()
+}
+
+/// Issue 20: `--released` with a PID that names no process and holds no GPU memory (a
+/// typo) exits 2 instead of 0, so a script does not go ahead on a busy GPU; a running
+/// process holding nothing is released at once as before; a PID gone from /proc that NVML
+/// still lists is waited for.
+#[test]
+fn released_refuses_a_pid_that_names_no_process_and_holds_nothing() {
+    let job = Job::start();
+    let fake = Fake::new(job.0.id(), None);
+    let typo = dead_pid();
+    fake.wait(&["--released", &typo.to_string(), "--timeout", "50s"])
+        .assert()
+        .code(2)
+        .stderr(format!(
+            "gpuwatch wait: no such process: PID {typo} is not running and holds no GPU memory\n"
+        ));
+    let idle = Job::start();
+    let pid = idle.0.id();
+    fake.wait(&["--released", &pid.to_string(), "--timeout", "50s"])
+        .assert()
+        .success()
+        .stderr(format!("gpuwatch wait: PID {pid} holds no GPU memory\n"));
+    let gone = dead_pid();
+    let held_by_gone = Fake::new(gone, None);
+    held_by_gone
+        .wait(&["--released", &gone.to_string(), "--timeout", "1s"])
+        .assert()
+        .code(1)
+        .stderr(format!(
+            "gpuwatch wait: gave up after 1s: PID {gone} still holds 3.0G on GPU 1\n"
+        ));
+}
