@@ -264,6 +264,11 @@ impl Session {
             (io.bell)();
         }
         if let Some(line) = start_notice(&events) {
+            // After, not instead of, what start-up said (the demo shown for want of a GPU).
+            let line = match &self.state.view.status {
+                Some(said) => format!("{said}; {line}"),
+                None => line,
+            };
             let _ = update(&mut self.state, Msg::Notice(line));
         }
     }

@@ -370,27 +370,38 @@ fn hot_config() -> ViewConfig {
     cfg
 }
 
-/// The demo fleet, except that GPU 1's VRAM reads empty for the first `quiet` samples: GPU 0
-/// is critical (under `hot_config`) from the start, GPU 1 turns critical while watched.
-struct FillsLater {
+/// The demo fleet, except that GPU 1's VRAM reads empty at the samples `empty` names (from
+/// 0): GPU 0 is critical (under `flap_config`) from the start, GPU 1 turns critical while
+/// watched, and crashes and refills like the demo's OOM job.
+struct Flapping {
     inner: gpuwatch::source::sim::SimSource,
-    quiet: usize,
+    taken: usize,
+    empty: fn(usize) -> bool,
 }
 
-impl GpuSource for FillsLater {
+impl GpuSource for Flapping {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         let mut sample = self.inner.sample()?;
-        if self.quiet > 0 {
-            self.quiet -= 1;
+        if (self.empty)(self.taken) {
             sample.gpus[1].memory_used = Some(gpuwatch::units::Bytes(0));
         }
+        self.taken += 1;
         Ok(sample)
     }
 }
 
 /// Issue 20: the bell does not ring for what was already critical when gpuwatch started
 /// (the status line says it once instead); it rings once for a critical that is new while
-/// watching, and never with `--no-bell`.
+/// watching, not again when it clears and comes back (a crash loop), and never with
+/// `--no-bell`.
+/// VRAM over 60 % is critical, and clears below 58 % (`hot_config`'s 2 % never clears).
+fn flap_config() -> ViewConfig {
+    let mut cfg = config();
+    cfg.thresholds.oom_warn_percent = 50.0;
+    cfg.thresholds.oom_critical_percent = 60.0;
+    cfg
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_bell_rings_for_a_critical_new_while_watching_not_for_one_there_at_start() {
     const AT_START: &str = "critical since before start: oom_risk on GPU 0";
@@ -399,22 +410,23 @@ async fn the_bell_rings_for_a_critical_new_while_watching_not_for_one_there_at_s
         let rings = Arc::new(Mutex::new(0));
         let counter = rings.clone();
         io.bell = Box::new(move || *counter.lock().unwrap() += 1);
-        let source = FillsLater {
+        // Empty, full from the 4th sample, empty (crashed) twice, full again, and so on.
+        let source = Flapping {
             inner: common::sim(2),
-            quiet: 3,
+            taken: 0,
+            empty: |n| n < 3 || (n >= 5 && n % 4 < 2),
         };
         let run = app::event_loop(
             &mut io,
             Box::new(source),
-            hot_config(),
+            flap_config(),
             alerting(vec![], bell),
         );
         let drive = async {
             let first = script.frame_with("OOM risk").await;
             assert_eq!(first.text.contains(AT_START), bell, "{}", first.text);
             assert_eq!(*rings.lock().unwrap(), 0, "GPU 0 was critical at start");
-            // GPU 1 fills at the fourth sample; a few more go by.
-            for _ in 0..6 {
+            for _ in 0..16 {
                 script.frame_with("OOM risk").await;
             }
             script.key('q');

@@ -72,7 +72,8 @@ pub struct Alert {
     pub flaps: u32,
     /// The warning already held at the first sample gpuwatch saw (not news to the bell).
     pub at_start: bool,
-    /// For `resolved`: when the warning was last seen (it has been clear since).
+    /// For `resolved`: the first sample time the warning was no longer seen at (it has
+    /// been clear since).
     pub cleared: Option<SystemTime>,
     /// For `resolved`: the GPU's readings when it resolved (`Alerting` fills them in from
     /// the model; `None` for a host-wide warning or a GPU no longer reported).
@@ -108,7 +109,7 @@ struct Tracked {
     sent: Option<Severity>,
     last_sent: SystemTime,
     last: Observed,
-    /// Not seen since this time: clear, waiting out the resolve hold.
+    /// Not seen since the sample at this time: clear, waiting out the resolve hold.
     cleared: Option<SystemTime>,
     flaps: u32,
     at_start: bool,

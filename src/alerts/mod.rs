@@ -1,9 +1,9 @@
 //! Alerts that leave the terminal: the warnings the model raises, turned by a pure state
 //! machine (`engine`, `rules`, `limit`) into firing and resolved messages, rendered
 //! (`payload`) and delivered off the sampler's path (`queue`) to webhooks or a command
-//! (`sinks`); the TUI adds the terminal bell, for criticals new while it watches. `Alerting` ties them together for `serve` and
-//! the TUI: each loop calls `on_sample` after `update` and `on_delivery` with each result.
-//! Never draws, never waits on a sink.
+//! (`sinks`); the TUI adds the terminal bell, for criticals new while it watches. `Alerting`
+//! ties them together for `serve` and the TUI: each loop calls `on_sample` after `update`
+//! and `on_delivery` with each result. Never draws, never waits on a sink.
 
 pub mod engine;
 pub mod limit;

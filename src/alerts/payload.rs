@@ -270,7 +270,8 @@ mod tests {
     use super::*;
     use crate::alerts::engine::{Observed, Status};
     use crate::model::warnings::{Subject, Warning, WarningKind};
-    use crate::source::GpuId;
+    use crate::source::sim::{SimClock, SimSource};
+    use crate::source::{GpuId, GpuSource};
     use crate::units::{Bytes, Celsius};
     use std::time::Duration;
 
@@ -348,8 +349,6 @@ mod tests {
         a.flaps = 3;
         a.cleared = Some(a.at);
         a.at += Duration::from_secs(300);
-        use crate::source::GpuSource;
-        use crate::source::sim::{SimClock, SimSource};
         let clock = SimClock::Virtual {
             start: SystemTime::UNIX_EPOCH,
         };
