@@ -359,7 +359,13 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         return pick(source, config, request).await;
     }
     if let Some(request) = &settings.wait {
-        return wait(source, config, request).await;
+        // Only this host's GPUs report PIDs this /proc can say anything about.
+        let local = !built.demo
+            && built.replay.is_none()
+            && settings.prometheus.is_none()
+            && settings.remote.addresses.is_empty()
+            && settings.remote.hosts_file.is_none();
+        return wait(source, config, request, local).await;
     }
     if settings.once {
         // A replay's next sample is the recording's next moment, not a CPU reading.
@@ -452,13 +458,15 @@ async fn wait(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     request: &crate::release::Request,
+    local: bool,
 ) -> Result<ExitCode> {
+    use crate::procinfo::{Presence, ProcInfo};
     use crate::release::{Outcome, Target};
     let stop = stop_signal()?;
     // Before the first sample: the process the PID names now is the one waited for.
     let found = match request.target {
-        Target::Released(pid) => crate::procinfo::ProcInfo::system().presence(pid),
-        Target::Free(_) => crate::procinfo::Presence::Unknowable,
+        Target::Released(pid) if local => ProcInfo::system().presence(pid),
+        _ => Presence::Unknowable,
     };
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, config.interval, tx));
