@@ -17,7 +17,7 @@ use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
 use crate::alerts::queue::Delivery;
-use crate::alerts::{AlertSettings, Alerting, rings_bell};
+use crate::alerts::{AlertSettings, Alerting, rings_bell, start_notice};
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::Signaller;
 use crate::source::GpuSource;
@@ -291,11 +291,23 @@ impl Session {
     }
 
     /// Steps the alerts on the new sample (queued for their sinks, never waited for), and
-    /// rings the bell for a new critical one.
+    /// rings the bell for a new critical one; those there at start are said on the status
+    /// line instead.
     fn alert<B: Backend>(&mut self, io: &mut Io<B>) {
         let events = self.alerting.on_sample(&self.state.model);
-        if self.options.alerts.bell && events.iter().any(rings_bell) {
+        if !self.options.alerts.bell {
+            return;
+        }
+        if events.iter().any(rings_bell) {
             (io.bell)();
+        }
+        if let Some(line) = start_notice(&events) {
+            // After, not instead of, what start-up said (the demo shown for want of a GPU).
+            let line = match &self.state.view.status {
+                Some(said) => format!("{said}; {line}"),
+                None => line,
+            };
+            let _ = update(&mut self.state, Msg::Notice(line));
         }
     }
 

@@ -270,6 +270,11 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", global = true)]
     pub alert_repeat: Option<String>,
 
+    /// A fired alert is resolved only once its warning has stayed clear this long; one that
+    /// comes back sooner is the same alert, still firing; 0 resolves at once [default: 5m].
+    #[arg(long, value_name = "DURATION", global = true)]
+    pub alert_resolve_after: Option<String>,
+
     /// How long a warning (not critical) must hold before it alerts [default: 1m].
     #[arg(long, value_name = "DURATION", global = true)]
     pub alert_for: Option<String>,

@@ -359,7 +359,13 @@ pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
         return pick(source, config, request).await;
     }
     if let Some(request) = &settings.wait {
-        return wait(source, config, request).await;
+        // Only this host's GPUs report PIDs this /proc can say anything about.
+        let local = !built.demo
+            && built.replay.is_none()
+            && settings.prometheus.is_none()
+            && settings.remote.addresses.is_empty()
+            && settings.remote.hosts_file.is_none();
+        return wait(source, config, request, local).await;
     }
     if settings.once {
         // A replay's next sample is the recording's next moment, not a CPU reading.
@@ -446,17 +452,26 @@ fn stop_signal() -> Result<impl std::future::Future<Output = u8>> {
 }
 
 /// `gpuwatch wait`: exit 0 once released or free (saying so on stderr), 1 naming what
-/// still holds memory at the timeout, 128+n on a signal.
+/// still holds memory at the timeout, 2 for a PID that names no process and holds nothing,
+/// 128+n on a signal.
 async fn wait(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     request: &crate::release::Request,
+    local: bool,
 ) -> Result<ExitCode> {
-    use crate::release::Outcome;
+    use crate::procinfo::{Presence, ProcInfo};
+    use crate::release::{Outcome, Target};
     let stop = stop_signal()?;
+    // Before the first sample: the process the PID names now is the one waited for.
+    let found = match request.target {
+        Target::Released(pid) if local => ProcInfo::system().presence(pid),
+        _ => Presence::Unknowable,
+    };
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, config.interval, tx));
-    let outcome = crate::release::run(&mut rx, State::new(config), request, stop).await;
+    let state = State::new(config);
+    let outcome = crate::release::run(&mut rx, state, request, found, stop).await;
     drop(rx);
     task.abort();
     Ok(match outcome {
@@ -467,6 +482,10 @@ async fn wait(
         Outcome::TimedOut(why) | Outcome::Failed(why) => {
             eprintln!("gpuwatch wait: {why}");
             ExitCode::from(1)
+        }
+        Outcome::NoSuchProcess(why) => {
+            eprintln!("gpuwatch wait: {why}");
+            ExitCode::from(2)
         }
         Outcome::Stopped(signal) => ExitCode::from(128 + signal),
     })

@@ -1,7 +1,10 @@
 //! `gpuwatch wait --released PID` / `--gpu N --free`: the seed's "confirm VRAM is released
 //! before handing over", as a command a script can run. Each sample goes through
 //! `state::update` (so holders are the monitor's); the wait ends when the process holds
-//! nothing on any GPU, or the GPU has no process and no memory held by no process. Prints
+//! nothing on any GPU, or the GPU has no process and no memory held by no process. The
+//! process is the one that had the PID when the wait began (PID + start time, as signals
+//! do): a later process given the same number is not it. A PID that names no process and
+//! holds nothing is refused (a typo must not let a script go ahead on a busy GPU). Prints
 //! nothing itself: the caller says the outcome; tests drive it with a channel and paused time.
 
 use std::future::Future;
@@ -11,6 +14,8 @@ use tokio::sync::mpsc::Receiver;
 
 use crate::model::Model;
 use crate::model::owners::unattributed;
+use crate::model::procs::ProcRow;
+use crate::procinfo::Presence;
 use crate::sampler::SamplerEvent;
 use crate::select::GpuSelector;
 use crate::state::{Msg, State, update};
@@ -39,15 +44,19 @@ pub enum Outcome {
     TimedOut(String),
     /// The GPU named is not here, or the sampler stopped (exit 1).
     Failed(String),
+    /// The PID names no process and holds no GPU memory: likely a typo (exit 2).
+    NoSuchProcess(String),
     /// A signal ended the wait (exit 128 + n).
     Stopped(u8),
 }
 
-/// Waits over the samples from `rx`; `stop` resolves to a signal number.
+/// Waits over the samples from `rx`; `stop` resolves to a signal number. `found`: what
+/// /proc said of a `--released` PID when the wait began (ignored for `--free`).
 pub async fn run(
     rx: &mut Receiver<SamplerEvent>,
     mut state: State,
     req: &Request,
+    found: Presence,
     stop: impl Future<Output = u8>,
 ) -> Outcome {
     let give_up = async {
@@ -70,8 +79,11 @@ pub async fn run(
         match event {
             Some(SamplerEvent::Sample(sample)) => {
                 update(&mut state, Msg::Sample(sample));
-                match still_held(&state.model, &req.target) {
-                    Ok(None) => return Outcome::Done(done_line(&req.target)),
+                if let Some(typo) = no_such_process(&state.model, &req.target, found) {
+                    return typo;
+                }
+                match still_held(&state.model, &req.target, found) {
+                    Ok(None) => return Outcome::Done(done_line(&state.model, &req.target)),
                     Ok(Some(what)) => holding = what,
                     Err(why) => return Outcome::Failed(why),
                 }
@@ -89,11 +101,40 @@ pub async fn run(
     }
 }
 
-fn done_line(target: &Target) -> String {
+/// A `--released` PID that named no process when the wait began and holds nothing on any GPU.
+fn no_such_process(model: &Model, target: &Target, found: Presence) -> Option<Outcome> {
+    let Target::Released(pid) = target else {
+        return None;
+    };
+    let listed = model.procs().all.iter().any(|r| r.key.pid == *pid);
+    (found == Presence::Absent && !listed).then(|| {
+        Outcome::NoSuchProcess(format!(
+            "no such process: PID {pid} is not running and holds no GPU memory"
+        ))
+    })
+}
+
+fn done_line(model: &Model, target: &Target) -> String {
     match target {
+        Target::Released(pid) if model.procs().all.iter().any(|r| r.key.pid == *pid) => {
+            format!(
+                "PID {pid} has exited and holds no GPU memory (its number is another process's now)"
+            )
+        }
         Target::Released(pid) => format!("PID {pid} holds no GPU memory"),
         Target::Free(gpu) => format!("GPU {} is free", gpu_name(gpu)),
     }
+}
+
+/// Whether a row is the process the wait is for: the same start time as when the wait
+/// began. A row whose start time is unknown counts (it may be ours: never say released
+/// too early).
+fn is_waited_for(row: &ProcRow, pid: u32, found: Presence) -> bool {
+    row.key.pid == pid
+        && match (found, row.key.started) {
+            (Presence::Running { started }, Some(row_started)) => row_started == started,
+            _ => true,
+        }
 }
 
 fn gpu_name(gpu: &GpuSelector) -> String {
@@ -104,13 +145,17 @@ fn gpu_name(gpu: &GpuSelector) -> String {
 }
 
 /// What still holds memory, `None` when nothing does; an error when the GPU is not here.
-pub fn still_held(model: &Model, target: &Target) -> Result<Option<String>, String> {
+pub fn still_held(
+    model: &Model,
+    target: &Target,
+    found: Presence,
+) -> Result<Option<String>, String> {
     let rows = &model.procs().all;
     match target {
         Target::Released(pid) => {
             let held: Vec<String> = rows
                 .iter()
-                .filter(|r| r.key.pid == *pid)
+                .filter(|r| is_waited_for(r, *pid, found))
                 .map(|r| format!("{} on GPU {}", vram(r.vram), r.gpu_index))
                 .collect();
             Ok((!held.is_empty()).then(|| format!("PID {pid} still holds {}", held.join(", "))))

@@ -16,7 +16,8 @@ use serve_support::{Exporter, gpuwatch, wait_until};
 /// The demo at 20x speed, sampled every 100 ms: GPU 3 climbs past 90 °C within about two
 /// seconds, is critical after holding 2 s, and its benchmark pauses (the GPU cools) after
 /// 240 scenario seconds, 12 s in. Only overheating alerts go out.
-const FAST_HOT_DEMO: [&str; 8] = [
+/// Resolved 1 s after it clears (the default hold is 5 min).
+const FAST_HOT_DEMO: [&str; 10] = [
     "--interval",
     "100ms",
     "--demo-speed",
@@ -25,6 +26,8 @@ const FAST_HOT_DEMO: [&str; 8] = [
     "2s",
     "--alert-on",
     "overheating",
+    "--alert-resolve-after",
+    "1s",
 ];
 
 #[test]
@@ -75,6 +78,20 @@ fn one_firing_and_one_resolved_for_the_hot_gpu_to_the_webhook_and_the_command() 
         assert_eq!(b["started"], firing["started"]);
     }
     assert_eq!(firing["gpu_uuid"], resolved["gpu_uuid"]);
+    // Resolved says so with the numbers then (issue 20), not the firing sentence again; the
+    // warning as last seen stays in `warning`.
+    let message = resolved["message"].as_str().unwrap();
+    assert!(message.starts_with("GPU 3 clear for "), "{resolved}");
+    assert!(message.contains("°C"), "{resolved}");
+    assert!(
+        resolved["now"]["temperature_gpu"].as_u64().unwrap() < 90,
+        "{resolved}"
+    );
+    assert!(resolved["cleared"].is_string(), "{resolved}");
+    assert_eq!(
+        (&firing["flaps"], &firing["cleared"]),
+        (&0.into(), &Value::Null)
+    );
     assert!(firing["gpu_uuid"].as_str().unwrap().starts_with("GPU-"));
 
     // The command saw the same facts: the same JSON on stdin, and the variables.
@@ -112,6 +129,60 @@ fn one_firing_and_one_resolved_for_the_hot_gpu_to_the_webhook_and_the_command() 
         "{}",
         exporter.stderr()
     );
+}
+
+/// Issue 20: the demo's OOM job fills GPU 2, dies and restarts every 78 scenario seconds
+/// (3.9 s at 20x). With a resolve hold longer than that, the crash loop is one alert: one
+/// firing, no resolved, and the repeat (after 12 s) counts the flaps.
+#[test]
+fn the_demo_oom_crash_loop_posts_one_alert_and_counts_its_flaps() {
+    let receiver = Receiver::start(Answer::Ok);
+    let url = format!("http://{}/hook", receiver.addr);
+    let args = [
+        "--interval",
+        "100ms",
+        "--demo-speed",
+        "20",
+        "--alert-on",
+        "oom_risk",
+        "--alert-resolve-after",
+        "8s",
+        "--alert-repeat",
+        "12s",
+        "--alert-webhook",
+        &url,
+    ];
+    let mut exporter = Exporter::demo(&args);
+    let mut said = Vec::new();
+    // Until the repeat: every message before it is in `said`.
+    let repeat = loop {
+        let Some((_, body)) = receiver.next(Duration::from_secs(60)) else {
+            panic!("no repeat within a minute; said: {said:#?}");
+        };
+        if body["repeat"] == true {
+            break body;
+        }
+        said.push(body);
+    };
+    assert!(
+        exporter.signal(libc::SIGTERM).success(),
+        "{}",
+        exporter.stderr()
+    );
+    let said: Vec<(&str, &Value)> = said
+        .iter()
+        .map(|b| (b["status"].as_str().unwrap(), &b["gpu_index"]))
+        .collect();
+    assert_eq!(
+        said,
+        [("firing", &Value::from(2))],
+        "one firing, no resolved"
+    );
+    assert_eq!(repeat["kind"], "oom_risk");
+    assert_eq!(repeat["gpu_index"], 2);
+    // Three crashes in 12 s at least (one every 3.9 s).
+    let flaps = repeat["flaps"].as_u64().unwrap();
+    assert!(flaps >= 2, "{repeat}");
 }
 
 /// Lines in the recording so far: one per sample.

@@ -370,29 +370,70 @@ fn hot_config() -> ViewConfig {
     cfg
 }
 
+/// The demo fleet, except that GPU 1's VRAM reads empty at the samples `empty` names (from
+/// 0): GPU 0 is critical (under `flap_config`) from the start, GPU 1 turns critical while
+/// watched, and crashes and refills like the demo's OOM job.
+struct Flapping {
+    inner: gpuwatch::source::sim::SimSource,
+    taken: usize,
+    empty: fn(usize) -> bool,
+}
+
+impl GpuSource for Flapping {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        let mut sample = self.inner.sample()?;
+        if (self.empty)(self.taken) {
+            sample.gpus[1].memory_used = Some(gpuwatch::units::Bytes(0));
+        }
+        self.taken += 1;
+        Ok(sample)
+    }
+}
+
+/// Issue 20: the bell does not ring for what was already critical when gpuwatch started
+/// (the status line says it once instead); it rings once for a critical that is new while
+/// watching, not again when it clears and comes back (a crash loop), and never with
+/// `--no-bell`.
+/// VRAM over 60 % is critical, and clears below 58 % (`hot_config`'s 2 % never clears).
+fn flap_config() -> ViewConfig {
+    let mut cfg = config();
+    cfg.thresholds.oom_warn_percent = 50.0;
+    cfg.thresholds.oom_critical_percent = 60.0;
+    cfg
+}
+
 #[tokio::test(start_paused = true)]
-async fn the_bell_rings_once_for_new_critical_alerts_and_not_with_no_bell() {
-    for (bell, want) in [(true, 1), (false, 0)] {
+async fn the_bell_rings_for_a_critical_new_while_watching_not_for_one_there_at_start() {
+    const AT_START: &str = "critical since before start: oom_risk on GPU 0";
+    for bell in [true, false] {
         let (mut script, mut io) = scripted(120, 40);
         let rings = Arc::new(Mutex::new(0));
         let counter = rings.clone();
         io.bell = Box::new(move || *counter.lock().unwrap() += 1);
+        // Empty, full from the 4th sample, empty (crashed) twice, full again, and so on.
+        let source = Flapping {
+            inner: common::sim(2),
+            taken: 0,
+            empty: |n| n < 3 || (n >= 5 && n % 4 < 2),
+        };
         let run = app::event_loop(
             &mut io,
-            Box::new(common::sim(2)),
-            hot_config(),
+            Box::new(source),
+            flap_config(),
             alerting(vec![], bell),
         );
         let drive = async {
-            // Five samples: both GPUs critical from the first, one alert each, one ring.
-            for _ in 0..5 {
+            let first = script.frame_with("OOM risk").await;
+            assert_eq!(first.text.contains(AT_START), bell, "{}", first.text);
+            assert_eq!(*rings.lock().unwrap(), 0, "GPU 0 was critical at start");
+            for _ in 0..16 {
                 script.frame_with("OOM risk").await;
             }
             script.key('q');
         };
         let (exit, ()) = tokio::join!(run, drive);
         assert_eq!(exit.unwrap(), Exit::Quit);
-        assert_eq!(*rings.lock().unwrap(), want, "bell {bell}");
+        assert_eq!(*rings.lock().unwrap(), usize::from(bell), "bell {bell}");
     }
 }
 

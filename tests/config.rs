@@ -791,6 +791,31 @@ fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
     );
 }
 
+/// Issue 20: the resolve hold (`--alert-resolve-after`, `GPUWATCH_ALERT_RESOLVE_AFTER`,
+/// `[alerts] resolve_after`) is 5 min by default, each place beats the weaker one, and a bad
+/// value names where it came from.
+#[test]
+fn the_alert_resolve_hold_goes_flag_env_file_default() {
+    let hold = |args: &[&str], vars: &[(&str, &str)]| {
+        resolve(args, vars).map(|s| s.alerts.rules.resolve_after)
+    };
+    assert_eq!(hold(&[], &[]).unwrap(), Duration::from_secs(300), "default");
+    let home = config_home("[alerts]\nresolve_after = \"10m\"\n");
+    let xdg = ("XDG_CONFIG_HOME", home.path().to_str().unwrap());
+    assert_eq!(hold(&[], &[xdg]).unwrap(), Duration::from_secs(600));
+    let env = [xdg, ("GPUWATCH_ALERT_RESOLVE_AFTER", "1m")];
+    assert_eq!(hold(&[], &env).unwrap(), Duration::from_secs(60));
+    let flag = ["--alert-resolve-after", "0s"];
+    assert_eq!(hold(&flag, &env).unwrap(), Duration::ZERO, "0s: at once");
+    let err = hold(&["--alert-resolve-after", "soon"], &[]).unwrap_err();
+    assert!(err.starts_with("--alert-resolve-after: "), "{err}");
+    let err = hold(&[], &[("GPUWATCH_ALERT_RESOLVE_AFTER", "-1s")]).unwrap_err();
+    assert!(err.starts_with("GPUWATCH_ALERT_RESOLVE_AFTER: "), "{err}");
+    let home = config_home("[alerts]\nresolve_after = \"later\"\n");
+    let err = hold(&[], &[("XDG_CONFIG_HOME", home.path().to_str().unwrap())]).unwrap_err();
+    assert!(err.contains(":2: alerts.resolve_after: "), "{err}");
+}
+
 /// The `[alerts]` examples `config init` writes as comments are valid when uncommented.
 #[test]
 fn the_default_files_alert_examples_are_valid() {

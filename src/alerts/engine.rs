@@ -1,9 +1,11 @@
 //! The alert state machine: fed the current warnings at each sample time, it says which
 //! alerts to send now. A warning fires once it has held for its `for` time, is sent again
 //! every `repeat` while it holds (and at once when it turns critical), and sends `resolved`
-//! when it clears. One alert per (host, kind, GPU). Pure: the time is passed in, nothing is
-//! sent from here, and it knows warnings only by their code, so new kinds need nothing
-//! here. The global rate limit is `limit`'s.
+//! only once it has stayed clear for the resolve hold: one that comes back before then is
+//! the same alert, still firing (a flap, counted, nothing sent), so a job that OOMs and
+//! restarts every minute is one alert, not a message a minute. One alert per (host, kind,
+//! GPU). Pure: the time is passed in, nothing is sent from here, and it knows warnings only
+//! by their code, so new kinds need nothing here. The global rate limit is `limit`'s.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -11,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use super::limit::RateLimit;
 use super::rules::Rules;
 use crate::model::warnings::{Severity, Warning};
+use crate::source::GpuReading;
 use crate::source::wire::WarningCode;
 use crate::units::Bytes;
 
@@ -66,6 +69,16 @@ pub struct Alert {
     pub repeat: bool,
     /// A synthetic alert from `gpuwatch alert test`.
     pub test: bool,
+    /// How often the warning cleared and came back within the resolve hold (one alert).
+    pub flaps: u32,
+    /// The warning already held at the first sample gpuwatch saw (not news to the bell).
+    pub at_start: bool,
+    /// For `resolved`: the first sample time the warning was no longer seen at (it has
+    /// been clear since).
+    pub cleared: Option<SystemTime>,
+    /// For `resolved`: the GPU's readings when it resolved (`Alerting` fills them in from
+    /// the model; `None` for a host-wide warning or a GPU no longer reported).
+    pub now: Option<GpuReading>,
 }
 
 /// What the rate limit held back since it last let something through.
@@ -97,6 +110,10 @@ struct Tracked {
     sent: Option<Severity>,
     last_sent: SystemTime,
     last: Observed,
+    /// Not seen since the sample at this time: clear, waiting out the resolve hold.
+    cleared: Option<SystemTime>,
+    flaps: u32,
+    at_start: bool,
 }
 
 #[derive(Debug)]
@@ -104,6 +121,8 @@ pub struct Engine {
     rules: Rules,
     tracked: BTreeMap<Key, Tracked>,
     limit: RateLimit,
+    /// Whether `step` has run: what the first step sees was there at start.
+    stepped: bool,
 }
 
 impl Engine {
@@ -112,6 +131,7 @@ impl Engine {
             rules,
             tracked: BTreeMap::new(),
             limit: RateLimit::default(),
+            stepped: false,
         }
     }
 
@@ -124,38 +144,54 @@ impl Engine {
                 current.entry(w.key()).or_insert(w);
             }
         }
-        let mut out = Vec::new();
-        // Cleared: resolved if it had fired, forgotten either way.
-        let gone: Vec<Key> = self
-            .tracked
-            .keys()
-            .filter(|k| !current.contains_key(*k))
-            .cloned()
-            .collect();
-        for key in gone {
-            if let Some(t) = self.tracked.remove(&key)
-                && t.sent.is_some()
-            {
-                out.push(alert(Status::Resolved, t.last, t.since, now, false));
-            }
-        }
+        let at_start = !std::mem::replace(&mut self.stepped, true);
+        let mut out = self.clear(now, &current);
         for (key, w) in current {
-            if let Some(a) = self.hold(key, w, now) {
+            if let Some(a) = self.hold(key, w, now, at_start) {
                 out.push(a);
             }
         }
         self.limit.admit(now, out)
     }
 
+    /// Those not seen now: one never fired is forgotten; a fired one resolves once it has
+    /// been clear for the resolve hold, and is kept until then in case it comes back.
+    fn clear(&mut self, now: SystemTime, current: &BTreeMap<Key, &Observed>) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.tracked.retain(|key, t| {
+            if current.contains_key(key) {
+                return true;
+            }
+            if t.sent.is_none() {
+                return false;
+            }
+            let cleared = *t.cleared.get_or_insert(now);
+            let clear_for = now.duration_since(cleared).unwrap_or(Duration::ZERO);
+            if clear_for < self.rules.resolve_after {
+                return true;
+            }
+            out.push(t.alert(Status::Resolved, now, false));
+            false
+        });
+        out
+    }
+
     /// Updates one holding warning; the alert to send for it now, if any.
-    fn hold(&mut self, key: Key, w: &Observed, now: SystemTime) -> Option<Event> {
+    fn hold(&mut self, key: Key, w: &Observed, now: SystemTime, at_start: bool) -> Option<Event> {
         let t = self.tracked.entry(key).or_insert_with(|| Tracked {
             since: now,
             sent: None,
             last_sent: now,
             last: w.clone(),
+            cleared: None,
+            flaps: 0,
+            at_start,
         });
         t.last = w.clone();
+        if t.cleared.take().is_some() {
+            // Back within the resolve hold: the same alert, still firing.
+            t.flaps += 1;
+        }
         let severity = w.warning.severity;
         let held = now.duration_since(t.since).unwrap_or(Duration::ZERO);
         let repeat = self.rules.repeat(w.kind);
@@ -174,25 +210,26 @@ impl Engine {
         let again = t.sent.is_some();
         t.sent = Some(severity);
         t.last_sent = now;
-        Some(alert(Status::Firing, w.clone(), t.since, now, again))
+        Some(t.alert(Status::Firing, now, again))
     }
 }
 
-fn alert(
-    status: Status,
-    facts: Observed,
-    started: SystemTime,
-    at: SystemTime,
-    repeat: bool,
-) -> Event {
-    Event::Alert(Box::new(Alert {
-        status,
-        facts,
-        started,
-        at,
-        repeat,
-        test: false,
-    }))
+impl Tracked {
+    /// The message about this alert at `now`, with the facts last seen.
+    fn alert(&self, status: Status, now: SystemTime, repeat: bool) -> Event {
+        Event::Alert(Box::new(Alert {
+            status,
+            facts: self.last.clone(),
+            started: self.since,
+            at: now,
+            repeat,
+            test: false,
+            flaps: self.flaps,
+            at_start: self.at_start,
+            cleared: self.cleared,
+            now: None,
+        }))
+    }
 }
 
 #[cfg(test)]

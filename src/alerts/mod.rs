@@ -1,9 +1,9 @@
 //! Alerts that leave the terminal: the warnings the model raises, turned by a pure state
 //! machine (`engine`, `rules`, `limit`) into firing and resolved messages, rendered
 //! (`payload`) and delivered off the sampler's path (`queue`) to webhooks or a command
-//! (`sinks`); the TUI adds the terminal bell. `Alerting` ties them together for `serve` and
-//! the TUI: each loop calls `on_sample` after `update` and `on_delivery` with each result.
-//! Never draws, never waits on a sink.
+//! (`sinks`); the TUI adds the terminal bell, for criticals new while it watches. `Alerting`
+//! ties them together for `serve` and the TUI: each loop calls `on_sample` after `update`
+//! and `on_delivery` with each result. Never draws, never waits on a sink.
 
 pub mod engine;
 pub mod limit;
@@ -61,7 +61,14 @@ impl Alerting {
         let Some(now) = model.now().filter(|_| !self.idle) else {
             return Vec::new();
         };
-        let events = self.engine.step(now, &observe(model));
+        let mut events = self.engine.step(now, &observe(model));
+        for event in &mut events {
+            if let Event::Alert(a) = event
+                && a.status == Status::Resolved
+            {
+                a.now = reading_now(model, &a.facts.warning.subject);
+            }
+        }
         self.dispatcher.send(&events);
         events
     }
@@ -72,10 +79,48 @@ impl Alerting {
     }
 }
 
-/// Whether an event is news worth the terminal bell: a critical alert firing for the first time.
+/// The GPU's readings now, for a resolved alert's numbers.
+fn reading_now(model: &Model, subject: &Subject) -> Option<crate::source::GpuReading> {
+    let Subject::Gpu { id, host, .. } = subject else {
+        return None;
+    };
+    let gpu = model.gpus().iter().find(|g| &g.id == id && &g.host == host);
+    gpu.cloned()
+}
+
+/// A critical alert firing for the first time, whatever the bell's setting.
+fn first_critical(event: &Event) -> Option<&engine::Alert> {
+    match event {
+        Event::Alert(a)
+            if a.status == Status::Firing
+                && !a.repeat
+                && a.facts.warning.severity == Severity::Critical =>
+        {
+            Some(a)
+        }
+        _ => None,
+    }
+}
+
+/// Whether an event is news worth the terminal bell: a critical alert firing for the first
+/// time, for a warning that was not already there when gpuwatch started.
 pub fn rings_bell(event: &Event) -> bool {
-    matches!(event, Event::Alert(a)
-        if a.status == Status::Firing && !a.repeat && a.facts.warning.severity == Severity::Critical)
+    first_critical(event).is_some_and(|a| !a.at_start)
+}
+
+/// The line that says, once, the critical alerts that were already there at start (the
+/// bell stays quiet for them: nobody needs waking for what they saw when they looked).
+pub fn start_notice(events: &[Event]) -> Option<String> {
+    let already: Vec<String> = events
+        .iter()
+        .filter_map(first_critical)
+        .filter(|a| a.at_start)
+        .map(|a| match a.facts.warning.gpu_index() {
+            Some(i) => format!("{} on GPU {i}", a.facts.kind),
+            None => format!("{} on {}", a.facts.kind, a.facts.host),
+        })
+        .collect();
+    (!already.is_empty()).then(|| format!("critical since before start: {}", already.join(", ")))
 }
 
 /// The model's warnings with their words, code, host and the GPU's owners.

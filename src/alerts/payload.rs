@@ -1,15 +1,18 @@
 //! What an alert says, in the shapes the sinks send: the generic JSON document (kind,
 //! severity, host, GPU, the warning's numbers in base units as the snapshot document has
-//! them, owners, the sentence, firing/resolved, start time), Slack's and Discord's webhook
-//! bodies, and the `GPUWATCH_ALERT_*` variables the command sink sets. Pure formatting.
+//! them, owners, the sentence, firing/resolved, start time, flaps; a resolved one says so
+//! and gives the GPU's numbers at that time, not the firing sentence again), Slack's and
+//! Discord's webhook bodies, and the `GPUWATCH_ALERT_*` variables the command sink sets.
+//! Pure formatting.
 
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use super::engine::{Alert, Event, HeldBack};
-use crate::model::warnings::Severity;
-use crate::ui::format::bytes_short;
+use super::engine::{Alert, Event, HeldBack, Status};
+use crate::model::warnings::{Severity, Subject};
+use crate::source::GpuReading;
+use crate::ui::format::{bytes_short, duration_short};
 
 /// `--alert-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,13 +71,77 @@ fn alert_json(a: &Alert) -> Value {
         "host": f.host,
         "gpu_index": f.warning.gpu_index(),
         "gpu_uuid": f.warning.gpu().map(|g| g.0.clone()),
-        "message": f.message,
+        "message": sentence(a),
         "owners": owners,
         "started": rfc3339(a.started),
         "at": rfc3339(a.at),
         "repeat": a.repeat,
         "test": a.test,
+        "flaps": a.flaps,
+        "cleared": a.cleared.map(rfc3339),
+        "now": a.now.as_ref().map(numbers_json),
         "warning": warning,
+    })
+}
+
+/// What the alert says: the warning's sentence while firing; once resolved, how long it
+/// has been clear and the GPU's numbers now (the warning's are in `warning`, last seen).
+fn sentence(a: &Alert) -> String {
+    let mut s = match (a.status, a.cleared) {
+        (Status::Resolved, Some(cleared)) => {
+            let clear_for = a.at.duration_since(cleared).unwrap_or_default();
+            let now = a.now.as_ref().map_or("no readings".into(), numbers_text);
+            format!(
+                "{} clear for {}; now {now}",
+                subject_name(&a.facts.warning.subject),
+                duration_short(clear_for)
+            )
+        }
+        _ => a.facts.message.clone(),
+    };
+    if a.flaps > 0 {
+        s += &format!(" — cleared and came back {} time(s)", a.flaps);
+    }
+    s
+}
+
+fn subject_name(subject: &Subject) -> String {
+    match subject {
+        Subject::Gpu { index, .. } => format!("GPU {index}"),
+        Subject::Host { name } => format!("host {name}"),
+    }
+}
+
+/// `64°C, VRAM 41% (33.1G/80.0G), busy 12%, 210 W`: what the GPU reports, absent left out.
+fn numbers_text(g: &GpuReading) -> String {
+    let mut parts = Vec::new();
+    parts.extend(g.temperature.map(|t| format!("{}°C", t.0)));
+    parts.extend(match (g.memory_used, g.memory_total) {
+        (Some(used), Some(total)) if total.0 > 0 => Some(format!(
+            "VRAM {:.0}% ({}/{})",
+            used.0 as f64 * 100.0 / total.0 as f64,
+            bytes_short(used),
+            bytes_short(total)
+        )),
+        (Some(used), _) => Some(format!("VRAM {}", bytes_short(used))),
+        _ => None,
+    });
+    parts.extend(g.util.map(|u| format!("busy {}%", u.0)));
+    parts.extend(g.power.map(|w| format!("{:.0} W", w.0)));
+    if parts.is_empty() {
+        return "no readings".into();
+    }
+    parts.join(", ")
+}
+
+/// The same numbers under the snapshot document's names, in its units (`null`: not reported).
+fn numbers_json(g: &GpuReading) -> Value {
+    json!({
+        "utilization_gpu": g.util.map(|u| u.0),
+        "memory_used": g.memory_used.map(|b| b.0),
+        "memory_total": g.memory_total.map(|b| b.0),
+        "temperature_gpu": g.temperature.map(|t| t.0),
+        "power_draw": g.power.map(|w| w.0),
     })
 }
 
@@ -108,9 +175,9 @@ pub fn text(event: &Event) -> String {
                 severity_name(f.warning.severity),
                 f.kind,
                 f.host,
-                f.message
+                sentence(a)
             );
-            if !f.owners.is_empty() {
+            if !f.owners.is_empty() && a.status == Status::Firing {
                 s += &format!(" — held by {}", owners_text(&f.owners));
             }
             s + &format!(" (since {})", rfc3339(a.started))
@@ -203,7 +270,8 @@ mod tests {
     use super::*;
     use crate::alerts::engine::{Observed, Status};
     use crate::model::warnings::{Subject, Warning, WarningKind};
-    use crate::source::GpuId;
+    use crate::source::sim::{SimClock, SimSource};
+    use crate::source::{GpuId, GpuSource};
     use crate::units::{Bytes, Celsius};
     use std::time::Duration;
 
@@ -235,6 +303,10 @@ mod tests {
             at: at + Duration::from_secs(1),
             repeat: false,
             test: false,
+            flaps: 0,
+            at_start: false,
+            cleared: None,
+            now: None,
         }))
     }
 
@@ -264,5 +336,50 @@ mod tests {
         assert_eq!(get("GPUWATCH_ALERT_GPU"), "3");
         assert_eq!(get("GPUWATCH_ALERT_OWNERS"), "carol 52.3G");
         assert!(vars.iter().all(|(n, _)| ENV_NAMES.contains(n)));
+    }
+
+    /// Issue 20: a resolved message says it is resolved, for how long it has been clear and
+    /// the GPU's numbers then, not the firing sentence; the flaps are counted.
+    #[test]
+    fn a_resolved_message_gives_the_numbers_then_and_the_flaps() {
+        let Event::Alert(mut a) = firing() else {
+            panic!()
+        };
+        a.status = Status::Resolved;
+        a.flaps = 3;
+        a.cleared = Some(a.at);
+        a.at += Duration::from_secs(300);
+        let clock = SimClock::Virtual {
+            start: SystemTime::UNIX_EPOCH,
+        };
+        let mut sim = SimSource::new(1, 7, Duration::from_secs(1), clock);
+        let mut g = sim.sample().unwrap().gpus.remove(0);
+        g.temperature = Some(Celsius(64));
+        g.memory_used = Some(Bytes::from_gib(33.0));
+        g.memory_total = Some(Bytes::from_gib(80.0));
+        g.util = Some(crate::units::Percent(12));
+        g.power = None;
+        a.now = Some(g);
+        let event = Event::Alert(a);
+        assert_eq!(
+            text(&event),
+            "[RESOLVED] critical overheating on gpu1: GPU 3 clear for 5m; now 64°C, VRAM 41% \
+             (33.0G/80.0G), busy 12% — cleared and came back 3 time(s) (since 2026-01-05T09:00:00Z)"
+        );
+        let v = json(&event);
+        assert_eq!(v["status"], "resolved");
+        assert_eq!(v["flaps"], 3);
+        assert_eq!(v["cleared"], "2026-01-05T09:00:01Z");
+        assert_eq!(v["now"]["temperature_gpu"], 64);
+        assert_eq!(v["now"]["power_draw"], Value::Null, "absent is not zero");
+        assert!(
+            v["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("GPU 3 clear for 5m; now 64°C")
+        );
+        // The warning as last seen stays in `warning`.
+        assert_eq!(v["warning"]["temperature"], 92);
+        assert_eq!(json(&firing())["flaps"], 0);
     }
 }

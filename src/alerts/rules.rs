@@ -1,6 +1,7 @@
-//! Which warnings become alerts, and when: per warning kind (by its code; a kind added later
-//! is covered by the defaults without a change here) the lowest severity that
-//! goes out (or none), how long it must hold first (`for`) and how often it repeats. Plain
+//! Which warnings become alerts, and when: per warning kind (by its code; a kind
+//! added later is covered by the defaults without a change here) the lowest severity that
+//! goes out (or none), how long it must hold first (`for`) and how often it repeats; for all
+//! kinds, how long a fired one must stay clear before it is resolved. Plain
 //! data resolved by `config`; the state machine that applies it is `engine`.
 
 use std::collections::BTreeMap;
@@ -15,6 +16,9 @@ pub const DEFAULT_FOR_WARNING: Duration = Duration::from_secs(60);
 pub const DEFAULT_FOR_CRITICAL: Duration = Duration::ZERO;
 /// A firing alert is sent again this often while it holds.
 pub const DEFAULT_REPEAT: Duration = Duration::from_secs(4 * 3600);
+/// A fired alert resolves only after its warning has stayed clear this long: one that
+/// comes back sooner (a job that OOMs and restarts) is the same alert, still firing.
+pub const DEFAULT_RESOLVE_AFTER: Duration = Duration::from_secs(5 * 60);
 /// Kinds that go out at warning severity by default: the etiquette warnings, which are
 /// never critical but are the ones a shared server needs people told about.
 pub const WARNING_KINDS: [WarningCode; 2] = [WarningCode::IdleHolder, WarningCode::StaleVram];
@@ -34,6 +38,8 @@ pub struct Rules {
     pub for_critical: Duration,
     /// Zero: never repeat.
     pub repeat: Duration,
+    /// How long a fired warning must stay clear before it is resolved; zero: at once.
+    pub resolve_after: Duration,
     /// The lowest severity that goes out for kinds with no rule of their own (`None`: they
     /// do not go out, as when `--alert-on` lists the kinds).
     pub others: Option<Severity>,
@@ -57,6 +63,7 @@ impl Default for Rules {
             for_warning: DEFAULT_FOR_WARNING,
             for_critical: DEFAULT_FOR_CRITICAL,
             repeat: DEFAULT_REPEAT,
+            resolve_after: DEFAULT_RESOLVE_AFTER,
             others: Some(Severity::Critical),
             kinds,
         }

@@ -41,6 +41,10 @@ pub fn synthetic(host: &str, now: SystemTime) -> Event {
         at: now,
         repeat: false,
         test: true,
+        flaps: 0,
+        at_start: false,
+        cleared: None,
+        now: None,
     }))
 }
 

@@ -1,5 +1,5 @@
 //! The alert settings (`--alert-webhook` … `--no-bell`, the file's `[alerts]` and
-//! `[alerts.kinds.KIND]` tables): sinks, the payload format, the `for`/`repeat` times and
+//! `[alerts.kinds.KIND]` tables): sinks, the payload format, the `for`/`repeat`/resolve times and
 //! which kinds and severities go out, each flag > env > key > default. Resolution only:
 //! nothing is sent from here (`alerts` does that).
 
@@ -112,6 +112,11 @@ fn alert_rules(cli: &Cli, r: &Resolver, t: &AlertsTable) -> Result<Rules, Settin
         ("alerts.repeat", &t.repeat),
         d.repeat,
     )?;
+    let resolve_after = r.duration(
+        ("alert-resolve-after", &cli.alert_resolve_after),
+        ("alerts.resolve_after", &t.resolve_after),
+        d.resolve_after,
+    )?;
     let mut kinds = d.kinds.clone();
     for (name, table) in &t.kinds {
         let at = |why: String| r.file_error("alerts.kinds", &name.span(), why);
@@ -135,6 +140,7 @@ fn alert_rules(cli: &Cli, r: &Resolver, t: &AlertsTable) -> Result<Rules, Settin
         for_warning: for_warning.value,
         for_critical,
         repeat: repeat.value,
+        resolve_after: resolve_after.value,
         others,
         kinds,
     })

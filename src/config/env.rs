@@ -64,6 +64,7 @@ pub const ENV_FLAGS: &[&str] = &[
     "alert-command",
     "no-bell",
     "alert-repeat",
+    "alert-resolve-after",
     "alert-for",
     "alert-on",
 ];

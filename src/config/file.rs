@@ -59,8 +59,8 @@ pub struct PrometheusTable {
 }
 
 /// `--alert-webhook` (a list here), `--alert-format`, `--alert-command`, `--no-bell`
-/// (`bell = false`), `--alert-repeat`, `--alert-for` (`for_warning`), `for_critical`, and
-/// `[alerts.kinds.KIND]` tables.
+/// (`bell = false`), `--alert-repeat`, `--alert-resolve-after`, `--alert-for`
+/// (`for_warning`), `for_critical`, and `[alerts.kinds.KIND]` tables.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AlertsTable {
@@ -69,6 +69,7 @@ pub struct AlertsTable {
     pub command: Entry<String>,
     pub bell: Entry<bool>,
     pub repeat: Entry<DurationText>,
+    pub resolve_after: Entry<DurationText>,
     pub for_warning: Entry<DurationText>,
     pub for_critical: Entry<DurationText>,
     #[serde(default)]

@@ -223,6 +223,9 @@ for_warning = {for_warning}
 for_critical = {for_critical}
 # Send a firing alert again this often while it holds; "0s" never (--alert-repeat).
 repeat = {repeat}
+# A fired alert is resolved only once its warning has stayed clear this long; one that comes
+# back sooner is the same alert, still firing (--alert-resolve-after; "0s" at once).
+resolve_after = {resolve_after}
 # Per warning kind ({kinds}): from which severity it goes out ("warning",
 # "critical" or "off"), and its own `for` and `repeat`. By default critical of every kind
 # goes out, and {warning_kinds} as warnings too.
@@ -234,6 +237,7 @@ repeat = {repeat}
         for_warning = dur(rules::DEFAULT_FOR_WARNING),
         for_critical = dur(rules::DEFAULT_FOR_CRITICAL),
         repeat = dur(rules::DEFAULT_REPEAT),
+        resolve_after = dur(rules::DEFAULT_RESOLVE_AFTER),
         kinds = crate::source::wire::WarningCode::names(", "),
         warning_kinds = rules::WARNING_KINDS.map(|k| k.name()).join(" and "),
     )

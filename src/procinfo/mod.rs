@@ -73,6 +73,17 @@ const FIRST_SAMPLE_NAME_WAIT: Duration = Duration::from_millis(300);
 /// At most this many /proc/PID/stat handles are kept open between samples.
 const MAX_KEPT_STAT_FILES: usize = 256;
 
+/// What `ProcInfo::presence` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// A process has that PID; it started then.
+    Running { started: SystemTime },
+    /// No process has that PID.
+    Absent,
+    /// This PID namespace cannot see NVML's PIDs (a container with its own /proc).
+    Unknowable,
+}
+
 /// Reads /proc (or a fixture tree shaped like it) for the PIDs NVML reports.
 #[derive(Debug)]
 pub struct ProcInfo {
@@ -309,6 +320,22 @@ impl ProcInfo {
             uid: uids.effective,
             pid_here,
         })
+    }
+
+    /// Whether `pid` (NVML's host PID) names a running process now, and since when, read
+    /// fresh: `gpuwatch wait --released` tells a typo from a finished job, and the job from
+    /// a later process that gets its number.
+    pub fn presence(&mut self, pid: u32) -> Presence {
+        if self.namespace == PidNamespace::Child {
+            return Presence::Unknowable;
+        }
+        let stat = std::fs::read_to_string(self.root.join(pid.to_string()).join("stat"));
+        match stat.ok().as_deref().and_then(parse_stat) {
+            Some(stat) => Presence::Running {
+                started: self.started(stat.start_ticks),
+            },
+            None => Presence::Absent,
+        }
     }
 
     /// All four user ids of `pid` right now, read fresh (for the last check before a
