@@ -129,7 +129,7 @@ fn containers_slurm_jobs_and_pods_show_in_the_job_column() {
     let root = match writable_hierarchy() {
         Ok(r) => r,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            common::skip(&why);
             return;
         }
     };
@@ -181,7 +181,7 @@ fn the_json_document_and_the_exporter_carry_the_same_workloads() {
     let root = match writable_hierarchy() {
         Ok(r) => r,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            common::skip(&why);
             return;
         }
     };
@@ -258,7 +258,7 @@ fn real_unpinned_processes_sharing_gpu_0_with_a_job_raise_the_pile_up() {
     let root = match writable_hierarchy() {
         Ok(r) => r,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            common::skip(&why);
             return;
         }
     };
@@ -330,7 +330,7 @@ fn pick_counts_the_callers_other_job_as_someone_else_and_its_own_job_as_its_own(
     let root = match writable_hierarchy() {
         Ok(r) => r,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            common::skip(&why);
             return;
         }
     };

@@ -271,7 +271,7 @@ fn the_glibc_check_reads_the_highest_version_a_binary_needs() {
         .args(["-T", bin])
         .output()
     else {
-        eprintln!("skipped: objdump is not installed");
+        common::skip("objdump is not installed");
         return;
     };
     let text = String::from_utf8_lossy(&dump.stdout);

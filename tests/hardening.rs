@@ -126,7 +126,7 @@ const NOBODY: u32 = 65534;
 #[test]
 fn an_unsearchable_default_config_path_is_no_config_file() {
     if !is_root() {
-        eprintln!("skipped: needs root to run a child as nobody");
+        common::skip("needs root to run a child as nobody");
         return;
     }
     let home = tempfile::tempdir().unwrap();
@@ -353,7 +353,7 @@ fn record_never_overwrites_a_file_that_is_not_a_recording() {
 #[test]
 fn a_full_disk_pauses_the_recording_and_loses_nothing() {
     if !is_root() {
-        eprintln!("skipped: needs root to mount a small tmpfs");
+        common::skip("needs root to mount a small tmpfs");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -363,7 +363,7 @@ fn a_full_disk_pauses_the_recording_and_loses_nothing() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here");
+        common::skip("cannot mount a tmpfs here");
         return;
     }
     struct Unmount<'a>(&'a Path);
@@ -484,7 +484,7 @@ fn a_setuid_root_process_is_roots_and_never_signalled() {
     use gpuwatch::signals::{Signaller, SystemSignaller};
     use gpuwatch::state::signal::{Sig, SignalRequest};
     if !is_root() {
-        eprintln!("skipped: needs root to make a setuid-style process");
+        common::skip("needs root to make a setuid-style process");
         return;
     }
     common::fake_lib();

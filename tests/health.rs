@@ -368,7 +368,7 @@ fn the_exporter_has_the_health_series_native_and_dcgm_and_promtool_finds_them_cl
         "{text}"
     );
     if !on_path("promtool") {
-        println!("promtool is not installed: skipping `promtool check metrics`");
+        common::skip("promtool is not installed: `promtool check metrics` not run");
         return;
     }
     let native: String = text

@@ -80,7 +80,7 @@ fn once_in_namespace(extra: &str) -> String {
 #[test]
 fn host_pids_1_and_2_are_not_the_local_sh_and_sleep() {
     if let Some(why) = cannot_unshare() {
-        eprintln!("skipped: {why}");
+        common::skip(&why);
         return;
     }
     let doc: Value = serde_json::from_str(&once_in_namespace("--json")).unwrap();
@@ -107,7 +107,7 @@ fn host_pids_1_and_2_are_not_the_local_sh_and_sleep() {
 #[test]
 fn the_tui_in_a_child_namespace_refuses_to_signal_host_pids() {
     if let Some(why) = cannot_unshare() {
-        eprintln!("skipped: {why}");
+        common::skip(&why);
         return;
     }
     let Some(t) = common::tmux::Tmux::start("pidns", 120, 40) else {
@@ -207,7 +207,7 @@ fn read_number(path: std::path::PathBuf) -> u32 {
 #[test]
 fn with_the_hosts_proc_our_namespaces_job_is_shown_and_host_processes_are_not() {
     if let Some(why) = cannot_share_host_proc() {
-        eprintln!("skipped: {why}");
+        common::skip(&why);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -247,7 +247,7 @@ fn with_the_hosts_proc_our_namespaces_job_is_shown_and_host_processes_are_not() 
 #[test]
 fn with_the_hosts_proc_a_confirmed_signal_goes_to_the_jobs_pid_here() {
     if let Some(why) = cannot_share_host_proc() {
-        eprintln!("skipped: {why}");
+        common::skip(&why);
         return;
     }
     let Some(t) = common::tmux::Tmux::start("pidns-hostproc", 160, 40) else {

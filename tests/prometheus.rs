@@ -110,7 +110,7 @@ impl Drop for Prometheus {
 #[test]
 fn prometheus_scrapes_the_exporter_and_promql_sees_the_fleet() {
     if !on_path("prometheus") {
-        println!("prometheus is not installed: skipping the real-Prometheus scrape test");
+        common::skip("prometheus is not installed: the real-Prometheus scrape test not run");
         return;
     }
     let exporter = Exporter::demo(&["--dcgm-compat"]);
@@ -234,7 +234,7 @@ fn dcgm_stand_in() -> String {
 #[test]
 fn the_fleet_a_real_prometheus_scrapes_is_drawn_from_it() {
     if !on_path("prometheus") {
-        println!("prometheus is not installed: skipping the --prometheus test");
+        common::skip("prometheus is not installed: the --prometheus test not run");
         return;
     }
     let a = Exporter::demo(&["--demo-gpus", "4", "--seed", "1"]);
@@ -412,7 +412,7 @@ fn once_json(prometheus: &Prometheus) -> Value {
 #[test]
 fn vendors_survive_the_round_trip_through_prometheus() {
     if !on_path("prometheus") {
-        println!("prometheus is not installed: skipping the vendor round trip");
+        common::skip("prometheus is not installed: the vendor round trip not run");
         return;
     }
     let exporter = Exporter::demo(&["--demo-gpus", "1", "--demo-scenario", "mixed"]);
@@ -449,7 +449,7 @@ fn vendors_survive_the_round_trip_through_prometheus() {
 #[test]
 fn mig_instances_come_back_from_prometheus_as_the_gpus_instances() {
     if !on_path("prometheus") {
-        println!("prometheus is not installed: skipping the MIG --prometheus test");
+        common::skip("prometheus is not installed: the MIG --prometheus test not run");
         return;
     }
     let scenario = format!(
@@ -568,7 +568,7 @@ fn health_readings_and_warnings_come_back_through_prometheus() {
             std::env::var_os("CI").is_none(),
             "CI must have prometheus for the --prometheus health test"
         );
-        println!("prometheus is not installed: skipping the --prometheus health test");
+        common::skip("prometheus is not installed: the --prometheus health test not run");
         return;
     }
     let exporter = Exporter::demo(&["--demo-gpus", "2"]);

@@ -235,7 +235,7 @@ fn a_port_in_use_is_one_line_and_exit_2() {
 /// promtool is not installed (CI installs it).
 fn promtool(text: &str) -> Option<Vec<String>> {
     if !on_path("promtool") {
-        println!("promtool is not installed: skipping `promtool check metrics`");
+        common::skip("promtool is not installed: `promtool check metrics` not run");
         return None;
     }
     let mut child = Command::new("promtool")

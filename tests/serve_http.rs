@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use serve_support::{Exporter, gpuwatch, on_path, parse_bytes, request_text, request_with};
+use serve_support::{Exporter, gpuwatch, parse_bytes, request_text, request_with};
 use tokio_rustls::rustls;
 
 const OPENMETRICS: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
@@ -133,8 +133,7 @@ fn openmetrics_when_asked_and_both_formats_carry_the_same_series() {
 
 #[test]
 fn promtool_finds_the_new_series_clean() {
-    if !on_path("promtool") {
-        eprintln!("skipped: promtool is not installed (CI installs it)");
+    if serve_support::skip_without("promtool", "`promtool check metrics` on OpenMetrics") {
         return;
     }
     let e = Exporter::demo(&["--process-metrics"]);

@@ -16,7 +16,7 @@ impl Tmux {
     /// A private tmux server with one `w`x`h` pane running a plain shell with a known prompt.
     pub fn start(name: &str, w: u16, h: u16) -> Option<Tmux> {
         if Command::new("tmux").arg("-V").output().is_err() {
-            eprintln!("tmux not installed: skipping {name}");
+            super::skip(&format!("tmux is not installed, so {name} is not run"));
             return None;
         }
         let t = Tmux {
