@@ -307,18 +307,11 @@ fn the_monitor_shows_an_amd_card_and_its_owners_in_a_real_terminal() {
 /// The MI300X tree copied and made idle (0 % busy, 256 MiB used) with no processes, so
 /// `pick` can take it.
 fn idle_mi300x() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let ok = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(format!("{}/sys", fixture("amd-mi300x")))
-        .arg(dir.path())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "cp -r the fixture");
+    let dir = copied_mi300x();
     let device = dir.path().join("sys/class/drm/card0/device");
     std::fs::write(device.join("gpu_busy_percent"), "0\n").unwrap();
     std::fs::write(device.join("mem_info_vram_used"), "268435456\n").unwrap();
+    std::fs::remove_dir_all(dir.path().join("proc")).unwrap();
     std::fs::create_dir(dir.path().join("proc")).unwrap();
     dir
 }
