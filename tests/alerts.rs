@@ -327,3 +327,47 @@ fn alert_test_says_what_each_sink_answered_without_the_secret() {
     let none = gpuwatch().args(["alert", "test"]).output().unwrap();
     assert_eq!(none.status.code(), Some(2));
 }
+
+/// Issue 26 item 14: a command still running at the 5 s timeout is killed with its whole
+/// process group: the `sleep 300` it put in the background is gone too, not left running.
+#[test]
+fn a_timed_out_command_is_killed_with_what_it_put_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
+    let out = gpuwatch()
+        .args(["alert", "test", "--alert-command", &command])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("failed: still running after 5s; killed"),
+        "{stdout}"
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Gone, or a zombie its new parent has yet to reap: either way no longer running.
+    let running = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next());
+        !matches!(state, None | Some("Z"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ended = !running();
+    if !ended {
+        // SAFETY: a plain kill of the test's own leftover, so a failure leaves nothing behind.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(
+        ended,
+        "the backgrounded sleep {pid} outlived the timed-out command"
+    );
+}

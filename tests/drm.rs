@@ -307,18 +307,11 @@ fn the_monitor_shows_an_amd_card_and_its_owners_in_a_real_terminal() {
 /// The MI300X tree copied and made idle (0 % busy, 256 MiB used) with no processes, so
 /// `pick` can take it.
 fn idle_mi300x() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let ok = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(format!("{}/sys", fixture("amd-mi300x")))
-        .arg(dir.path())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "cp -r the fixture");
+    let dir = copied_mi300x();
     let device = dir.path().join("sys/class/drm/card0/device");
     std::fs::write(device.join("gpu_busy_percent"), "0\n").unwrap();
     std::fs::write(device.join("mem_info_vram_used"), "268435456\n").unwrap();
+    std::fs::remove_dir_all(dir.path().join("proc")).unwrap();
     std::fs::create_dir(dir.path().join("proc")).unwrap();
     dir
 }
@@ -373,4 +366,130 @@ fn pick_env_on_an_amd_gpu_sets_rocr_visible_devices_and_refuses_to_mix_vendors()
     ]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("AMD-1cb6d8a2b3e4f501"));
+}
+
+/// The whole MI300X tree (sys and proc) copied, for tests that plant hostile files in it.
+fn copied_mi300x() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/sys", fixture("amd-mi300x")))
+        .arg(format!("{}/proc", fixture("amd-mi300x")))
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cp -a the fixture");
+    dir
+}
+
+/// The files another user's process (or a replayed tree) controls: the card's busy file and
+/// both fdinfo files of process 4242's DRM fds (5 and 6 share one client).
+fn planted(tree: &std::path::Path) -> [std::path::PathBuf; 3] {
+    let fdinfo = tree.join("proc/4242/fdinfo");
+    [
+        tree.join("sys/class/drm/card0/device/gpu_busy_percent"),
+        fdinfo.join("5"),
+        fdinfo.join("6"),
+    ]
+}
+
+/// `--once --json` over a copied tree, with what it cost: the run's wall time and the
+/// child's peak resident memory (from `wait4`, so nothing else in this process counts).
+// The child is reaped by that `wait4`, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn once_over(tree: &std::path::Path) -> (Value, std::time::Duration, u64) {
+    let started = std::time::Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuwatch"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", "/nonexistent")
+        .arg("--sysfs-root")
+        .arg(tree.join("sys"))
+        .arg("--proc-root")
+        .arg(tree.join("proc"))
+        .args(["--source", "amd", "--once", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    // A reader thread so a full pipe never stalls the child; a watchdog so a hang fails
+    // the test instead of the whole run.
+    let mut stdout = child.stdout.unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut out).unwrap();
+        out
+    });
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        // SAFETY: signals our own child; a no-op (ESRCH) or a reaped PID after it ended,
+        // which the test has already asserted on by then.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into the two locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let elapsed = started.elapsed();
+    assert_eq!(waited, pid);
+    assert!(
+        elapsed < std::time::Duration::from_secs(10),
+        "--once took {elapsed:?} over planted files"
+    );
+    drop(watchdog);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status}"
+    );
+    let doc = serde_json::from_slice(&reader.join().unwrap()).unwrap();
+    (doc, elapsed, usage.ru_maxrss as u64 * 1024)
+}
+
+/// What must hold when the planted files are unreadable: the card still reads, its busy %
+/// is unknown (absent, not 0), and process 4242 is still shown on it, its memory unknown.
+fn assert_unreadable_but_shown(doc: &Value) {
+    let g = &doc["gpus"][0];
+    assert_eq!(g["name"], "AMD Instinct MI300X");
+    assert_eq!(g["memory_used"], 154_618_822_656u64);
+    assert!(g["utilization_gpu"].is_null(), "{}", g["utilization_gpu"]);
+    let procs = doc["processes"].as_array().unwrap();
+    let p = procs.iter().find(|p| p["pid"] == 4242).expect("4242 shown");
+    assert!(p["used_gpu_memory"].is_null(), "{}", p["used_gpu_memory"]);
+}
+
+fn mkfifo(path: &std::path::Path) {
+    std::fs::remove_file(path).unwrap();
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+#[test]
+fn fifos_as_the_busy_file_and_as_fdinfo_are_refused_without_waiting() {
+    let tree = copied_mi300x();
+    for path in planted(tree.path()) {
+        mkfifo(&path);
+    }
+    let (doc, elapsed, _) = once_over(tree.path());
+    assert_unreadable_but_shown(&doc);
+    eprintln!("--once over FIFOs: {elapsed:?}");
+}
+
+#[test]
+fn a_100_mb_busy_file_and_fdinfo_are_refused_without_being_read_whole() {
+    let tree = copied_mi300x();
+    for path in planted(tree.path()) {
+        // Sparse: 100 MB to read, nothing on disk.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(100 << 20).unwrap();
+    }
+    let (doc, elapsed, peak) = once_over(tree.path());
+    assert_unreadable_but_shown(&doc);
+    eprintln!(
+        "--once over 100 MB files: {elapsed:?}, peak RSS {} MiB",
+        peak >> 20
+    );
+    assert!(peak < 64 << 20, "peak RSS {} MiB", peak >> 20);
 }

@@ -583,3 +583,55 @@ fn once_text_escapes_newlines_in_version_strings() {
         "{out}"
     );
 }
+
+/// Round 3, item 13: 30 GPU processes each carrying 1.2 MB of `CUDA_*` variables made a
+/// 37 MB snapshot, past what `--remote` watchers take (32 MiB), so the host showed as lost.
+/// Each process's kept environment is now capped (4 KiB a value, 16 KiB in all, the
+/// variables gpuwatch reads first): the document stays small and the pinning still reads.
+#[test]
+fn huge_cuda_variables_keep_the_snapshot_small_and_the_pinning_read() {
+    let junk = "x".repeat(30_000);
+    let procs: Vec<Reaped> = (0..30)
+        .map(|_| {
+            let mut sleep = StdCommand::new("sleep");
+            sleep.arg("60").env_clear();
+            for i in 0..40 {
+                sleep.env(format!("CUDA_JUNK_{i:02}"), &junk);
+            }
+            sleep.env("CUDA_VISIBLE_DEVICES", "1");
+            Reaped(sleep.spawn().expect("sleep"))
+        })
+        .collect();
+    let mut s = fixture();
+    s["gpus"][0]["processes"] = procs
+        .iter()
+        .map(|p| json!({"pid": p.pid(), "kind": "compute", "used_memory": 1u64 << 30}))
+        .collect();
+    s["gpus"][1]["processes"] = json!([]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = gpuwatch_on(dir.path(), &s)
+        .args(["--once", "--json"])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .success();
+    let stdout = &out.get_output().stdout;
+    eprintln!("snapshot of 30 processes: {} KiB", stdout.len() >> 10);
+    assert!(stdout.len() < 1 << 20, "{} bytes", stdout.len());
+    let doc: Value = serde_json::from_slice(stdout).unwrap();
+    let rows = doc["processes"].as_array().unwrap();
+    assert_eq!(rows.len(), 30);
+    for row in rows {
+        let env = row["environment"].as_object().unwrap();
+        assert_eq!(
+            env["CUDA_VISIBLE_DEVICES"], "1",
+            "the used variable is kept"
+        );
+        let total: usize = env
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().unwrap().len())
+            .sum();
+        assert!(total <= 16 << 10, "{total} bytes of environment kept");
+        let cut = env["CUDA_JUNK_00"].as_str().unwrap();
+        assert!(cut.len() <= 4 << 10 && cut.ends_with('…'), "{}", cut.len());
+    }
+}

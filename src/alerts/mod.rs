@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod limit;
 pub mod payload;
+mod process_group;
 pub mod queue;
 pub mod rules;
 pub mod sinks;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::engine::Event;
 use super::payload::{self, Format};
+use super::process_group;
 
 /// Whether webhooks may be `https://` (the `tls` feature builds ureq with rustls).
 pub const TLS: bool = cfg!(feature = "tls");
@@ -115,7 +116,7 @@ fn scrub(text: &str, url: &str) -> String {
 
 /// Runs `sh -c command` with the facts in its environment and the JSON on stdin.
 fn run_command(command: &str, event: &Event) -> Result<String, String> {
-    let mut child = Command::new("sh")
+    let mut child = process_group::own_group(&mut Command::new("sh"))
         .arg("-c")
         .arg(command)
         .envs(payload::env_vars(event))
@@ -139,8 +140,7 @@ fn run_command(command: &str, event: &Event) -> Result<String, String> {
                 });
             }
             Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
+                process_group::kill(&mut child);
                 return Err(format!("still running after {TIMEOUT:?}; killed"));
             }
             // Polling a child is the portable way to wait with a timeout in std.

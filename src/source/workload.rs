@@ -127,14 +127,57 @@ impl ProcEnv {
         "CUDA_", "NVIDIA_", "SLURM_", "OMP_", "NCCL_", "HIP_", "ROCR_", "ZE_", "ONEAPI_",
     ];
 
-    /// Keeps only the GPU- and job-related variables, sorted by name.
+    /// The variables gpuwatch reads (pinning, CUDA's device order, a Slurm job's names):
+    /// kept before any other when the budget below runs short.
+    pub const USED: [&'static str; 12] = [
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "NVIDIA_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "ZE_AFFINITY_MASK",
+        "ONEAPI_DEVICE_SELECTOR",
+        "SLURM_JOB_ID",
+        "SLURM_JOBID",
+        "SLURM_JOB_NAME",
+        "SLURM_JOB_USER",
+        "SLURM_JOB_ACCOUNT",
+    ];
+    /// The longest value kept; a longer one is cut there and ends with `…`. Real values
+    /// are a few dozen bytes (eight GPU UUIDs are 360).
+    pub const MAX_VALUE: usize = 4 << 10;
+    /// The longest name kept; a longer variable is dropped.
+    pub const MAX_NAME: usize = 256;
+    /// What one process's kept variables may hold in all (names and values): a process
+    /// with a megabyte of `CUDA_*` variables must not make a snapshot too big for
+    /// `--remote` watchers to take.
+    pub const MAX_TOTAL: usize = 16 << 10;
+
+    /// Keeps only the GPU- and job-related variables, sorted by name, each value cut at
+    /// `MAX_VALUE` and all of them within `MAX_TOTAL` (the `USED` ones first).
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Self {
         let mut vars: Vec<(String, String)> = vars
             .into_iter()
+            .filter(|(k, _)| k.len() <= Self::MAX_NAME)
             .filter(|(k, _)| Self::PREFIXES.iter().any(|p| k.starts_with(p)))
+            .map(|(k, v)| (k, cut(v, Self::MAX_VALUE)))
             .collect();
         vars.sort();
         vars.dedup_by(|a, b| a.0 == b.0);
+        let mut keep = vec![false; vars.len()];
+        let mut spent = 0;
+        for used_pass in [true, false] {
+            for (i, (k, v)) in vars.iter().enumerate() {
+                let size = k.len() + v.len();
+                if Self::USED.contains(&k.as_str()) == used_pass && spent + size <= Self::MAX_TOTAL
+                {
+                    keep[i] = true;
+                    spent += size;
+                }
+            }
+        }
+        let mut keep = keep.into_iter();
+        vars.retain(|_| keep.next() == Some(true));
         ProcEnv { vars }
     }
 
@@ -148,6 +191,19 @@ impl ProcEnv {
     pub fn vars(&self) -> &[(String, String)] {
         &self.vars
     }
+}
+
+/// `value` cut to at most `max` bytes at a character boundary, ending with `…` when cut.
+fn cut(mut value: String, max: usize) -> String {
+    if value.len() > max {
+        let mut end = max - '…'.len_utf8();
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        value.truncate(end);
+        value.push('…');
+    }
+    value
 }
 
 /// A GPU's allocation to a Kubernetes pod's container, as the kubelet reports it.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::fdinfo::{self, COMPUTE_ENGINES, DrmClient, MAIN_ENGINES};
+use super::sysfs;
 use crate::source::ProcKind;
 use crate::units::Percent;
 
@@ -99,8 +100,8 @@ impl ClientScan {
                 .to_str()
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
-            let text = std::fs::read_to_string(dir.join("fdinfo").join(fd.file_name()));
-            let client = text.ok().as_deref().and_then(fdinfo::parse);
+            let text = sysfs::read_small(&dir.join("fdinfo").join(fd.file_name()));
+            let client = text.as_deref().and_then(fdinfo::parse);
             // The same client behind several fds (dup, inherited) counts once.
             let id = client.as_ref().and_then(|c| c.client_id).unwrap_or(fd_num);
             let key_pdev = client.as_ref().map_or(pdev.clone(), |c| c.pdev.clone());

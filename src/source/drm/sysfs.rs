@@ -7,7 +7,20 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::safe_file;
 use crate::source::Vendor;
+
+/// The most a sysfs value file or an fdinfo is read: real ones are under a page (an
+/// fdinfo with every engine and region listed is about 1 KiB). Past that, or not a
+/// regular file (a FIFO another user planted in a replayed tree, a device), the file is
+/// unreadable: `None`, not a wait and not a 100 MB string.
+pub const MAX_VALUE_FILE: u64 = 64 << 10;
+
+/// A small sysfs or /proc file's text, read non-blocking and capped; `None` for anything
+/// else.
+pub fn read_small(path: &Path) -> Option<String> {
+    safe_file::read_text(path, MAX_VALUE_FILE).ok()
+}
 
 /// One DRM card as sysfs lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +51,7 @@ pub fn vendor_of_driver(driver: &str) -> Option<Vendor> {
 
 /// `DRIVER` and `PCI_SLOT_NAME` from a `device/uevent`.
 fn uevent(dir: &Path) -> Option<(String, String)> {
-    let text = std::fs::read_to_string(dir.join("device/uevent")).ok()?;
+    let text = read_small(&dir.join("device/uevent"))?;
     let field = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
@@ -102,7 +115,7 @@ pub fn node_devices(sys: &Path, cards: &[Card]) -> HashMap<String, String> {
 
 /// A file's text, trimmed.
 pub fn text(path: &Path) -> Option<String> {
-    let t = std::fs::read_to_string(path).ok()?;
+    let t = read_small(path)?;
     let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())
 }
