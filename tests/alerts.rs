@@ -327,3 +327,21 @@ fn alert_test_says_what_each_sink_answered_without_the_secret() {
     let none = gpuwatch().args(["alert", "test"]).output().unwrap();
     assert_eq!(none.status.code(), Some(2));
 }
+
+/// Issue 26 item 15: what reaches Discord through a real socket tells it to act on no
+/// mention (`@everyone` in a process name pages nobody). Slack's escaping is unit-tested
+/// in `alerts::payload`: no name a test can plant reaches `alert test`'s text.
+#[test]
+fn chat_webhooks_are_sent_with_mentions_disarmed() {
+    let receiver = Receiver::start(Answer::Ok);
+    let url = format!("http://{}/discord", receiver.addr);
+    let out = gpuwatch()
+        .args(["alert", "test", "--alert-webhook", &url])
+        .args(["--alert-format", "discord"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (_, body) = receiver.next(Duration::from_secs(5)).unwrap();
+    assert_eq!(body["allowed_mentions"], serde_json::json!({"parse": []}));
+    assert!(body["content"].as_str().unwrap().starts_with("[TEST] "));
+}
