@@ -221,6 +221,104 @@ fn redact_leaves_out_users_and_commands() {
     assert!(text.contains("gpuwatch_process_gpu_memory_bytes{"));
 }
 
+/// Every string in a snapshot document (and every UID), by path with array indices
+/// dropped (`.processes[].workload.unit_uid`), with one value seen there.
+fn string_fields(v: &Value, path: String, out: &mut std::collections::BTreeMap<String, String>) {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| string_fields(x, format!("{path}.{k}"), out)),
+        Value::Array(a) => a
+            .iter()
+            .for_each(|x| string_fields(x, format!("{path}[]"), out)),
+        Value::String(s) => {
+            out.entry(path).or_insert_with(|| s.clone());
+        }
+        Value::Number(n) if path.ends_with("uid") => {
+            out.entry(path).or_insert_with(|| n.to_string());
+        }
+        _ => {}
+    }
+}
+
+/// Issue 26 item 17: under `--redact`, each string field the snapshot still carries is one
+/// that names hardware, the host or where GPU time goes (the metrics' labels) — never a
+/// person or their commands. A new string field fails this test until it is placed.
+#[test]
+fn redact_leaves_no_string_field_that_names_a_person_or_a_command() {
+    // What may stay: the GPUs and host, the process's GPU and kind, the workload as the
+    // metrics label it (container, pod, namespace, job id, system service) and the warnings'
+    // typed codes. Container and pod names are their creators' choice and stay, as in the
+    // metrics' `container`/`pod` labels.
+    const KEPT: [&str; 24] = [
+        ".gpus[].clocks_throttle_reasons[]",
+        ".gpus[].name",
+        ".gpus[].pci_bus_id",
+        ".gpus[].status",
+        ".gpus[].uuid",
+        ".gpus[].vendor",
+        ".host.cuda_version",
+        ".host.driver_version",
+        ".host.hostname",
+        ".processes[].gpu_uuid",
+        ".processes[].type",
+        ".processes[].visibility",
+        ".processes[].workload.container",
+        ".processes[].workload.container_id",
+        ".processes[].workload.engine",
+        ".processes[].workload.hpc_job",
+        ".processes[].workload.image",
+        ".processes[].workload.kind",
+        ".processes[].workload.namespace",
+        ".processes[].workload.pod",
+        ".processes[].workload.pod_qos",
+        ".processes[].workload.pod_uid",
+        ".processes[].workload.service",
+        ".processes[].workload.slurm_step",
+    ];
+    const WARNINGS_KEPT: [&str; 4] = [
+        ".warnings[].gpu_uuid",
+        ".warnings[].kind",
+        ".warnings[].severity",
+        ".warnings[].subject",
+    ];
+    let fields = |e: &Exporter| {
+        let body = get(e, "/api/v1/snapshot", &[]).body;
+        let mut out = std::collections::BTreeMap::new();
+        string_fields(
+            &serde_json::from_str(&body).unwrap(),
+            String::new(),
+            &mut out,
+        );
+        out
+    };
+    let plain = fields(&Exporter::demo(&[]));
+    // The demo fills the fields that used to leak, so their absence below means something.
+    for leaked in [
+        ".processes[].user",
+        ".processes[].uid",
+        ".processes[].command",
+        ".processes[].parents[]",
+        ".processes[].environment.SLURM_JOB_NAME",
+        ".processes[].workload.unit_uid",
+        ".processes[].workload.hpc_job_name",
+        ".processes[].workload.hpc_account",
+        ".warnings[].message",
+    ] {
+        assert!(plain.contains_key(leaked), "the demo has no {leaked}");
+    }
+    let redacted = fields(&Exporter::demo(&["--redact"]));
+    let left: Vec<String> = redacted
+        .iter()
+        .filter(|(path, _)| {
+            !KEPT.contains(&path.as_str()) && !WARNINGS_KEPT.contains(&path.as_str())
+        })
+        .map(|(path, value)| format!("{path} = {value:?}"))
+        .collect();
+    assert!(left.is_empty(), "left under --redact: {left:#?}");
+    assert!(redacted.contains_key(".processes[].workload.hpc_job"));
+}
+
 #[test]
 fn hostname_is_node_name_unless_given() {
     let mut cmd = gpuwatch();
