@@ -416,6 +416,38 @@ fn tls_with_basic_auth_from_a_web_config() {
     assert!(plain.map_or(true, |r| !r.body.contains("gpuwatch_gpu_info")));
 }
 
+/// Issue 26 item 9: over a real socket, an unknown user's answer takes no longer than a
+/// known user's wrong password (the dummy hash has the configured cost, 4 here, not bcrypt's
+/// default of 12: 256 times the work, over a second in a debug build).
+#[test]
+fn an_unknown_user_answers_as_fast_as_a_wrong_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = bcrypt::hash_with_salt("s3cret", 4, [3; 16])
+        .unwrap()
+        .to_string();
+    let config = web_config(dir.path(), &format!("basic_auth_users:\n  alice: {hash}\n"));
+    let mut cmd = gpuwatch();
+    cmd.arg("--demo");
+    let e = Exporter::start(cmd, &["--web.config.file", config.to_str().unwrap()]);
+    // The fastest of five each: scheduling noise only ever adds time.
+    let fastest = |auth: &str| {
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                assert_eq!(https(&e, "/metrics", Some(auth)).status, 401);
+                start.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let known = fastest("alice:wrong");
+    let unknown = fastest("mallory:wrong");
+    assert!(
+        unknown < known * 3 + Duration::from_millis(50),
+        "unknown user {unknown:?}, known user's wrong password {known:?}"
+    );
+}
+
 #[test]
 fn a_bad_web_config_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
