@@ -13,6 +13,10 @@ use base64::Engine;
 /// Remembered successes; beyond this the memory starts over (a handful of scrapers need few).
 const CACHE_MAX: usize = 256;
 
+/// The highest bcrypt cost accepted: about a second per check; each step doubles it, and
+/// 31 would let three wrong logins keep a core busy for days.
+pub const MAX_COST: u32 = 14;
+
 /// The users and their hashes; cheap to clone (shared).
 #[derive(Clone)]
 pub struct Users(Arc<Inner>);
@@ -35,6 +39,13 @@ impl Users {
             let parts = hash
                 .parse::<bcrypt::HashParts>()
                 .map_err(|e| format!("basic_auth_users.{user}: not a bcrypt hash ({e})"))?;
+            if parts.get_cost() > MAX_COST {
+                return Err(format!(
+                    "basic_auth_users.{user}: bcrypt cost {} is above {MAX_COST} (each login \
+                     attempt would keep a core busy for seconds or more)",
+                    parts.get_cost()
+                ));
+            }
             cost = cost.max(parts.get_cost());
         }
         Ok(Users(Arc::new(Inner {
@@ -129,6 +140,23 @@ mod tests {
         assert!(!u.allows(Some(b"Bearer abc")));
         assert!(!u.allows(Some(b"Basic !!!")));
         assert!(!u.allows(None));
+    }
+
+    /// Issue 26 item 8: a cost above 14 is refused at start, naming the user.
+    #[test]
+    fn a_cost_above_14_is_refused_naming_the_user() {
+        // The form only: `$2b$31$` with a valid salt and digest, no 2^31 rounds spent here.
+        let cheap = bcrypt::hash_with_salt("x", 4, [1; 16]).unwrap().to_string();
+        let costly = cheap.replacen("$04$", "$15$", 1);
+        let err = Users::new(BTreeMap::from([("bob".to_string(), costly)]))
+            .err()
+            .unwrap();
+        assert!(
+            err.starts_with("basic_auth_users.bob: bcrypt cost 15 is above 14"),
+            "{err}"
+        );
+        let at_cap = cheap.replacen("$04$", "$14$", 1);
+        assert!(Users::new(BTreeMap::from([("bob".to_string(), at_cap)])).is_ok());
     }
 
     /// Issue 26 item 9: the unknown-user check costs what a known user's does.
