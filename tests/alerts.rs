@@ -371,3 +371,21 @@ fn a_timed_out_command_is_killed_with_what_it_put_in_the_background() {
         "the backgrounded sleep {pid} outlived the timed-out command"
     );
 }
+
+/// Issue 26 item 15: what reaches Discord through a real socket tells it to act on no
+/// mention (`@everyone` in a process name pages nobody). Slack's escaping is unit-tested
+/// in `alerts::payload`: no name a test can plant reaches `alert test`'s text.
+#[test]
+fn chat_webhooks_are_sent_with_mentions_disarmed() {
+    let receiver = Receiver::start(Answer::Ok);
+    let url = format!("http://{}/discord", receiver.addr);
+    let out = gpuwatch()
+        .args(["alert", "test", "--alert-webhook", &url])
+        .args(["--alert-format", "discord"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (_, body) = receiver.next(Duration::from_secs(5)).unwrap();
+    assert_eq!(body["allowed_mentions"], serde_json::json!({"parse": []}));
+    assert!(body["content"].as_str().unwrap().starts_with("[TEST] "));
+}

@@ -221,6 +221,104 @@ fn redact_leaves_out_users_and_commands() {
     assert!(text.contains("gpuwatch_process_gpu_memory_bytes{"));
 }
 
+/// Every string in a snapshot document (and every UID), by path with array indices
+/// dropped (`.processes[].workload.unit_uid`), with one value seen there.
+fn string_fields(v: &Value, path: String, out: &mut std::collections::BTreeMap<String, String>) {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| string_fields(x, format!("{path}.{k}"), out)),
+        Value::Array(a) => a
+            .iter()
+            .for_each(|x| string_fields(x, format!("{path}[]"), out)),
+        Value::String(s) => {
+            out.entry(path).or_insert_with(|| s.clone());
+        }
+        Value::Number(n) if path.ends_with("uid") => {
+            out.entry(path).or_insert_with(|| n.to_string());
+        }
+        _ => {}
+    }
+}
+
+/// Issue 26 item 17: under `--redact`, each string field the snapshot still carries is one
+/// that names hardware, the host or where GPU time goes (the metrics' labels) — never a
+/// person or their commands. A new string field fails this test until it is placed.
+#[test]
+fn redact_leaves_no_string_field_that_names_a_person_or_a_command() {
+    // What may stay: the GPUs and host, the process's GPU and kind, the workload as the
+    // metrics label it (container, pod, namespace, job id, system service) and the warnings'
+    // typed codes. Container and pod names are their creators' choice and stay, as in the
+    // metrics' `container`/`pod` labels.
+    const KEPT: [&str; 24] = [
+        ".gpus[].clocks_throttle_reasons[]",
+        ".gpus[].name",
+        ".gpus[].pci_bus_id",
+        ".gpus[].status",
+        ".gpus[].uuid",
+        ".gpus[].vendor",
+        ".host.cuda_version",
+        ".host.driver_version",
+        ".host.hostname",
+        ".processes[].gpu_uuid",
+        ".processes[].type",
+        ".processes[].visibility",
+        ".processes[].workload.container",
+        ".processes[].workload.container_id",
+        ".processes[].workload.engine",
+        ".processes[].workload.hpc_job",
+        ".processes[].workload.image",
+        ".processes[].workload.kind",
+        ".processes[].workload.namespace",
+        ".processes[].workload.pod",
+        ".processes[].workload.pod_qos",
+        ".processes[].workload.pod_uid",
+        ".processes[].workload.service",
+        ".processes[].workload.slurm_step",
+    ];
+    const WARNINGS_KEPT: [&str; 4] = [
+        ".warnings[].gpu_uuid",
+        ".warnings[].kind",
+        ".warnings[].severity",
+        ".warnings[].subject",
+    ];
+    let fields = |e: &Exporter| {
+        let body = get(e, "/api/v1/snapshot", &[]).body;
+        let mut out = std::collections::BTreeMap::new();
+        string_fields(
+            &serde_json::from_str(&body).unwrap(),
+            String::new(),
+            &mut out,
+        );
+        out
+    };
+    let plain = fields(&Exporter::demo(&[]));
+    // The demo fills the fields that used to leak, so their absence below means something.
+    for leaked in [
+        ".processes[].user",
+        ".processes[].uid",
+        ".processes[].command",
+        ".processes[].parents[]",
+        ".processes[].environment.SLURM_JOB_NAME",
+        ".processes[].workload.unit_uid",
+        ".processes[].workload.hpc_job_name",
+        ".processes[].workload.hpc_account",
+        ".warnings[].message",
+    ] {
+        assert!(plain.contains_key(leaked), "the demo has no {leaked}");
+    }
+    let redacted = fields(&Exporter::demo(&["--redact"]));
+    let left: Vec<String> = redacted
+        .iter()
+        .filter(|(path, _)| {
+            !KEPT.contains(&path.as_str()) && !WARNINGS_KEPT.contains(&path.as_str())
+        })
+        .map(|(path, value)| format!("{path} = {value:?}"))
+        .collect();
+    assert!(left.is_empty(), "left under --redact: {left:#?}");
+    assert!(redacted.contains_key(".processes[].workload.hpc_job"));
+}
+
 #[test]
 fn hostname_is_node_name_unless_given() {
     let mut cmd = gpuwatch();
@@ -292,17 +390,22 @@ fn https(e: &Exporter, path: &str, auth: Option<&str>) -> serve_support::Respons
     parse_bytes(&raw).unwrap_or_else(|| panic!("no HTTP answer over TLS: {raw:?}"))
 }
 
-#[test]
-fn tls_with_basic_auth_from_a_web_config() {
-    let dir = tempfile::tempdir().unwrap();
-    // Cost 4 keeps the test fast; the exporter takes any cost, as the toolkit does.
+/// The demo exporter over TLS with one basic-auth user, alice (password `s3cret`), whose
+/// hash has cost 4 to keep the tests fast (the exporter takes costs up to 14).
+fn alice_over_tls(dir: &std::path::Path) -> Exporter {
     let hash = bcrypt::hash_with_salt("s3cret", 4, [3; 16])
         .unwrap()
         .to_string();
-    let config = web_config(dir.path(), &format!("basic_auth_users:\n  alice: {hash}\n"));
+    let config = web_config(dir, &format!("basic_auth_users:\n  alice: {hash}\n"));
     let mut cmd = gpuwatch();
     cmd.arg("--demo");
-    let e = Exporter::start(cmd, &["--web.config.file", config.to_str().unwrap()]);
+    Exporter::start(cmd, &["--web.config.file", config.to_str().unwrap()])
+}
+
+#[test]
+fn tls_with_basic_auth_from_a_web_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = alice_over_tls(dir.path());
     let denied = https(&e, "/metrics", None);
     assert_eq!(denied.status, 401);
     assert!(denied.header("www-authenticate").is_some());
@@ -318,6 +421,46 @@ fn tls_with_basic_auth_from_a_web_config() {
     assert!(plain.map_or(true, |r| !r.body.contains("gpuwatch_gpu_info")));
 }
 
+/// Issue 26 item 9: over a real socket, an unknown user's answer takes no longer than a
+/// known user's wrong password (the dummy hash has the configured cost, 4 here, not bcrypt's
+/// default of 12: 256 times the work, over a second in a debug build).
+#[test]
+fn an_unknown_user_answers_as_fast_as_a_wrong_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = alice_over_tls(dir.path());
+    // The fastest of five each: scheduling noise only ever adds time.
+    let fastest = |auth: &str| {
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                assert_eq!(https(&e, "/metrics", Some(auth)).status, 401);
+                start.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let known = fastest("alice:wrong");
+    let unknown = fastest("mallory:wrong");
+    assert!(
+        unknown < known * 3 + Duration::from_millis(50),
+        "unknown user {unknown:?}, known user's wrong password {known:?}"
+    );
+}
+
+/// `gpuwatch --demo serve` on a free port with the web config at `path`.
+fn serve_with_web_config(path: &std::path::Path) -> std::process::Command {
+    let mut cmd = gpuwatch();
+    cmd.args([
+        "--demo",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--web.config.file",
+    ])
+    .arg(path);
+    cmd
+}
+
 #[test]
 fn a_bad_web_config_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -327,21 +470,74 @@ fn a_bad_web_config_is_one_line_and_exit_2() {
         "tls_server_config:\n  cert_file: x.crt\n  key_file: x.key\n",
     )
     .unwrap();
-    let out = gpuwatch()
-        .args([
-            "--demo",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--web.config.file",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = serve_with_web_config(&path).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cert_file") && err.contains("x.crt"), "{err}");
+}
+
+/// Issue 26 item 8, through the binary: a web config that is a device, names a FIFO as its
+/// certificate, or sets a bcrypt cost above 14 is one line and exit 2, within seconds
+/// (`/dev/zero` took 3 GB in 4 s; a FIFO hung start-up).
+#[test]
+fn an_unbounded_web_config_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("cert.fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo_config = dir.path().join("fifo.yml");
+    let cert = "tls_server_config:\n  cert_file: cert.fifo\n  key_file: cert.fifo\n";
+    std::fs::write(&fifo_config, cert).unwrap();
+    let costly = bcrypt::hash_with_salt("x", 4, [1; 16])
+        .unwrap()
+        .to_string()
+        .replacen("$04$", "$31$", 1);
+    let cost_config = dir.path().join("cost.yml");
+    std::fs::write(
+        &cost_config,
+        format!("basic_auth_users:\n  bob: '{costly}'\n"),
+    )
+    .unwrap();
+    for (config, says) in [
+        (std::path::PathBuf::from("/dev/zero"), "not a regular file"),
+        (fifo_config, "cert_file"),
+        (
+            cost_config,
+            "basic_auth_users.bob: bcrypt cost 31 is above 14",
+        ),
+    ] {
+        let started = Instant::now();
+        let mut child = serve_with_web_config(&config)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("{} still starting after 10 s", config.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{}: {err}", config.display());
+    }
 }
 
 /// The exporter's open sockets (its listener and the connections it holds).

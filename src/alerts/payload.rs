@@ -210,10 +210,24 @@ pub fn body(event: &Event, format: Format) -> Value {
     match format {
         Format::Json => json(event),
         // Slack's incoming webhooks take `text`; Discord's take `content` (at most 2000
-        // characters).
-        Format::Slack => json!({ "text": text(event) }),
-        Format::Discord => json!({ "content": text(event).chars().take(2000).collect::<String>() }),
+        // characters). The text carries names other users chose (process and user names):
+        // neither service may turn them into mentions that page a whole channel.
+        Format::Slack => json!({ "text": slack_escaped(&text(event)) }),
+        Format::Discord => json!({
+            "content": text(event).chars().take(2000).collect::<String>(),
+            // No `@everyone`, `@here`, role or user mention is acted on, whatever the text.
+            "allowed_mentions": { "parse": [] },
+        }),
     }
+}
+
+/// Slack's control sequences (`<!channel>`, `<@U123>`, `<url|label>`) are written with
+/// `<`, `>` and `&`; Slack's own rule is to send those three as entities, and then nothing
+/// in the text is read as markup.
+fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The facts as `GPUWATCH_ALERT_*` variables for the command sink (empty where unknown).
@@ -330,12 +344,45 @@ mod tests {
         let want = "[FIRING] critical overheating on gpu1: GPU 3 92°C for 31s — overheating \
                     (critical at 90°C) — held by carol 52.3G (since 2026-01-05T09:00:00Z)";
         assert_eq!(body(&firing(), Format::Slack), json!({"text": want}));
-        assert_eq!(body(&firing(), Format::Discord), json!({"content": want}));
+        assert_eq!(
+            body(&firing(), Format::Discord),
+            json!({"content": want, "allowed_mentions": {"parse": []}})
+        );
         let vars = env_vars(&firing());
         let get = |k| vars.iter().find(|(n, _)| *n == k).unwrap().1.clone();
         assert_eq!(get("GPUWATCH_ALERT_GPU"), "3");
         assert_eq!(get("GPUWATCH_ALERT_OWNERS"), "carol 52.3G");
         assert!(vars.iter().all(|(n, _)| ENV_NAMES.contains(n)));
+    }
+
+    /// Issue 26 item 15: a process or user named after a mention reaches neither chat
+    /// service as one: Slack gets `<`, `>`, `&` as entities, Discord is told to parse no
+    /// mention at all.
+    #[test]
+    fn names_that_look_like_mentions_page_nobody() {
+        let Event::Alert(mut a) = firing() else {
+            panic!()
+        };
+        a.facts.message = "idle holder <!channel> & <@U024BE7LH> @everyone".into();
+        a.facts.owners = vec![("<!here|x>".into(), Bytes::from_gib(1.0))];
+        let event = Event::Alert(a);
+        let slack = body(&event, Format::Slack)["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(!slack.contains(['<', '>']), "{slack}");
+        assert!(
+            slack.contains("&lt;!channel&gt; &amp; &lt;@U024BE7LH&gt;")
+                && slack.contains("&lt;!here|x&gt;"),
+            "{slack}"
+        );
+        // Entities already in a name are escaped again, so they show as typed.
+        assert_eq!(slack_escaped("&lt;"), "&amp;lt;");
+        let discord = body(&event, Format::Discord);
+        assert_eq!(discord["allowed_mentions"], json!({"parse": []}));
+        assert!(discord["content"].as_str().unwrap().contains("@everyone"));
+        // The generic JSON document is data, not chat markup: the names stay as they are.
+        assert_eq!(json(&event)["owners"][0]["name"], "<!here|x>");
     }
 
     /// Issue 20: a resolved message says it is resolved, for how long it has been clear and

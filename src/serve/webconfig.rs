@@ -2,7 +2,9 @@
 //! gpuwatch serves: `tls_server_config` (`cert_file`, `key_file`, relative to the file, as the
 //! toolkit resolves them) and `basic_auth_users` (user → bcrypt hash). Any other key is
 //! refused by name rather than ignored: a client-certificate setting silently dropped would
-//! leave the exporter more open than its admin thinks. Reads the files once, at start.
+//! leave the exporter more open than its admin thinks. Reads the files once, at start, with
+//! the config file's bounds (`safe_file`: regular files only, size-capped) and a nesting cap
+//! on the YAML, since a hostile or mistaken path must not hang or exhaust start-up.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,15 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::auth::Users;
+use crate::safe_file;
+
+/// The web config is a few hundred bytes; this leaves room for thousands of users.
+const MAX_CONFIG: u64 = 256 << 10;
+/// A certificate chain or key in PEM: a long chain is a few tens of KiB.
+const MAX_PEM: u64 = 1 << 20;
+/// The deepest nesting a web config needs is 2 (`tls_server_config.cert_file`); parsing a
+/// 100,000-deep document cost 40 s of CPU before this cap.
+const MAX_NESTING: usize = 16;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,8 +60,13 @@ impl WebConfig {
     /// Reads `path` and the files it names; every error is one line naming the file.
     pub fn load(path: &Path) -> Result<Self, String> {
         let shown = path.display();
-        let text = std::fs::read_to_string(path)
+        let text = safe_file::read_text(path, MAX_CONFIG)
             .map_err(|e| format!("--web.config.file: cannot read {shown}: {e}"))?;
+        if nesting(&text) > MAX_NESTING {
+            return Err(format!(
+                "{shown}: nested deeper than {MAX_NESTING} levels; a web config needs 2"
+            ));
+        }
         // An empty file is an empty document: nothing configured, as for the toolkit.
         let file: WebConfigFile = if text.trim().is_empty() {
             WebConfigFile::default()
@@ -87,14 +103,16 @@ fn server_config(
             file.display()
         )
     };
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| at("cert_file", cert, &e))?
+    let cert_pem = safe_file::read_text(cert, MAX_PEM).map_err(|e| at("cert_file", cert, &e))?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<_, _>>()
         .map_err(|e| at("cert_file", cert, &e))?;
     if certs.is_empty() {
         return Err(at("cert_file", cert, &"no PEM certificate in it"));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| at("key_file", key, &e))?;
+    let key_pem = safe_file::read_text(key, MAX_PEM).map_err(|e| at("key_file", key, &e))?;
+    let key =
+        PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| at("key_file", key, &e))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -104,6 +122,31 @@ fn server_config(
         .map_err(|e| format!("{}: tls_server_config: {e}", web.display()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// How deep the YAML nests, over-estimated cheaply before parsing: flow brackets (`[`, `{`)
+/// outside quotes, plus per line the indentation and block-sequence dashes (`- - -`).
+fn nesting(text: &str) -> usize {
+    let mut deepest = 0;
+    let mut flow = 0usize;
+    for line in text.lines() {
+        let body = line.trim_start_matches([' ', '\t', '-']);
+        let block = line.len() - body.len();
+        let mut quote = None;
+        for c in body.chars() {
+            match (quote, c) {
+                (None, '"' | '\'') => quote = Some(c),
+                (Some(q), _) if c == q => quote = None,
+                (None, '#') => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            deepest = deepest.max(flow + block / 2);
+        }
+        deepest = deepest.max(flow + block / 2);
+    }
+    deepest
 }
 
 #[cfg(test)]
@@ -145,5 +188,47 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("alice"), "{err}");
+    }
+
+    /// Issue 26 item 8: the config, the certificate and the key are read only if they are
+    /// regular files of bounded size, and a deeply nested document is refused before parsing.
+    #[test]
+    fn devices_fifos_huge_and_deep_files_are_refused_at_once() {
+        let err = WebConfig::load(Path::new("/dev/zero")).err().unwrap();
+        assert!(
+            err.contains("not a regular file (a character device)"),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = WebConfig::load(&fifo).err().unwrap();
+        assert!(err.contains("a FIFO"), "{err}");
+        let err = load(&format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+            fifo.display(),
+            fifo.display()
+        ))
+        .err()
+        .unwrap();
+        assert!(err.contains("cert_file") && err.contains("a FIFO"), "{err}");
+        let err = load(&"#".repeat(300 << 10)).err().unwrap();
+        assert!(err.contains("larger than 256 KiB"), "{err}");
+        let started = std::time::Instant::now();
+        for deep in [
+            "[".repeat(100_000),
+            "- ".repeat(50_000),
+            "{a: ".repeat(50_000),
+        ] {
+            let err = load(&deep).err().unwrap();
+            assert!(err.contains("nested deeper than 16"), "{err}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // What people write stays well inside the cap.
+        let ok = "tls_server_config:\n  cert_file: \"a[1].crt\"\n  key_file: b\n";
+        assert_eq!(nesting(ok), 1);
+        assert_eq!(nesting("users: [[[x]]] # [[[[[[["), 3);
     }
 }
