@@ -64,7 +64,7 @@ fn type_is_sortable_by_s_and_by_a_click_on_its_title() {
 }
 
 #[test]
-fn the_first_row_is_selected_from_the_first_frame_and_follows_its_process() {
+fn the_first_row_is_selected_from_the_first_frame_and_a_chosen_one_follows_its_process() {
     let mut state = demo_state(8, 1, 120, 40);
     let first = state.model.procs().row(0).unwrap().key.clone();
     assert_eq!(state.model.procs().selected.as_ref(), Some(&first));
@@ -73,9 +73,16 @@ fn the_first_row_is_selected_from_the_first_frame_and_follows_its_process() {
         text.contains(&format!("PID {} ", first.pid)),
         "the footer names the selected process:\n{text}"
     );
-    // A new sort moves the row; the selection stays on the process.
+    // Nothing chosen yet: a new sort still shows its first row selected.
     act(&mut state, Action::SortBy(SortKey::Pid));
-    assert_eq!(state.model.procs().selected.as_ref(), Some(&first));
+    let top = state.model.procs().row(0).unwrap().key.clone();
+    assert_eq!(state.model.procs().selected.as_ref(), Some(&top));
+    // Once the user has chosen a row, a new sort moves the row and the selection stays on
+    // the process.
+    act(&mut state, Action::SelectDown);
+    let chosen = state.model.procs().row(1).unwrap().key.clone();
+    act(&mut state, Action::SortBy(SortKey::Vram));
+    assert_eq!(state.model.procs().selected.as_ref(), Some(&chosen));
 }
 
 #[test]
