@@ -139,20 +139,34 @@ fn scenario(dir: &Path) -> PathBuf {
     path
 }
 
+/// gpuwatch on the fake NVML's two GPUs (no processes) asking the kubelet at `socket`.
+fn gpuwatch_asking(socket: &Path, scenario: &Path) -> assert_cmd::Command {
+    let mut cmd = common::clean_command();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .arg("--kubelet-socket")
+        .arg(socket);
+    cmd
+}
+
+/// The same gpuwatch as an exporter (`serve ARGS`).
+fn exporter_asking(socket: &Path, scenario: &Path, args: &[&str]) -> serve_support::Exporter {
+    let mut cmd = serve_support::gpuwatch();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .arg("--kubelet-socket")
+        .arg(socket);
+    serve_support::Exporter::start(cmd, args)
+}
+
 #[test]
 fn a_gpu_allocated_to_a_pod_is_held_by_it_even_with_no_visible_process() {
     let kubelet = Kubelet::start();
     let dir = tempfile::tempdir().unwrap();
     let scenario = scenario(dir.path());
-    let gpuwatch = || {
-        let mut cmd = common::clean_command();
-        cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
-            .arg("--nvml-lib")
-            .arg(common::fake_lib())
-            .arg("--kubelet-socket")
-            .arg(kubelet.socket());
-        cmd
-    };
+    let gpuwatch = || gpuwatch_asking(&kubelet.socket(), &scenario);
     let out = gpuwatch().arg("--once").assert().success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let h100 = text
@@ -186,13 +200,7 @@ fn a_gpu_allocated_to_a_pod_is_held_by_it_even_with_no_visible_process() {
         ));
 
     // dcgm-exporter's labels for the pod a GPU is allocated to.
-    let mut cmd = serve_support::gpuwatch();
-    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .arg("--kubelet-socket")
-        .arg(kubelet.socket());
-    let exporter = serve_support::Exporter::start(cmd, &["--dcgm-compat"]);
+    let exporter = exporter_asking(&kubelet.socket(), &scenario, &["--dcgm-compat"]);
     exporter.wait_ready();
     let metrics = exporter.get("/metrics").body;
     let temp0 = metrics
@@ -216,17 +224,6 @@ fn a_gpu_allocated_to_a_pod_is_held_by_it_even_with_no_visible_process() {
         "a working kubelet is not news: {}",
         exporter.stderr()
     );
-}
-
-/// gpuwatch on the fake NVML's two GPUs (no processes) asking the kubelet at `socket`.
-fn gpuwatch_asking(socket: &Path, scenario: &Path) -> assert_cmd::Command {
-    let mut cmd = common::clean_command();
-    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .arg("--kubelet-socket")
-        .arg(socket);
-    cmd
 }
 
 /// Each way the kubelet can fail is said — on stderr, in the JSON's `lookups` and on
@@ -273,13 +270,7 @@ fn every_kubelet_failure_is_said_on_stderr_in_json_and_in_metrics() {
 
     // The exporter says it once on stderr and keeps saying it on /metrics.
     let kubelet = Kubelet::answering(Reply::Status("7"));
-    let mut cmd = serve_support::gpuwatch();
-    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .arg("--kubelet-socket")
-        .arg(kubelet.socket());
-    let exporter = serve_support::Exporter::start(cmd, &[]);
+    let exporter = exporter_asking(&kubelet.socket(), &scenario, &[]);
     exporter.wait_ready();
     let metrics = exporter.get("/metrics").body;
     assert!(

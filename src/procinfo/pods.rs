@@ -216,11 +216,43 @@ mod tests {
         assert!(dir.allocations("GPU-99999999-none", 3).is_empty());
     }
 
+    /// A kubelet that answers once and then goes away: the failure is the status, said
+    /// once however many polls fail, and counted per failed poll.
+    #[test]
+    fn a_failure_is_kept_and_said_once_per_change() {
+        let kubelet = serve(grpc_ok(&node_response()));
+        let mut dir = PodDirectory::new(kubelet.socket.clone(), Duration::from_millis(20));
+        let first = dir.status().expect("the socket was there");
+        assert_eq!(first.state, LookupState::Ok);
+        assert_eq!(dir.news(), None, "a working kubelet is not news");
+        let mut failed = None;
+        for _ in 0..200 {
+            match dir.status() {
+                Some(s) if s.errors >= 2 => {
+                    failed = Some(s);
+                    break;
+                }
+                _ => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        let failed = failed.expect("later polls fail: nothing listens any more");
+        let why = failed.error().expect("the error is kept").to_string();
+        assert!(why.contains("nothing listens on"), "{why}");
+        assert_eq!(dir.news(), Some(format!("kubelet lookup failed: {why}")));
+        assert_eq!(dir.news(), None, "said once, not every poll");
+        assert!(dir.allocations("GPU-11111111-aaaa", 0).is_empty());
+    }
+
     #[test]
     fn no_socket_means_no_pods_and_stopping_is_prompt() {
         let dir = tempfile::tempdir().unwrap();
         let pods = PodDirectory::new(dir.path().join("kubelet.sock"), Duration::from_secs(60));
         assert!(pods.allocations("GPU-11111111-aaaa", 0).is_empty());
+        assert_eq!(
+            pods.status(),
+            None,
+            "off Kubernetes there is nothing to report"
+        );
         let start = std::time::Instant::now();
         drop(pods);
         assert!(
