@@ -49,7 +49,11 @@ fn assert_conforms(doc: &Value, what: &str) {
         g.as_object_mut().unwrap().remove("unattributed_memory");
         documented("gpus", &g, &schema["$defs"]["gpu"]["properties"]);
     }
-    for (list, def) in [("processes", "process"), ("warnings", "warning")] {
+    for (list, def) in [
+        ("processes", "process"),
+        ("warnings", "warning"),
+        ("lookups", "lookup"),
+    ] {
         for item in doc[list].as_array().unwrap() {
             documented(list, item, &schema["$defs"][def]["properties"]);
         }
@@ -74,6 +78,7 @@ fn the_schema_is_a_valid_draft_2020_12_schema() {
         "gpu",
         "process",
         "warning",
+        "lookup",
         "recording_header",
         "recorded_sample",
     ] {

@@ -50,6 +50,17 @@ fn answer() -> Vec<u8> {
     framed
 }
 
+/// How the stand-in answers `List`.
+#[derive(Clone, Copy)]
+enum Reply {
+    /// The node's allocations (`answer()`), status 0.
+    Pods,
+    /// No message, this gRPC status in the trailers (a refusal).
+    Status(&'static str),
+    /// The allocations, after this long (past gpuwatch's budget for a call).
+    After(Duration),
+}
+
 /// A kubelet stand-in answering every connection, for as long as the test holds it.
 struct Kubelet {
     dir: tempfile::TempDir,
@@ -57,6 +68,10 @@ struct Kubelet {
 
 impl Kubelet {
     fn start() -> Kubelet {
+        Self::answering(Reply::Pods)
+    }
+
+    fn answering(reply: Reply) -> Kubelet {
         let dir = tempfile::tempdir().unwrap();
         let listener =
             std::os::unix::net::UnixListener::bind(dir.path().join("kubelet.sock")).expect("bind");
@@ -71,7 +86,7 @@ impl Kubelet {
                 // Bounded: the stand-in gives up by itself after a minute.
                 let serve = async {
                     while let Ok((io, _)) = listener.accept().await {
-                        tokio::spawn(answer_one(io));
+                        tokio::spawn(answer_one(io, reply));
                     }
                 };
                 let _ = tokio::time::timeout(Duration::from_secs(60), serve).await;
@@ -85,17 +100,30 @@ impl Kubelet {
     }
 }
 
-async fn answer_one(io: tokio::net::UnixStream) -> Option<()> {
+async fn answer_one(io: tokio::net::UnixStream, reply: Reply) -> Option<()> {
     let mut conn = h2::server::handshake(io).await.ok()?;
     let (_request, mut respond) = conn.accept().await?.ok()?;
+    if let Reply::After(wait) = reply {
+        // The connection must keep being driven while the answer waits.
+        let _ = tokio::time::timeout(wait, async {
+            while let Some(Ok(_)) = conn.accept().await {}
+        })
+        .await;
+    }
     let response = http::Response::builder()
         .header("content-type", "application/grpc")
         .body(())
         .ok()?;
     let mut stream = respond.send_response(response, false).ok()?;
-    stream.send_data(bytes::Bytes::from(answer()), false).ok()?;
+    let status = match reply {
+        Reply::Status(code) => code,
+        Reply::Pods | Reply::After(_) => {
+            stream.send_data(bytes::Bytes::from(answer()), false).ok()?;
+            "0"
+        }
+    };
     let mut trailers = http::HeaderMap::new();
-    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+    trailers.insert("grpc-status", http::HeaderValue::from_static(status));
     stream.send_trailers(trailers).ok()?;
     while let Some(Ok(_)) = conn.accept().await {}
     Some(())
@@ -111,20 +139,34 @@ fn scenario(dir: &Path) -> PathBuf {
     path
 }
 
+/// gpuwatch on the fake NVML's two GPUs (no processes) asking the kubelet at `socket`.
+fn gpuwatch_asking(socket: &Path, scenario: &Path) -> assert_cmd::Command {
+    let mut cmd = common::clean_command();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .arg("--kubelet-socket")
+        .arg(socket);
+    cmd
+}
+
+/// The same gpuwatch as an exporter (`serve ARGS`).
+fn exporter_asking(socket: &Path, scenario: &Path, args: &[&str]) -> serve_support::Exporter {
+    let mut cmd = serve_support::gpuwatch();
+    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
+        .arg("--nvml-lib")
+        .arg(common::fake_lib())
+        .arg("--kubelet-socket")
+        .arg(socket);
+    serve_support::Exporter::start(cmd, args)
+}
+
 #[test]
 fn a_gpu_allocated_to_a_pod_is_held_by_it_even_with_no_visible_process() {
     let kubelet = Kubelet::start();
     let dir = tempfile::tempdir().unwrap();
     let scenario = scenario(dir.path());
-    let gpuwatch = || {
-        let mut cmd = common::clean_command();
-        cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
-            .arg("--nvml-lib")
-            .arg(common::fake_lib())
-            .arg("--kubelet-socket")
-            .arg(kubelet.socket());
-        cmd
-    };
+    let gpuwatch = || gpuwatch_asking(&kubelet.socket(), &scenario);
     let out = gpuwatch().arg("--once").assert().success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let h100 = text
@@ -143,6 +185,10 @@ fn a_gpu_allocated_to_a_pod_is_held_by_it_even_with_no_visible_process() {
         json!([{"namespace": "ml", "pod": "trainer-0", "container": "trainer"}])
     );
     assert_eq!(doc["gpus"][1]["pods"], json!([]));
+    assert_eq!(
+        doc["lookups"],
+        json!([{"kind": "kubelet", "state": "ok", "error": null}])
+    );
 
     // pick passes over the pod's GPU and says why.
     gpuwatch()
@@ -154,13 +200,7 @@ fn a_gpu_allocated_to_a_pod_is_held_by_it_even_with_no_visible_process() {
         ));
 
     // dcgm-exporter's labels for the pod a GPU is allocated to.
-    let mut cmd = serve_support::gpuwatch();
-    cmd.env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .arg("--kubelet-socket")
-        .arg(kubelet.socket());
-    let exporter = serve_support::Exporter::start(cmd, &["--dcgm-compat"]);
+    let exporter = exporter_asking(&kubelet.socket(), &scenario, &["--dcgm-compat"]);
     exporter.wait_ready();
     let metrics = exporter.get("/metrics").body;
     let temp0 = metrics
@@ -171,21 +211,130 @@ fn a_gpu_allocated_to_a_pod_is_held_by_it_even_with_no_visible_process() {
         temp0.contains(r#"pod="trainer-0",namespace="ml",container="trainer""#),
         "{temp0}"
     );
+    assert!(
+        metrics.contains("gpuwatch_lookup_up{kind=\"kubelet\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gpuwatch_lookup_errors_total{kind=\"kubelet\"} 0\n"),
+        "{metrics}"
+    );
+    assert!(
+        !exporter.stderr().contains("kubelet"),
+        "a working kubelet is not news: {}",
+        exporter.stderr()
+    );
 }
 
+/// Each way the kubelet can fail is said — on stderr, in the JSON's `lookups` and on
+/// /metrics — and leaves the GPU unnamed rather than wrongly named. They all used to give
+/// "no pods" with nothing printed (issue 22).
+#[test]
+fn every_kubelet_failure_is_said_on_stderr_in_json_and_in_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = scenario(dir.path());
+    let cases = [
+        (
+            Reply::Status("7"),
+            "gRPC status 7 (PERMISSION_DENIED; run gpuwatch as root)",
+        ),
+        (Reply::Status("12"), "gRPC status 12 (UNIMPLEMENTED"),
+        (Reply::Status("8"), "gRPC status 8 (RESOURCE_EXHAUSTED"),
+        (Reply::Status("14"), "gRPC status 14 (UNAVAILABLE)"),
+        (
+            Reply::After(Duration::from_secs(2)),
+            "did not answer within 200 ms",
+        ),
+    ];
+    for (reply, said) in cases {
+        let kubelet = Kubelet::answering(reply);
+        let out = gpuwatch_asking(&kubelet.socket(), &scenario)
+            .args(["--once", "--json"])
+            .assert()
+            .success();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("kubelet")).collect();
+        assert_eq!(lines.len(), 1, "said once: {stderr}");
+        assert!(
+            lines[0].starts_with("gpuwatch: kubelet lookup failed: "),
+            "{stderr}"
+        );
+        assert!(lines[0].contains(said), "{said}: {stderr}");
+        let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert_eq!(doc["lookups"][0]["kind"], "kubelet", "{doc:#}");
+        assert_eq!(doc["lookups"][0]["state"], "failed", "{doc:#}");
+        let error = doc["lookups"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains(said), "{said}: {error}");
+        assert_eq!(doc["gpus"][0]["pods"], json!([]), "no pods, not stale ones");
+    }
+
+    // The exporter says it once on stderr and keeps saying it on /metrics.
+    let kubelet = Kubelet::answering(Reply::Status("7"));
+    let exporter = exporter_asking(&kubelet.socket(), &scenario, &[]);
+    exporter.wait_ready();
+    let metrics = exporter.get("/metrics").body;
+    assert!(
+        metrics.contains("gpuwatch_lookup_up{kind=\"kubelet\"} 0\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gpuwatch_lookup_errors_total{kind=\"kubelet\"} 1\n"),
+        "the first call failed: {metrics}"
+    );
+    let stderr = exporter.stderr();
+    assert!(
+        stderr.contains("gpuwatch: kubelet lookup failed: ")
+            && stderr.contains("PERMISSION_DENIED"),
+        "{stderr}"
+    );
+}
+
+/// A `--kubelet-socket` someone gave must be a socket: a missing path or a plain file is
+/// an error at start (exit 2, one line), not a lookup that fails silently forever.
+#[test]
+fn a_kubelet_socket_given_that_is_not_a_socket_is_an_error_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = scenario(dir.path());
+    let file = dir.path().join("kubelet.sock");
+    std::fs::write(&file, "").unwrap();
+    for (path, said) in [
+        (dir.path().join("no-kubelet.sock"), "cannot use"),
+        (file, "is not a socket"),
+    ] {
+        let out = gpuwatch_asking(&path, &scenario)
+            .arg("--once")
+            .assert()
+            .code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.contains("--kubelet-socket") && stderr.contains(said),
+            "{stderr}"
+        );
+        assert!(out.get_output().stdout.is_empty());
+    }
+}
+
+/// Off Kubernetes (no socket where the kubelet keeps it, and none named) nothing is asked
+/// and nothing said.
 #[test]
 fn without_a_kubelet_nothing_changes() {
+    if Path::new(gpuwatch::procinfo::kubelet::DEFAULT_SOCKET).exists() {
+        common::skip("this host has a kubelet socket at the default path");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let scenario = scenario(dir.path());
     let out = common::clean_command()
         .env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
         .arg("--nvml-lib")
         .arg(common::fake_lib())
-        .arg("--kubelet-socket")
-        .arg(dir.path().join("no-kubelet.sock"))
-        .arg("--once")
+        .args(["--once", "--json"])
         .assert()
         .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(!text.contains("k8s"), "{text}");
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["lookups"], json!([]));
+    assert_eq!(doc["gpus"][0]["pods"], json!([]));
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(!stderr.contains("kubelet"), "{stderr}");
 }

@@ -135,6 +135,7 @@ fn absent_zero_lost_sample() -> Sample {
             driver_version: None,
             cuda_version: None,
             load: Default::default(),
+            lookups: Vec::new(),
         },
         gpus: vec![absent, zero, lost],
         processes: vec![],

@@ -62,11 +62,28 @@ pub(super) fn demo_scenario(cli: &Cli, r: &Resolver) -> Result<Scenario, Setting
     .value)
 }
 
+/// `--kubelet-socket`: the default may be missing (not a Kubernetes node), but a socket
+/// someone named must be one, or every pod lookup would fail without a word.
 pub(super) fn kubelet_socket(cli: &Cli, r: &Resolver) -> Result<PathBuf, SettingsError> {
-    Ok(r.text("kubelet-socket", &cli.kubelet_socket)?.map_or_else(
-        || crate::procinfo::kubelet::DEFAULT_SOCKET.into(),
-        |got| got.value.into(),
-    ))
+    let Some(got) = r.text("kubelet-socket", &cli.kubelet_socket)? else {
+        return Ok(crate::procinfo::kubelet::DEFAULT_SOCKET.into());
+    };
+    let path = PathBuf::from(&got.value);
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(&path) {
+        Ok(m) if m.file_type().is_socket() => Ok(path),
+        Ok(_) => Err(got.invalid_because(format!(
+            "{} is not a socket: give the kubelet's pod-resources socket \
+             (usually {})",
+            path.display(),
+            crate::procinfo::kubelet::DEFAULT_SOCKET
+        ))),
+        Err(e) => Err(got.invalid_because(format!(
+            "cannot use {}: {e}; give the kubelet's pod-resources socket (usually {})",
+            path.display(),
+            crate::procinfo::kubelet::DEFAULT_SOCKET
+        ))),
+    }
 }
 
 /// `--sysfs-root` and `--proc-root`: where the DRM (AMD, Intel) sources read.

@@ -3,7 +3,9 @@
 //! (gpuwatch in its own container). One background thread asks the kubelet every
 //! `interval` (each call bounded by `kubelet::DEFAULT_TIMEOUT`) and keeps the latest
 //! answer; the sampler only reads it, so a slow, absent or broken kubelet never delays a
-//! sample. Without the socket (not a Kubernetes node) it just looks again later.
+//! sample. Without the socket (not a Kubernetes node) it just looks again later. Every
+//! failure is kept as the lookup's status (`status`) and said once per change (`news`):
+//! a swallowed failure once let `pick` offer a GPU the kubelet had given to a pod.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -12,16 +14,26 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::kubelet::{self, GpuDevice, PodGpus};
+use crate::source::lookup::{LookupKind, LookupState, LookupStatus};
 use crate::source::workload::PodAllocation;
 
 /// How often the kubelet is asked (pods come and go in minutes, not seconds).
 pub const POLL_INTERVAL: Duration = Duration::from_secs(10);
 
-/// The latest allocations, shared between the poller and the sampler.
-type Latest = Arc<Mutex<Arc<Vec<PodGpus>>>>;
+/// The latest answer, shared between the poller and the sampler.
+#[derive(Default)]
+struct Answer {
+    pods: Arc<Vec<PodGpus>>,
+    /// `None` until the socket is first seen: off Kubernetes there is nothing to report.
+    status: Option<LookupStatus>,
+}
+
+type Latest = Arc<Mutex<Answer>>;
 
 pub struct PodDirectory {
     latest: Latest,
+    /// The state last said by `news`, so each change is said once.
+    said: Option<LookupState>,
     /// Dropping the sender stops the poller; `None` when disabled.
     stop: Option<mpsc::Sender<()>>,
     poller: Option<JoinHandle<()>>,
@@ -32,6 +44,7 @@ impl PodDirectory {
     pub fn disabled() -> Self {
         PodDirectory {
             latest: Arc::default(),
+            said: None,
             stop: None,
             poller: None,
         }
@@ -46,7 +59,9 @@ impl PodDirectory {
     /// (at most the call's 200 ms, and only where the socket exists), so the first sample —
     /// often the only one: `--once`, `pick` — already knows the pods.
     pub fn new(socket: PathBuf, interval: Duration) -> Self {
-        let latest: Latest = Arc::new(Mutex::new(Arc::new(ask(&socket))));
+        let mut first = Answer::default();
+        ask(&socket, &mut first);
+        let latest: Latest = Arc::new(Mutex::new(first));
         let (stop, stopped) = mpsc::channel::<()>();
         let shared = Arc::clone(&latest);
         let poller = std::thread::Builder::new()
@@ -55,6 +70,7 @@ impl PodDirectory {
             .ok();
         PodDirectory {
             latest,
+            said: Some(LookupState::Ok),
             stop: Some(stop),
             poller,
         }
@@ -65,7 +81,7 @@ impl PodDirectory {
         let latest = self
             .latest
             .lock()
-            .map(|l| Arc::clone(&l))
+            .map(|l| Arc::clone(&l.pods))
             .unwrap_or_default();
         latest
             .iter()
@@ -76,6 +92,26 @@ impl PodDirectory {
                 container: p.container.clone(),
             })
             .collect()
+    }
+
+    /// How the latest call to the kubelet went; `None` while no socket was ever seen.
+    pub fn status(&self) -> Option<LookupStatus> {
+        self.latest.lock().ok().and_then(|l| l.status.clone())
+    }
+
+    /// A sentence when the lookup's state changed since the last call (it failed, failed
+    /// differently, or works again); `None` otherwise, so a lasting failure is said once.
+    pub fn news(&mut self) -> Option<String> {
+        let now = self.status()?.state;
+        if self.said.as_ref() == Some(&now) {
+            return None;
+        }
+        let line = match &now {
+            LookupState::Ok => "the kubelet answers again: pods are named".to_string(),
+            LookupState::Failed(why) => format!("kubelet lookup failed: {why}"),
+        };
+        self.said = Some(now);
+        Some(line)
     }
 }
 
@@ -100,21 +136,40 @@ fn poll(
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
         }
-        let answer = ask(socket);
+        let mut answer = latest
+            .lock()
+            .map(|l| Answer {
+                pods: Arc::clone(&l.pods),
+                status: l.status.clone(),
+            })
+            .unwrap_or_default();
+        ask(socket, &mut answer);
         if let Ok(mut l) = latest.lock() {
-            *l = Arc::new(answer);
+            *l = answer;
         }
     }
 }
 
-/// One question to the kubelet. A missing socket is the normal case off Kubernetes:
-/// nothing to ask, nothing to say. Any failure is "no pods": a stale answer would name the
-/// wrong owner once pods move.
-fn ask(socket: &std::path::Path) -> Vec<PodGpus> {
-    if !socket.exists() {
-        return Vec::new();
+/// One question to the kubelet, its outcome written into `answer`. A missing socket that
+/// was never there is the normal case off Kubernetes: nothing to ask, nothing to say; once
+/// seen, its going away is a failure like any other. A failure means "no pods" (a stale
+/// answer would name the wrong owner once pods move), and is kept to be said.
+fn ask(socket: &std::path::Path, answer: &mut Answer) {
+    if answer.status.is_none() && !socket.exists() {
+        answer.pods = Arc::default();
+        return;
     }
-    kubelet::list_gpu_pods(socket, kubelet::DEFAULT_TIMEOUT).unwrap_or_default()
+    let errors = answer.status.as_ref().map_or(0, |s| s.errors);
+    let (pods, state, errors) = match kubelet::list_gpu_pods(socket, kubelet::DEFAULT_TIMEOUT) {
+        Ok(pods) => (pods, LookupState::Ok, errors),
+        Err(e) => (Vec::new(), LookupState::Failed(e.to_string()), errors + 1),
+    };
+    answer.pods = Arc::new(pods);
+    answer.status = Some(LookupStatus {
+        kind: LookupKind::Kubelet,
+        state,
+        errors,
+    });
 }
 
 impl Drop for PodDirectory {
@@ -161,11 +216,43 @@ mod tests {
         assert!(dir.allocations("GPU-99999999-none", 3).is_empty());
     }
 
+    /// A kubelet that answers once and then goes away: the failure is the status, said
+    /// once however many polls fail, and counted per failed poll.
+    #[test]
+    fn a_failure_is_kept_and_said_once_per_change() {
+        let kubelet = serve(grpc_ok(&node_response()));
+        let mut dir = PodDirectory::new(kubelet.socket.clone(), Duration::from_millis(20));
+        let first = dir.status().expect("the socket was there");
+        assert_eq!(first.state, LookupState::Ok);
+        assert_eq!(dir.news(), None, "a working kubelet is not news");
+        let mut failed = None;
+        for _ in 0..200 {
+            match dir.status() {
+                Some(s) if s.errors >= 2 => {
+                    failed = Some(s);
+                    break;
+                }
+                _ => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        let failed = failed.expect("later polls fail: nothing listens any more");
+        let why = failed.error().expect("the error is kept").to_string();
+        assert!(why.contains("nothing listens on"), "{why}");
+        assert_eq!(dir.news(), Some(format!("kubelet lookup failed: {why}")));
+        assert_eq!(dir.news(), None, "said once, not every poll");
+        assert!(dir.allocations("GPU-11111111-aaaa", 0).is_empty());
+    }
+
     #[test]
     fn no_socket_means_no_pods_and_stopping_is_prompt() {
         let dir = tempfile::tempdir().unwrap();
         let pods = PodDirectory::new(dir.path().join("kubelet.sock"), Duration::from_secs(60));
         assert!(pods.allocations("GPU-11111111-aaaa", 0).is_empty());
+        assert_eq!(
+            pods.status(),
+            None,
+            "off Kubernetes there is nothing to report"
+        );
         let start = std::time::Instant::now();
         drop(pods);
         assert!(

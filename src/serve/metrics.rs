@@ -11,7 +11,7 @@ use crate::state::State;
 
 use super::readings::{gpu_labels, write_gpu_series};
 use super::text::{Exposition, Family, Kind, Labels, Texts};
-use super::{dcgm, mig, process, workload};
+use super::{dcgm, lookups, mig, process, workload};
 
 /// Which optional groups of series a scrape carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +126,7 @@ pub fn render_both(state: &State, options: MetricOptions) -> Texts {
     e.family(THROTTLE, state.model.gpus().iter().flat_map(throttle));
     e.family(WARNINGS, warning_counts(state));
     e.family(PROCESSES, process_counts(state));
+    lookups::render(&mut e, state);
     mig::render(&mut e, state);
     // The owners' names are user names: left out with --redact.
     if !options.redact {

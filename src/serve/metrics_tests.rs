@@ -113,6 +113,7 @@ fn state_with(gpus: Vec<GpuReading>, processes: Vec<ProcReading>) -> State {
         driver_version: Some("550.54.15".into()),
         cuda_version: None,
         load: Default::default(),
+        lookups: Vec::new(),
     };
     sample.gpus = gpus;
     sample.processes = processes;

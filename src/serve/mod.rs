@@ -8,6 +8,7 @@ mod auth;
 mod dcgm;
 mod http;
 mod listener;
+mod lookups;
 pub mod metrics;
 mod mig;
 mod negotiate;

@@ -5,6 +5,7 @@
 pub mod drm;
 pub mod fields;
 pub mod health;
+pub mod lookup;
 pub mod mig;
 pub mod multi;
 pub mod nvml;
@@ -97,6 +98,9 @@ pub struct HostInfo {
     pub cuda_version: Option<String>,
     /// CPU, RAM, swap and load average at this sample (the host line).
     pub load: HostLoad,
+    /// How the outside lookups naming GPU holders last went; empty where none is made
+    /// (not a Kubernetes node, the demo, a remote host).
+    pub lookups: Vec<lookup::LookupStatus>,
 }
 
 /// How busy the host itself is, from /proc (`procinfo::host`): a GPU starved by its data

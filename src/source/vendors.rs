@@ -75,6 +75,14 @@ impl GpuSource for Vendors {
         }
         Ok(out.unwrap_or_else(empty))
     }
+
+    /// Every part's notices (NVML's kubelet lookup among them), in the parts' order.
+    fn notices(&mut self) -> Vec<String> {
+        self.parts
+            .iter_mut()
+            .flat_map(|p| p.source.notices())
+            .collect()
+    }
 }
 
 fn lost(g: GpuReading) -> GpuReading {

@@ -86,6 +86,7 @@ impl DrmSource {
                 driver_version: None,
                 cuda_version: None,
                 load: Default::default(),
+                lookups: Vec::new(),
             },
             host_load: crate::procinfo::host::HostReader::new(&roots.proc),
         }
@@ -150,6 +151,7 @@ impl DrmSource {
             time: SystemTime::now(),
             host: HostInfo {
                 load: self.host_load.read(),
+                lookups: Vec::new(),
                 ..self.host.clone()
             },
             gpus,

@@ -192,6 +192,7 @@ impl NvmlSource {
                 )
             }),
             load: Default::default(),
+            lookups: Vec::new(),
         };
         Ok(NvmlSource {
             lib: events::Library::open(nvml),
@@ -285,6 +286,7 @@ impl GpuSource for NvmlSource {
         let processes = processes.into_iter().map(|p| name_pod(p, &gpus)).collect();
         let mut host = self.host.clone();
         host.load = self.host_load.read();
+        host.lookups = self.pods.status().into_iter().collect();
         Ok(Sample {
             time: SystemTime::now(),
             host,
@@ -293,6 +295,12 @@ impl GpuSource for NvmlSource {
             hosts: Vec::new(),
             history: None,
         })
+    }
+
+    /// The kubelet lookup's changes of state, each said once (a lasting failure is not
+    /// repeated every sample).
+    fn notices(&mut self) -> Vec<String> {
+        self.pods.news().into_iter().collect()
     }
 }
 

@@ -119,6 +119,7 @@ impl GpuSource for PrometheusSource {
                 cuda_version: None,
                 // A fleet has no one host's load; node-exporter's series are not read.
                 load: Default::default(),
+                lookups: Vec::new(),
             },
             gpus: Vec::new(),
             processes: Vec::new(),

@@ -338,6 +338,7 @@ impl SimSource {
                 driver_version: Some("550.54.15".into()),
                 cuda_version: Some("12.4".into()),
                 load,
+                lookups: Vec::new(),
             },
             gpus,
             processes,

@@ -17,6 +17,7 @@
 
 mod code;
 mod gpu;
+mod lookup;
 mod process;
 mod snapshot_of;
 mod v1;
@@ -32,6 +33,7 @@ pub use gpu::{
     Gpu, RemappedRowsDoc, RetiredPagesDoc, Status, XidDoc, throttle_reason_names,
     throttle_reasons_from_names,
 };
+pub use lookup::Lookup;
 pub use process::{ContextDoc, Proc, ProcType};
 pub use warning::{Severity, SubjectKind, Warning, WarningKind};
 
@@ -41,8 +43,8 @@ use crate::source::{HostInfo, HostStatus, Sample};
 pub const SCHEMA_MAJOR: u32 = 2;
 /// The minor version this gpuwatch writes; any minor of `SCHEMA_MAJOR` is read.
 /// Minor 2 added the host's load, GPU health counters and warnings, vendors, MIG
-/// instances, PCIe maxima, per-process peaks and parents.
-pub const SCHEMA_MINOR: u32 = 2;
+/// instances, PCIe maxima, per-process peaks and parents; minor 3 the outside lookups.
+pub const SCHEMA_MINOR: u32 = 3;
 
 /// The host that took the sample. The load fields came with minor 2: an older document
 /// lacks them, which reads as unknown.
@@ -103,6 +105,8 @@ impl Host {
                     .load_average
                     .filter(|l| l.iter().all(|v| v.is_finite() && *v >= 0.0)),
             },
+            // A remote host's lookups are its own business: not read back (yet).
+            lookups: Vec::new(),
         }
     }
 }
@@ -137,6 +141,9 @@ pub struct Snapshot {
     pub warnings: Vec<Warning>,
     /// Indices of the GPUs nobody is using.
     pub free_gpus: Vec<u32>,
+    /// How each outside lookup naming GPU holders last went (minor 3); empty where none
+    /// is made.
+    pub lookups: Vec<Lookup>,
 }
 
 impl Snapshot {

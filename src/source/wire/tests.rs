@@ -33,6 +33,7 @@ fn snapshot_of(sample: &Sample) -> Snapshot {
         processes: processes(sample),
         warnings: Vec::new(),
         free_gpus: Vec::new(),
+        lookups: Vec::new(),
     }
 }
 

@@ -32,6 +32,7 @@ impl From<Host> for HostInfo {
             driver_version: h.driver_version,
             cuda_version: h.cuda_version,
             load: Default::default(),
+            lookups: Vec::new(),
         }
     }
 }
