@@ -35,6 +35,9 @@ pub struct LayoutInput {
     pub pref: LayoutPref,
     /// Whether the footer line (filter, status) is showing.
     pub footer: bool,
+    /// Rows the table has to show (processes, or users in the per-user view): spare rows
+    /// go to it first, up to this many, and only then to the panels' charts.
+    pub table_rows: usize,
 }
 
 /// Below this the screen says "terminal too small" instead of drawing.
@@ -58,10 +61,6 @@ const COMFORT_TABLE_ROWS: u16 = 8;
 /// Warning lines the automatic choice reserves whether or not any are showing, so the
 /// layout does not flip between compact and full as warnings come and go.
 const RESERVED_WARNING_LINES: u16 = 3;
-/// Process rows the table keeps before panels may grow: a busy shared server's processes
-/// (20 in `scripts/overhead.sh`'s 200x50 pane, which so keeps the smallest panels and its
-/// 3 KB/s terminal budget; 200x60 grows).
-const TABLE_ROWS_BEFORE_GROWTH: u16 = 23;
 /// Title line plus column header above the table rows.
 const TABLE_CHROME: u16 = 2;
 
@@ -150,7 +149,7 @@ pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
     } else {
         let cols = panel_columns(area.width, input.gpus);
         let rows = (input.gpus.max(1).div_ceil(cols as usize)) as u16;
-        let panel_h = grown_panel_height(area.height, host_h, rows);
+        let panel_h = grown_panel_height(input, room, rows);
         let wanted = rows.saturating_mul(panel_h);
         // At least one row of panels, whole panels only.
         let fit = (room / panel_h).max(1) * panel_h;
@@ -187,22 +186,17 @@ pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
     }
 }
 
-/// How tall full panels are: taller than the minimum only with rows to spare, that is
-/// when every row of panels still fits and the process table keeps at least half of what
-/// is left after the header and the warnings, and at least `TABLE_ROWS_BEFORE_GROWTH`
-/// (warnings reserved whether or not any show, so
-/// panels do not change height as warnings come and go). Depends on the size alone,
-/// never on how many processes there are, so a process starting never moves the panels.
-fn grown_panel_height(height: u16, host_h: u16, panel_rows: u16) -> u16 {
-    let reserve = if height >= 40 {
-        5
-    } else {
-        RESERVED_WARNING_LINES
-    };
-    // The footer line is counted as always there for the same reason.
-    let left = height.saturating_sub(1 + host_h + reserve + 1);
-    let table = (left / 2).max(TABLE_CHROME + TABLE_ROWS_BEFORE_GROWTH);
-    let per_panel = left.saturating_sub(table) / panel_rows.max(1);
+/// How tall full panels are, given the `room` left after the header, the warnings, the
+/// footer and the table's smallest height: the table takes spare rows first, up to its
+/// length (a hidden process is worth more than a taller chart), and what is left grows the
+/// panels evenly, up to `PANEL_MAX_HEIGHT`. So no row stays blank while a process or a
+/// chart row is hidden; the price is that panels change height as processes come and go
+/// when the screen is tight.
+fn grown_panel_height(input: &LayoutInput, room: u16, panel_rows: u16) -> u16 {
+    let more_table = u16::try_from(input.table_rows)
+        .unwrap_or(u16::MAX)
+        .saturating_sub(MIN_TABLE_ROWS);
+    let per_panel = room.saturating_sub(more_table) / panel_rows.max(1);
     per_panel.clamp(PANEL_HEIGHT, PANEL_MAX_HEIGHT)
 }
 

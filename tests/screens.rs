@@ -392,3 +392,55 @@ fn no_number_on_screen_is_ever_cut() {
         }
     }
 }
+
+/// Screen rows with nothing on them at all.
+fn blank_rows(text: &str) -> usize {
+    text.lines()
+        .filter(|l| l.trim_matches('"').trim().is_empty())
+        .count()
+}
+
+/// What the screen leaves out that more rows would show: processes below the table's end,
+/// GPUs scrolled out of view, or full panels whose charts could still grow.
+fn hidden_content(state: &State, w: u16, h: u16) -> Vec<String> {
+    use gpuwatch::layout::{self, PANEL_MAX_HEIGHT};
+    let a = layout::areas(
+        &state.layout_input(),
+        ratatui::layout::Rect::new(0, 0, w, h),
+    );
+    let mut hidden = Vec::new();
+    let (procs, rows) = (state.model.procs().len(), a.table.height.saturating_sub(2));
+    if (rows as usize) < procs {
+        hidden.push(format!("{rows} of {procs} processes shown"));
+    }
+    let shown = layout::gpu_rects(&a, &state.gpu_lines(), state.view.gpu_scroll).len();
+    if shown < state.model.gpus().len() {
+        hidden.push(format!(
+            "{shown} of {} GPUs shown",
+            state.model.gpus().len()
+        ));
+    }
+    if !a.compact && a.panel_height < PANEL_MAX_HEIGHT {
+        hidden.push(format!("panels {} rows high", a.panel_height));
+    }
+    hidden
+}
+
+/// Issue 20 §3: no row is left blank while something is hidden that it could show.
+#[test]
+fn no_blank_rows_while_content_is_hidden() {
+    let mut wasted = Vec::new();
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        for gpus in [1, 8, 16, 64] {
+            let state = demo_state(gpus, LATE, w, h);
+            let blank = blank_rows(&screen(&state, w, h));
+            let hidden = hidden_content(&state, w, h);
+            if blank > 0 && !hidden.is_empty() {
+                wasted.push(format!(
+                    "{gpus} GPUs at {w}x{h}: {blank} blank rows, {hidden:?}"
+                ));
+            }
+        }
+    }
+    assert!(wasted.is_empty(), "{}", wasted.join("\n"));
+}

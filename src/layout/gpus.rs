@@ -185,6 +185,7 @@ mod tests {
             warnings: 0,
             pref: LayoutPref::Auto,
             footer: true,
+            table_rows: 9,
         }
     }
 
@@ -218,22 +219,36 @@ mod tests {
     }
 
     #[test]
-    fn spare_rows_grow_panels_and_tight_screens_keep_the_smallest() {
+    fn spare_rows_go_to_the_table_first_then_to_the_panels() {
         let tall = screen(&input(200, 60, 8));
         assert!(!tall.compact);
-        assert!(tall.panel_height > PANEL_HEIGHT, "{tall:?}");
-        // All three rows of panels show, and the table keeps room for its rows.
+        assert_eq!(
+            tall.panel_height,
+            super::super::PANEL_MAX_HEIGHT,
+            "{tall:?}"
+        );
+        // All three rows of panels show, and so do all 9 processes.
         assert_eq!(visible_gpus(&tall), 9);
-        assert!(tall.table.height >= 20, "{tall:?}");
+        assert!(tall.table.height >= 2 + 9, "{tall:?}");
         let tight = screen(&input(120, 40, 8));
         assert!(!tight.compact);
         assert_eq!(tight.panel_height, PANEL_HEIGHT);
-        // The size alone decides: warnings showing or not, the panels stay.
-        let mut warned = input(200, 60, 8);
+        // More processes take rows from the charts, down to the smallest panels.
+        let mut busy = input(200, 60, 8);
+        busy.table_rows = 30;
+        let crowded = screen(&busy);
+        assert!(crowded.panel_height < tall.panel_height, "{crowded:?}");
+        assert!(crowded.table.height >= 2 + 30, "{crowded:?}");
+        busy.table_rows = 100;
+        assert_eq!(screen(&busy).panel_height, PANEL_HEIGHT);
+        // Fewer warning lines leave rows the panels take.
+        let mut warned = busy;
+        warned.table_rows = 30;
         warned.warnings = 5;
-        assert_eq!(screen(&warned).panel_height, tall.panel_height);
-        // One GPU never grows past the cap.
-        assert!(screen(&input(200, 60, 1)).panel_height <= super::super::PANEL_MAX_HEIGHT);
+        assert!(screen(&warned).panel_height < crowded.panel_height);
+        // One GPU never grows past the cap; the rest goes to the table.
+        let one = screen(&input(200, 60, 1));
+        assert_eq!(one.panel_height, super::super::PANEL_MAX_HEIGHT);
     }
 
     #[test]

@@ -288,6 +288,10 @@ impl State {
                 || !self.view.filter_text.is_empty()
                 || self.view.status.is_some()
                 || self.model.procs().selected_row().is_some(),
+            table_rows: match self.view.panel {
+                Panel::Processes => self.model.procs().len(),
+                Panel::Users => self.model.user_rows().len(),
+            },
         }
     }
 }

@@ -33,16 +33,48 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     if areas.compact {
         compact::draw_compact(frame, areas, state, &rects, theme);
     } else {
-        for (i, rect) in rects {
-            draw_panel(frame, rect, state, &gpus[i], theme);
+        let words: Vec<_> = rects
+            .iter()
+            .map(|(i, r)| details::PanelWords::new(state, &gpus[*i], theme, r.width))
+            .collect();
+        // When one panel of a row needs lines inside for what its borders cannot hold, its
+        // neighbours move their details inside too (room allowing), so the details sit in
+        // the same place in all of them. A panel with less to say gives its unused lines
+        // to its charts rather than leave them blank.
+        let mig = |i: usize| gpus[i].mig_devices.len().min(u16::MAX as usize) as u16;
+        let row_lines: Vec<u16> = rects
+            .iter()
+            .map(|(me, at)| {
+                let row = || rects.iter().zip(&words).filter(|((_, r), _)| r.y == at.y);
+                let wanted = row().map(|(_, w)| w.lines_wanted()).max().unwrap_or(0);
+                // A panel alone in its row keeps what fits in its borders there.
+                if wanted == 0 || row().count() == 1 {
+                    return wanted;
+                }
+                // MIG instance lines come first: room for the most instance and detail
+                // lines any panel of the row has.
+                let inside = row().map(|((i, _), w)| mig(*i) + w.lines_inside());
+                inside.max().unwrap_or(0).saturating_sub(mig(*me))
+            })
+            .collect();
+        for (((i, rect), w), n) in rects.iter().zip(words).zip(row_lines) {
+            draw_panel(frame, *rect, state, &gpus[*i], w, n, theme);
         }
     }
 }
 
 // ---- full panels ---------------------------------------------------------------------
 
-fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, theme: &Theme) {
-    let words = details::PanelWords::new(state, g, theme, area.width);
+/// One full panel; `detail_lines` is what its row of panels gives to details inside.
+fn draw_panel(
+    frame: &mut Frame,
+    area: Rect,
+    state: &State,
+    g: &GpuReading,
+    words: details::PanelWords,
+    detail_lines: u16,
+    theme: &Theme,
+) {
     let inner = Rect::new(
         area.x + 1,
         area.y + 1,
@@ -50,8 +82,10 @@ fn draw_panel(frame: &mut Frame, area: Rect, state: &State, g: &GpuReading, them
         area.height.saturating_sub(2),
     );
     let instances = g.mig_devices.len().min(u16::MAX as usize) as u16;
-    let rows = panel_rows(inner, words.lines_wanted(), instances);
+    let rows = panel_rows(inner, detail_lines, instances);
     let text = words.fit(rows.details.height);
+    // Lines the text leaves unused go back to the charts: no blank rows inside a panel.
+    let rows = panel_rows(inner, text.lines.len() as u16, instances);
     let block = panel_block(state, g, theme, &text);
     frame.render_widget(block, area);
     if inner.height == 0 || inner.width < 20 {

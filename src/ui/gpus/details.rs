@@ -93,27 +93,50 @@ impl PanelWords {
         (details + owners) as u16
     }
 
+    /// Inner lines it takes to put the details and the owners inside the panel, whether or
+    /// not they fit the borders: what a neighbour that needs lines inside gives this one.
+    pub fn lines_inside(&self) -> u16 {
+        let owners = if self.owners_fit() {
+            0
+        } else {
+            self.owner_lines().len()
+        };
+        (wrap_parts(&self.parts, self.inner).len() + owners) as u16
+    }
+
     /// Fits the words into the borders and `lines` inner lines: the details get lines
-    /// first (the bottom border then keeps only the clock reasons), then the owners (the
+    /// first (also when they would fit the border, if the owners leave room) (the bottom border then keeps only the clock reasons), then the owners (the
     /// top border then names those that fit whole and how many more there are).
     pub fn fit(self, lines: u16) -> PanelText {
         let mut left = lines as usize;
         let mut out = Vec::new();
-        let details = if self.details_fit() {
+        let wrapped = wrap_parts(&self.parts, self.inner);
+        // Details that fit the border still move inside when lines are left for them after
+        // the owners: a neighbour's panel took those lines (`lines` is the most any panel
+        // in the row wants), and the details then sit in the same place in both.
+        let owners_need = if self.owners_fit() {
+            0
+        } else {
+            self.owner_lines().len()
+        };
+        let inside = !wrapped.is_empty()
+            && if self.details_fit() {
+                wrapped.len() + owners_need <= left
+            } else {
+                wrapped.len() <= left
+            };
+        let details = if inside {
+            left -= wrapped.len();
+            out.extend(
+                wrapped
+                    .into_iter()
+                    .map(|t| Line::styled(t, self.details_style)),
+            );
+            Vec::new()
+        } else if self.details_fit() {
             framed(&self.parts, self.details_style)
         } else {
-            let wrapped = wrap_parts(&self.parts, self.inner);
-            if wrapped.len() <= left {
-                left -= wrapped.len();
-                out.extend(
-                    wrapped
-                        .into_iter()
-                        .map(|t| Line::styled(t, self.details_style)),
-                );
-                Vec::new()
-            } else {
-                fit_spans(framed(&self.parts, self.details_style), self.details_room)
-            }
+            fit_spans(framed(&self.parts, self.details_style), self.details_room)
         };
         let owners = if self.owners_fit() {
             joined(self.owners, self.dim)
