@@ -52,6 +52,24 @@ fn the_daemonset_uses_host_pids_node_name_and_flags_serve_accepts() {
         .filter(|a| !a.starts_with("--listen"))
         .collect();
     assert_eq!(args[0], "serve");
+    // On a node the kubelet's socket exists (the DaemonSet mounts it), and an explicit
+    // --kubelet-socket that is not a socket is refused at start: a listening unix socket
+    // stands in for it here, at the path the manifest names moved into a temporary directory.
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("kubelet.sock");
+    let _kubelet = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let kubelet_flag = "--kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock";
+    assert!(args.iter().any(|a| a == kubelet_flag), "{args:?}");
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| {
+            if a == kubelet_flag {
+                format!("--kubelet-socket={}", socket.display())
+            } else {
+                a
+            }
+        })
+        .collect();
     let mut cmd = gpuwatch();
     cmd.arg("--demo");
     let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
