@@ -230,6 +230,20 @@ fn config_hosts_and_recording_files_must_be_regular_and_bounded() {
     }
 }
 
+/// `gpuwatch --demo --once ARGS` must exit 2: its standard error.
+fn demo_once_refused(args: &[&std::ffi::OsStr]) -> String {
+    let out = common::clean_command()
+        .args(["--demo", "--once"])
+        .args(args)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Items 1 and 10: `--record` onto a planted symbolic link, a FIFO or someone else's file is
 /// refused at once with the reason, and the link's target is left untouched.
 #[test]
@@ -258,17 +272,9 @@ fn record_refuses_links_fifos_and_other_users_files() {
         ));
     }
     for (path, why) in cases {
-        let out = common::clean_command()
-            .args(["--demo", "--once", "--record"])
-            .arg(&path)
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .code(2)
-            .get_output()
-            .stderr
-            .clone();
+        let args = ["--record".as_ref(), path.as_os_str()];
         assert_eq!(
-            String::from_utf8_lossy(&out),
+            demo_once_refused(&args),
             format!("gpuwatch: cannot record to {}: {why}\n", path.display())
         );
     }
@@ -317,20 +323,7 @@ fn record_never_overwrites_a_file_that_is_not_a_recording() {
         ),
     ];
     for (args, path, what) in runs {
-        let out = common::clean_command()
-            .args(["--demo", "--once"])
-            .args(&args)
-            .timeout(Duration::from_secs(60))
-            .assert()
-            .code(2)
-            .get_output()
-            .stderr
-            .clone();
-        assert_eq!(
-            String::from_utf8_lossy(&out),
-            refusal(path, what),
-            "{args:?}"
-        );
+        assert_eq!(demo_once_refused(&args), refusal(path, what), "{args:?}");
     }
     assert_eq!(std::fs::read_to_string(&passwd).unwrap(), content);
     assert_eq!(std::fs::read_to_string(&empty).unwrap(), "");
