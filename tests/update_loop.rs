@@ -341,3 +341,26 @@ fn a_long_paste_is_capped_and_never_taken_for_commands() {
     act(&mut state, Action::FilterInput('y'));
     assert_eq!(state.view.filter_text.chars().count(), MAX_FILTER_CHARS);
 }
+
+/// "Instant and truthful" §5 (the part about the next action): a status line ("sent
+/// SIGTERM …", the criticals already there at start) goes with the next action taken in the
+/// normal view, so the footer naming the selected process is back; a prompt keeps it.
+#[test]
+fn a_status_line_goes_with_the_next_action() {
+    let mut state = demo_state(8, 5, 120, 40);
+    update(
+        &mut state,
+        Msg::Notice("critical since before start".into()),
+    );
+    assert!(common::screen(&state, 120, 40).contains("critical since before start"));
+    update(&mut state, Msg::Action(Action::SelectDown));
+    assert_eq!(state.view.status, None);
+    let selected = state.model.procs().selected_row().unwrap().key.pid;
+    let text = common::screen(&state, 120, 40);
+    assert!(text.contains(&format!("PID {selected} ")), "{text}");
+    // While the filter prompt is open a status waits for it to close.
+    update(&mut state, Msg::Action(Action::OpenFilter));
+    update(&mut state, Msg::Notice("said during the prompt".into()));
+    update(&mut state, Msg::Action(Action::FilterDone));
+    assert_eq!(state.view.status.as_deref(), Some("said during the prompt"));
+}

@@ -297,6 +297,13 @@ impl State {
 }
 
 /// Applies one message; returns what the outside world must do.
+/// The status line goes with the next action taken in the normal view (see `update`).
+fn clear_status_on_action(state: &mut State) {
+    if matches!(state.input_mode(), InputMode::Normal | InputMode::Replay) {
+        state.view.status = None;
+    }
+}
+
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Sample(sample) => {
@@ -316,8 +323,17 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Notice(text) => state.view.status = Some(text),
         Msg::Paste(text) => interact::paste(state, &text),
         Msg::Resize { width, height } => state.view.viewport = (width, height),
-        Msg::Action(action) => return interact::apply_action(state, action),
+        // A status line lasts until the next action ("sent SIGTERM to PID …", the criticals
+        // already there at start): left up, it hid the footer that names the selected
+        // process, so moving the selection changed nothing but a highlight. Not while a
+        // prompt or dialog is open: what it says (a pasted filter cut to its limit) is shown
+        // once the prompt closes.
+        Msg::Action(action) => {
+            clear_status_on_action(state);
+            return interact::apply_action(state, action);
+        }
         Msg::Actions(actions) => {
+            clear_status_on_action(state);
             return actions
                 .into_iter()
                 .flat_map(|a| interact::apply_action(state, a))
