@@ -13,7 +13,13 @@ use std::fmt::Write;
 /// terminals read as CSI and OSC) and the bidirectional overrides and isolates, which
 /// reorder what is shown after them.
 fn unsafe_char(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control() || is_bidi_control(c)
+}
+
+/// The bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069): written raw,
+/// they reorder what a terminal shows after them. The TUI's encoder replaces them too.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `s` with every unsafe character escaped: `\e` for ESC, `\t`, `\n`, `\r`, `\xNN` for the

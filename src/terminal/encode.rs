@@ -197,10 +197,7 @@ impl Encoder {
 /// line: a command line could show `exe.evil` as `live.exe`. The cell stays one column;
 /// `--once` and the JSON show the character escaped instead.
 fn shown_symbol(symbol: &str) -> &str {
-    if symbol
-        .chars()
-        .any(|c| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
-    {
+    if symbol.chars().any(crate::text_safe::is_bidi_control) {
         "\u{fffd}"
     } else {
         symbol
