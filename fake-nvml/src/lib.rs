@@ -24,6 +24,7 @@ mod gpm;
 mod health;
 mod legacy;
 mod mig;
+mod monitors;
 mod processes;
 mod scenario;
 
@@ -61,6 +62,8 @@ pub(crate) struct State {
     calls: BTreeMap<&'static str, u64>,
     /// Event sets by handle - 1; `None` once freed.
     pub event_sets: Vec<Option<events::SetState>>,
+    /// When `nvmlInit*` succeeded: the origin of wall-clock ticks (`Scenario::tick_ms`).
+    started: std::time::Instant,
 }
 
 /// `None` until `nvmlInit*` succeeds and after `nvmlShutdown`, like the real library.
@@ -79,6 +82,9 @@ pub(crate) fn with_state(symbol: &'static str, f: impl FnOnce(&mut State) -> u32
         return ERROR_UNINITIALIZED;
     };
     *state.calls.entry(symbol).or_default() += 1;
+    if let Some(ms) = state.scenario.tick_ms.filter(|ms| *ms > 0) {
+        state.tick = state.started.elapsed().as_millis() as u64 / ms;
+    }
     f(state)
 }
 
@@ -161,6 +167,7 @@ fn init() -> u32 {
         list_calls: BTreeMap::new(),
         calls,
         event_sets: Vec::new(),
+        started: std::time::Instant::now(),
     });
     SUCCESS
 }
@@ -256,7 +263,9 @@ pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> u32 {
             .scenario
             .hang_from_tick
             .is_some_and(|t| s.count_calls >= t);
-        s.tick = s.count_calls;
+        if s.scenario.tick_ms.is_none() {
+            s.tick = s.count_calls;
+        }
         s.count_calls += 1;
         s.list_calls.clear();
         // SAFETY: NVML's contract: `count` points to a c_uint.

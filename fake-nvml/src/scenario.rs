@@ -285,6 +285,11 @@ pub struct Scenario {
     /// the calling thread sleeps for good, holding no lock of the fake's.
     #[serde(default)]
     pub hang_from_tick: Option<u64>,
+    /// Ticks by the wall clock instead: tick = milliseconds since `nvmlInit` / `tick_ms`.
+    /// For monitors that enumerate GPUs once and then only read (nvtop, nvitop), whose
+    /// readings would otherwise never change; `scripts/overhead.sh` measures them so.
+    #[serde(default)]
+    pub tick_ms: Option<u64>,
 }
 
 impl Scenario {
