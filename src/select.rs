@@ -1,6 +1,9 @@
-//! GPU lists as users write them for `--only` (and as `CUDA_VISIBLE_DEVICES` takes them):
-//! indices and UUIDs (with or without the `GPU-` prefix, or a unique prefix of one), and
-//! MIG instances by their `MIG-` UUID (or a prefix), comma-separated. Parsing and matching only, including the check that every entry
+//! The one grammar for GPU lists, in the dialects people write them: gpuwatch's own
+//! `--only` (and `wait --free`), `CUDA_VISIBLE_DEVICES` as `pick` checks an inherited one,
+//! and the `CUDA_VISIBLE_DEVICES` / `NVIDIA_VISIBLE_DEVICES` of a running process (which
+//! GPU its "device 0" is). Entries are indices and UUIDs (`GPU-` prefix in any case, or a
+//! unique prefix of one), and MIG instances by their `MIG-` UUID (or a prefix),
+//! comma-separated. Parsing and matching only, including the check that every entry
 //! matched a GPU in the first sample (only a sample can tell; the caller takes it).
 
 use crate::source::GpuReading;
@@ -13,7 +16,19 @@ pub enum GpuSelector {
     Uuid(String),
 }
 
-/// Parses `0,2` or `GPU-5e0c...,1`; every entry must be non-empty.
+/// Who reads the list, where their rules differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// gpuwatch's own lists: every GPU gpuwatch shows, so also the DRM sources' `AMD-`
+    /// and `INTEL-` ids, and UUIDs without their `GPU-` prefix.
+    Gpuwatch,
+    /// CUDA's `CUDA_VISIBLE_DEVICES` (and the NVIDIA container runtime's list, which has
+    /// the same entries): `GPU-` UUIDs only with their prefix, no other vendor's ids, and
+    /// not the `MIG-GPU-…/GI/CI` form CUDA dropped in R470.
+    Cuda,
+}
+
+/// Parses `0,2` or `GPU-5e0c...,1` (gpuwatch's dialect); every entry must be non-empty.
 pub fn parse_gpu_list(text: &str) -> Result<Vec<GpuSelector>, String> {
     let mut out = Vec::new();
     for (i, raw) in text.split(',').enumerate() {
@@ -21,30 +36,83 @@ pub fn parse_gpu_list(text: &str) -> Result<Vec<GpuSelector>, String> {
         if entry.is_empty() {
             return Err(format!("entry {} is empty in {text:?}", i + 1));
         }
-        if let Ok(index) = entry.parse::<u32>() {
-            out.push(GpuSelector::Index(index));
-        } else if entry.starts_with("GPU-")
-            || OTHER_ID_PREFIXES.iter().any(|p| entry.starts_with(p))
-            || looks_like_uuid(entry)
-        {
-            out.push(GpuSelector::Uuid(strip_prefix(entry).to_ascii_lowercase()));
-        } else {
-            return Err(format!("{entry:?} is neither a GPU index nor a UUID"));
-        }
+        out.push(parse_entry(entry, Dialect::Gpuwatch)?);
     }
     Ok(out)
 }
 
-/// Ids that are not NVIDIA GPU UUIDs and keep their prefix: MIG devices, and the DRM
-/// sources' AMD and Intel GPUs (`source::drm`).
+/// One entry of a list in `dialect`; the error names the entry and what is wrong with it.
+pub fn parse_entry(entry: &str, dialect: Dialect) -> Result<GpuSelector, String> {
+    if let Ok(index) = entry.parse::<u32>() {
+        return Ok(GpuSelector::Index(index));
+    }
+    let upper = entry.to_ascii_uppercase();
+    if upper.starts_with("MIG-GPU-") {
+        return Err(format!(
+            "{entry:?} is the old MIG-GPU-…/GI/CI form; use the MIG- UUID `nvidia-smi -L` lists"
+        ));
+    }
+    if let Some(rest) = strip_prefix_ignore_case(entry, "MIG-") {
+        return match is_uuid_part(rest) {
+            true => Ok(GpuSelector::Uuid(entry.to_ascii_lowercase())),
+            false => Err(format!(
+                "{entry:?} is not a MIG instance UUID like MIG-4b6f1c2d (see nvidia-smi -L)"
+            )),
+        };
+    }
+    if let Some(rest) = strip_prefix_ignore_case(entry, "GPU-")
+        && is_uuid_part(rest)
+    {
+        return Ok(GpuSelector::Uuid(rest.to_ascii_lowercase()));
+    }
+    match dialect {
+        Dialect::Gpuwatch => {
+            // The DRM sources' ids (`AMD-<bus id>`) are kept whole; a bare UUID (4 hex
+            // digits or more) is taken as if it had its `GPU-` prefix.
+            let vendor_id = VENDOR_ID_PREFIXES.iter().any(|p| upper.starts_with(p));
+            if vendor_id || (entry.len() >= 4 && is_uuid_part(entry)) {
+                return Ok(GpuSelector::Uuid(entry.to_ascii_lowercase()));
+            }
+        }
+        Dialect::Cuda => {
+            if VENDOR_ID_PREFIXES.iter().any(|p| upper.starts_with(p)) {
+                return Err(format!(
+                    "{entry:?} is not an NVIDIA GPU: CUDA cannot be pointed at it"
+                ));
+            }
+            if entry.starts_with('-') {
+                // CUDA stops at an invalid index and hides every GPU after it: almost
+                // surely a mistake.
+                return Err(format!(
+                    "{entry:?} is not a GPU index (CUDA would hide it and every GPU after it)"
+                ));
+            }
+        }
+    }
+    Err(format!(
+        "{entry:?} is neither a GPU index nor a GPU UUID like GPU-8932f937"
+    ))
+}
+
+/// The DRM sources' GPU ids (`source::drm`): not NVIDIA UUIDs, and kept with their prefix.
+const VENDOR_ID_PREFIXES: [&str; 2] = ["AMD-", "INTEL-"];
+
+/// Ids kept with their prefix when shown back: MIG devices and the DRM sources' GPUs.
 const OTHER_ID_PREFIXES: [&str; 3] = ["MIG-", "AMD-", "INTEL-"];
 
-fn looks_like_uuid(s: &str) -> bool {
-    s.len() >= 4 && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+/// Hex digits and dashes, at least one: what follows `GPU-` or `MIG-`.
+fn is_uuid_part(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
 }
 
 fn strip_prefix(s: &str) -> &str {
-    s.strip_prefix("GPU-").unwrap_or(s)
+    strip_prefix_ignore_case(s, "GPU-").unwrap_or(s)
 }
 
 impl GpuSelector {
@@ -199,7 +267,7 @@ mod tests {
         );
         assert_eq!(
             parse_gpu_list("first").unwrap_err(),
-            "\"first\" is neither a GPU index nor a UUID"
+            "\"first\" is neither a GPU index nor a GPU UUID like GPU-8932f937"
         );
         assert!(parse_gpu_list("").is_err());
     }

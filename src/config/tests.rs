@@ -102,7 +102,7 @@ fn conflicts_say_what_the_other_value_is() {
 fn values_that_quote_themselves_are_not_repeated() {
     assert_eq!(
         resolve(&["--only", "first"]).unwrap_err().to_string(),
-        "--only: \"first\" is neither a GPU index nor a UUID"
+        "--only: \"first\" is neither a GPU index nor a GPU UUID like GPU-8932f937"
     );
 }
 

@@ -5,6 +5,7 @@
 //! the process knows it by. AMD and Intel GPUs have their own variables (ROCm's
 //! `ROCR_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES`, Level Zero's `ZE_AFFINITY_MASK`). Pure.
 
+use crate::select::{Dialect, GpuSelector, parse_entry};
 use crate::source::workload::ProcEnv;
 use crate::source::{GpuReading, Vendor};
 
@@ -83,12 +84,14 @@ pub fn pinning_for(env: Option<&ProcEnv>, vendor: Option<Vendor>) -> Pinning {
     Pinning::Unset
 }
 
-/// Whether one entry names this GPU: its index, its UUID, or a prefix of the UUID (CUDA
-/// accepts unique prefixes such as `GPU-5e0c`).
-fn names(entry: &str, gpu: &GpuReading) -> bool {
-    entry == gpu.index.to_string()
-        || (entry.starts_with("GPU-") && gpu.id.0.starts_with(entry))
-        || entry == gpu.id.0
+/// The entries CUDA (or the container runtime) acts on, in the one device-list grammar
+/// (`select`, CUDA's dialect). CUDA stops at the first entry it cannot read and hides it
+/// and everything after it, so the list ends there.
+fn devices(entries: &[String]) -> Vec<GpuSelector> {
+    entries
+        .iter()
+        .map_while(|e| parse_entry(e, Dialect::Cuda).ok())
+        .collect()
 }
 
 /// The index the process sees `gpu` as, among `all` (the host's GPUs); `None` when the
@@ -132,12 +135,15 @@ fn job_index_in(
     gpu: &GpuReading,
     all: &[GpuReading],
 ) -> Option<JobIndex> {
+    let devices = devices(entries);
+    // A MIG entry names the instance; the process numbers it where its GPU would be.
+    let names = |d: &GpuSelector, g: &GpuReading| d.matches_gpu_or_instance(g);
     if in_container {
         // Inside a container CUDA numbers the mounted GPUs in PCI order, whatever the
         // order of the list.
         let mut mounted: Vec<&GpuReading> = all
             .iter()
-            .filter(|g| entries.iter().any(|e| names(e, g)))
+            .filter(|g| devices.iter().any(|d| names(d, g)))
             .collect();
         mounted.sort_by_key(|g| g.index);
         let local = mounted.iter().position(|g| g.id == gpu.id)?;
@@ -146,8 +152,8 @@ fn job_index_in(
             certain: true,
         });
     }
-    let local = entries.iter().position(|e| names(e, gpu))?;
-    let by_uuid = entries[local].starts_with("GPU-");
+    let local = devices.iter().position(|d| names(d, gpu))?;
+    let by_uuid = matches!(devices[local], GpuSelector::Uuid(_));
     let pci_order = env.and_then(|e| e.get("CUDA_DEVICE_ORDER")) == Some("PCI_BUS_ID");
     let uniform = all.windows(2).all(|w| w[0].name == w[1].name);
     Some(JobIndex {

@@ -1,6 +1,7 @@
-//! The GPUs an inherited `CUDA_VISIBLE_DEVICES` lets the caller use: parsing the value as
-//! CUDA does (indices, `GPU-` UUIDs or unique prefixes of them, and MIG instances by their
-//! `MIG-` UUID) and finding the GPUs and instances it names in a sample. Pure: the value comes from the injected environment (`config`), the
+//! The GPUs an inherited `CUDA_VISIBLE_DEVICES` lets the caller use: the value read as
+//! CUDA reads it (`select`'s grammar, CUDA's dialect: indices, `GPU-` UUIDs or unique
+//! prefixes of them, and MIG instances by their `MIG-` UUID) and the GPUs and instances it
+//! names in a sample. Pure: the value comes from the injected environment (`config`), the
 //! GPUs from the caller's sample; nothing here reads either.
 //!
 //! What the value means, and so what `pick` prints (see also README, "Picking a GPU"):
@@ -27,7 +28,7 @@
 
 use std::collections::HashSet;
 
-use crate::select::{GpuSelector, unmatched};
+use crate::select::{Dialect, GpuSelector, parse_entry, unmatched};
 use crate::source::{GpuId, GpuReading};
 
 /// The variable CUDA restricts a process's GPUs with.
@@ -127,47 +128,12 @@ impl Inherited {
     }
 }
 
-/// One entry: an index, or a `GPU-` UUID (or a unique prefix of one, as CUDA allows).
+/// One entry, in CUDA's dialect of the one device-list grammar (`select`).
 fn device(entry: &str) -> Result<GpuSelector, String> {
-    if let Ok(index) = entry.parse::<u32>() {
-        return Ok(GpuSelector::Index(index));
+    if entry.is_empty() {
+        return Err("has an empty entry".to_string());
     }
-    let upper = entry.to_ascii_uppercase();
-    if upper.starts_with("MIG-GPU-") {
-        // CUDA 11.0's `MIG-GPU-<uuid>/<gi>/<ci>`, gone since R470's `MIG-<uuid>`.
-        return Err(format!(
-            "{entry:?} is the old MIG-GPU-…/GI/CI form; use the MIG- UUID `nvidia-smi -L` lists"
-        ));
-    }
-    if upper.starts_with("MIG-") {
-        let uuid = entry.len() > 4
-            && entry[4..]
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() || c == '-');
-        return match uuid {
-            true => Ok(GpuSelector::Uuid(entry.to_ascii_lowercase())),
-            false => Err(format!(
-                "{entry:?} is not a MIG instance UUID like MIG-4b6f1c2d (see nvidia-smi -L)"
-            )),
-        };
-    }
-    if upper.starts_with("GPU-")
-        && entry.len() > 4
-        && entry[4..]
-            .chars()
-            .all(|c| c.is_ascii_hexdigit() || c == '-')
-    {
-        return Ok(GpuSelector::Uuid(entry[4..].to_ascii_lowercase()));
-    }
-    let why = if entry.is_empty() {
-        "has an empty entry".to_string()
-    } else if entry.starts_with('-') {
-        // CUDA stops at an invalid index and hides every GPU after it: almost surely a mistake.
-        format!("{entry:?} is not a GPU index (CUDA would hide it and every GPU after it)")
-    } else {
-        format!("{entry:?} is neither a GPU index nor a GPU UUID like GPU-8932f937")
-    };
-    Err(why)
+    parse_entry(entry, Dialect::Cuda)
 }
 
 #[cfg(test)]
@@ -228,11 +194,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn mig_uuids_name_instances() {
-        use crate::source::mig::MigReading;
-        let mut gpus = fleet();
-        let mig = |id: &str| MigReading {
+    fn mig(id: &str) -> crate::source::mig::MigReading {
+        crate::source::mig::MigReading {
             id: GpuId(id.into()),
             gpu_instance_id: Some(1),
             compute_instance_id: Some(0),
@@ -241,7 +204,12 @@ mod tests {
             memory_used: None,
             util: None,
             pids: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn mig_uuids_name_instances() {
+        let mut gpus = fleet();
         gpus[1].mig_devices = vec![mig("MIG-4b6f1c2d-aa"), mig("MIG-4b6f9999-bb")];
         assert_eq!(
             resolve("MIG-4b6f1c2d, 0", &gpus).unwrap(),
@@ -261,5 +229,67 @@ mod tests {
         assert_eq!(resolve("GPU-bb33", &mixed).unwrap(), ["GPU-bb33"]);
         let pinned = Inherited::parse("2", Some("PCI_BUS_ID")).unwrap();
         assert_eq!(ids(&pinned.resolve(&mixed).unwrap()), ["GPU-bb33"]);
+    }
+
+    /// `--only`, `pick`'s inherited `CUDA_VISIBLE_DEVICES` and a running process's
+    /// `CUDA_VISIBLE_DEVICES` are read by one grammar: for every entry all three accept they
+    /// name the same GPU, and they refuse the same entries.
+    #[test]
+    fn the_three_readers_of_a_device_list_agree() {
+        use crate::model::visible::{job_index, pinning};
+        use crate::select::parse_gpu_list;
+        use crate::source::workload::ProcEnv;
+        let mut gpus = fleet();
+        gpus[1].mig_devices = vec![mig("MIG-4b6f1c2d-aa")];
+        let on_gpus = |hit: &dyn Fn(&GpuReading) -> bool| -> Vec<String> {
+            gpus.iter()
+                .filter(|g| hit(g))
+                .map(|g| g.id.0.clone())
+                .collect()
+        };
+        for entry in [
+            "0",
+            "2",
+            "GPU-aa22",
+            "gpu-AA22",
+            "GPU-bb",
+            "MIG-4b6f1c2d",
+            "mig-4B6F1C2D-AA",
+        ] {
+            let only = parse_gpu_list(entry).unwrap().remove(0);
+            let by_only = on_gpus(&|g| only.matches_gpu_or_instance(g));
+            let picked = Inherited::parse(entry, None)
+                .unwrap()
+                .resolve(&gpus)
+                .unwrap();
+            let by_pick = on_gpus(&|g| {
+                picked.contains(&g.id) || g.mig_devices.iter().any(|m| picked.contains(&m.id))
+            });
+            let env = ProcEnv::from_vars([(VAR.to_string(), entry.to_string())]);
+            let pin = pinning(Some(&env));
+            let by_process = on_gpus(&|g| job_index(&pin, Some(&env), g, &gpus).is_some());
+            assert_eq!(by_only.len(), 1, "{entry}: {by_only:?}");
+            assert_eq!(by_only, by_pick, "{entry}: --only and pick");
+            assert_eq!(
+                by_only, by_process,
+                "{entry}: --only and a process's variable"
+            );
+        }
+        for bad in ["x", "GPU-zz", "MIG-GPU-aa11/1/0", "MIG-zz", "-1x"] {
+            assert!(parse_gpu_list(bad).is_err(), "--only {bad}");
+            assert!(Inherited::parse(bad, None).is_err(), "pick {bad}");
+            let env = ProcEnv::from_vars([(VAR.to_string(), format!("0,{bad},2"))]);
+            let pin = pinning(Some(&env));
+            // CUDA hides an entry it cannot read and every one after it.
+            let seen = on_gpus(&|g| job_index(&pin, Some(&env), g, &gpus).is_some());
+            assert_eq!(seen, ["GPU-aa11"], "a process with {bad}");
+        }
+        // Where the readers differ, they differ by dialect: CUDA cannot be pointed at
+        // another vendor's GPU, and wants the `GPU-` prefix.
+        assert!(parse_gpu_list("AMD-0000:03:00.0").is_ok());
+        let err = Inherited::parse("AMD-0000:03:00.0", None).unwrap_err();
+        assert!(err.contains("not an NVIDIA GPU"), "{err}");
+        assert!(parse_gpu_list("aa22").is_ok());
+        assert!(Inherited::parse("aa22", None).is_err());
     }
 }
