@@ -2,7 +2,7 @@
 # The manual pages, written by the binary itself from its clap definitions (`gpuwatch man
 # --dir`, so they cannot drift from --help) and gzipped where man(1) looks for them:
 # PREFIX/share/man/man1/gpuwatch.1.gz plus one page per subcommand (gpuwatch-serve.1.gz, …).
-# Used by scripts/release.sh and deploy/Dockerfile; tests/cli.rs runs it on the test build.
+# Used by scripts/release.sh and deploy/Dockerfile; tests/it/cli.rs runs it on the test build.
 #
 #   scripts/man-pages.sh BIN PREFIX     # e.g. scripts/man-pages.sh target/release/gpuwatch dist
 set -euo pipefail

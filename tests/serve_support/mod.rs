@@ -1,4 +1,4 @@
-//! Shared by tests/serve.rs and tests/prometheus.rs: runs `gpuwatch serve` as a child on a
+//! Shared by tests/it/serve.rs and tests/it/prometheus.rs: runs `gpuwatch serve` as a child on a
 //! loopback port and speaks just enough HTTP/1.1 over a std `TcpStream` to test it. Only
 //! 127.0.0.1 is ever contacted; every wait is bounded.
 #![allow(dead_code)]

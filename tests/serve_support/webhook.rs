@@ -1,4 +1,4 @@
-//! A webhook receiver on 127.0.0.1 for the alert tests (tests/alerts.rs, tests/health.rs):
+//! A webhook receiver on 127.0.0.1 for the alert tests (tests/it/alerts.rs, tests/it/health.rs):
 //! every request's path and JSON body go to a channel; it answers 200 or holds the
 //! connection open. Only loopback; every wait is bounded by the caller's timeout.
 
