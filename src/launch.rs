@@ -457,11 +457,11 @@ fn stop_signal() -> Result<impl std::future::Future<Output = u8>> {
 async fn wait(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
-    request: &crate::release::Request,
+    request: &crate::wait::Request,
     local: bool,
 ) -> Result<ExitCode> {
     use crate::procinfo::{Presence, ProcInfo};
-    use crate::release::{Outcome, Target};
+    use crate::wait::{Outcome, Target};
     let stop = stop_signal()?;
     // Before the first sample: the process the PID names now is the one waited for.
     let found = match request.target {
@@ -471,7 +471,7 @@ async fn wait(
     let (tx, mut rx) = sampler::channel();
     let task = tokio::spawn(sampler::run(source, config.interval, tx));
     let state = State::new(config);
-    let outcome = crate::release::run(&mut rx, state, request, found, stop).await;
+    let outcome = crate::wait::run(&mut rx, state, request, found, stop).await;
     drop(rx);
     task.abort();
     Ok(match outcome {

@@ -11,6 +11,9 @@ use tokio::time::MissedTickBehavior;
 
 use crate::source::{GpuSource, Sample};
 
+mod until;
+pub use until::{Decide, until};
+
 #[derive(Debug)]
 pub enum SamplerEvent {
     Sample(Box<Sample>),

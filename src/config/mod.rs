@@ -192,7 +192,7 @@ pub struct Settings {
     /// Hidden testing aid (`--demo-speed`): the demo scenario runs this many times faster.
     pub demo_speed: f64,
     /// `gpuwatch wait`; `None` for every other mode.
-    pub wait: Option<crate::release::Request>,
+    pub wait: Option<crate::wait::Request>,
     /// The config file actually read (`None` when there was none).
     pub config_path: Option<PathBuf>,
     /// `gpuwatch pick`; `None` for the monitor and `--once`.
@@ -442,8 +442,8 @@ fn pick_request(args: &PickArgs, env: Env) -> Result<PickRequest, SettingsError>
 }
 
 /// `gpuwatch wait`'s flags: `--released PID` or `--gpu N --free`, and `--timeout`.
-fn wait_request(args: &crate::cli::WaitArgs) -> Result<crate::release::Request, SettingsError> {
-    use crate::release::Target;
+fn wait_request(args: &crate::cli::WaitArgs) -> Result<crate::wait::Request, SettingsError> {
+    use crate::wait::Target;
     let target = match (args.released, &args.gpu, args.free) {
         (Some(pid), None, false) => Target::Released(pid),
         (None, Some(gpu), true) => Target::Free(
@@ -476,7 +476,7 @@ fn wait_request(args: &crate::cli::WaitArgs) -> Result<crate::release::Request, 
         },
         None => None,
     };
-    Ok(crate::release::Request { target, timeout })
+    Ok(crate::wait::Request { target, timeout })
 }
 
 /// An error about a flag that only the command line can give.

@@ -10,7 +10,7 @@ use std::future::Future;
 use tokio::sync::mpsc::Receiver;
 
 use super::{Choice, Reasons, Request, choose, format};
-use crate::sampler::SamplerEvent;
+use crate::sampler::{Decide, SamplerEvent, until};
 use crate::source::{GpuId, Sample};
 use crate::state::{Msg, State, update};
 
@@ -41,45 +41,17 @@ pub async fn run(
     stop: impl Future<Output = u8>,
     say: &mut dyn FnMut(&str),
 ) -> Outcome {
-    let give_up = async {
-        match req.timeout {
-            Some(t) if req.wait => tokio::time::sleep(t).await,
-            _ => std::future::pending().await,
-        }
-    };
-    tokio::pin!(stop, give_up);
-    let mut waiter = Waiter::new(state, req);
-    loop {
-        let event = tokio::select! {
-            signal = &mut stop => return Outcome::Stopped(signal),
-            () = &mut give_up => return waiter.gave_up(),
-            event = rx.recv() => event,
-        };
-        let done = match event {
-            Some(SamplerEvent::Sample(sample)) => waiter.on_sample(*sample, say),
-            Some(SamplerEvent::Failed(why)) => waiter.on_failure(why, say),
-            Some(SamplerEvent::Stalled(waited)) => {
-                let why = format!("GPU source not answering for {} s", waited.as_secs());
-                waiter.on_failure(why, say)
-            }
-            Some(SamplerEvent::Notice(text)) => {
-                say(&text);
-                None
-            }
-            None => Some(Outcome::Failed(
-                "the sampler stopped before a sample".into(),
-            )),
-        };
-        if let Some(outcome) = done {
-            return outcome;
-        }
-    }
+    let timeout = req.timeout.filter(|_| req.wait);
+    let mut waiter = Waiter::new(state, req, say);
+    until(rx, &mut waiter, timeout, stop).await
 }
 
 /// What the loop remembers between samples.
-struct Waiter<'r> {
+struct Waiter<'r, 's> {
     state: State,
     req: &'r Request,
+    /// Where the waiting lines go.
+    say: &'s mut dyn FnMut(&str),
     /// The GPUs the inherited `CUDA_VISIBLE_DEVICES` names, found in the first sample.
     allowed: Option<HashSet<GpuId>>,
     /// The last sample's shortfall and explanations, for giving up.
@@ -89,20 +61,25 @@ struct Waiter<'r> {
     failure: Option<String>,
 }
 
-impl<'r> Waiter<'r> {
-    fn new(state: State, req: &'r Request) -> Self {
+impl<'r, 's> Waiter<'r, 's> {
+    fn new(state: State, req: &'r Request, say: &'s mut dyn FnMut(&str)) -> Self {
         Waiter {
             state,
             req,
+            say,
             allowed: None,
             last: None,
             shown: None,
             failure: None,
         }
     }
+}
+
+impl Decide for Waiter<'_, '_> {
+    type Outcome = Outcome;
 
     /// A sample: the outcome when it settles the pick, else a status line if anything changed.
-    fn on_sample(&mut self, sample: Sample, say: &mut dyn FnMut(&str)) -> Option<Outcome> {
+    fn on_sample(&mut self, sample: Sample) -> Option<Outcome> {
         self.failure = None;
         if self.allowed.is_none()
             && let Some(inherited) = &self.req.inherited
@@ -125,7 +102,7 @@ impl<'r> Waiter<'r> {
                 reasons,
             } => {
                 if !self.shown.as_ref().is_some_and(|s| s.same(&reasons)) {
-                    say(&status);
+                    (self.say)(&status);
                     self.shown = Some(reasons);
                 }
                 self.last = Some((why, explain));
@@ -136,13 +113,12 @@ impl<'r> Waiter<'r> {
 
     /// The source failed this tick: fatal for one pick, a status line while waiting (NVML
     /// may answer again next time).
-    fn on_failure(&mut self, why: String, say: &mut dyn FnMut(&str)) -> Option<Outcome> {
-        let why = format!("reading GPUs failed: {why}");
+    fn on_failure(&mut self, why: String) -> Option<Outcome> {
         if !self.req.wait {
             return Some(Outcome::Failed(why));
         }
         if self.failure.as_ref() != Some(&why) {
-            say(&format!("waiting: {why}"));
+            (self.say)(&format!("waiting: {why}"));
         }
         // After a failure the next sample's reasons are news, even if unchanged.
         self.shown = None;
@@ -150,9 +126,13 @@ impl<'r> Waiter<'r> {
         None
     }
 
-    fn gave_up(self) -> Outcome {
+    fn on_notice(&mut self, text: &str) {
+        (self.say)(text);
+    }
+
+    fn gave_up(&mut self) -> Outcome {
         let after = humantime::format_duration(self.req.timeout.unwrap_or_default());
-        match (self.failure, self.last) {
+        match (self.failure.take(), self.last.take()) {
             (Some(why), _) => Outcome::Failed(format!("gave up after {after}: {why}")),
             (None, Some((why, explain))) => Outcome::Short {
                 why: format!("gave up after {after}: {why}"),
@@ -160,6 +140,14 @@ impl<'r> Waiter<'r> {
             },
             (None, None) => Outcome::Failed(format!("gave up after {after}, before any sample")),
         }
+    }
+
+    fn stopped(&mut self, signal: u8) -> Outcome {
+        Outcome::Stopped(signal)
+    }
+
+    fn closed(&mut self) -> Outcome {
+        Outcome::Failed("the sampler stopped before a sample".into())
     }
 }
 

@@ -16,8 +16,9 @@ use crate::model::Model;
 use crate::model::owners::unattributed;
 use crate::model::procs::ProcRow;
 use crate::procinfo::Presence;
-use crate::sampler::SamplerEvent;
+use crate::sampler::{Decide, SamplerEvent, until};
 use crate::select::GpuSelector;
+use crate::source::Sample;
 use crate::state::{Msg, State, update};
 use crate::text_safe::escape;
 use crate::ui::format::bytes_short;
@@ -54,50 +55,68 @@ pub enum Outcome {
 /// /proc said of a `--released` PID when the wait began (ignored for `--free`).
 pub async fn run(
     rx: &mut Receiver<SamplerEvent>,
-    mut state: State,
+    state: State,
     req: &Request,
     found: Presence,
     stop: impl Future<Output = u8>,
 ) -> Outcome {
-    let give_up = async {
-        match req.timeout {
-            Some(t) => tokio::time::sleep(t).await,
-            None => std::future::pending().await,
-        }
+    let mut waiter = Waiter {
+        state,
+        req,
+        found,
+        holding: String::from("no sample was read"),
     };
-    tokio::pin!(stop, give_up);
-    let mut holding = String::from("no sample was read");
-    loop {
-        let event = tokio::select! {
-            signal = &mut stop => return Outcome::Stopped(signal),
-            () = &mut give_up => {
-                let after = humantime::format_duration(req.timeout.unwrap_or_default());
-                return Outcome::TimedOut(format!("gave up after {after}: {holding}"));
-            }
-            event = rx.recv() => event,
-        };
-        match event {
-            Some(SamplerEvent::Sample(sample)) => {
-                update(&mut state, Msg::Sample(sample));
-                if let Some(typo) = no_such_process(&state.model, &req.target, found) {
-                    return typo;
-                }
-                match still_held(&state.model, &req.target, found) {
-                    Ok(None) => return Outcome::Done(done_line(&state.model, &req.target)),
-                    Ok(Some(what)) => holding = what,
-                    Err(why) => return Outcome::Failed(why),
-                }
-            }
-            Some(SamplerEvent::Failed(why)) => holding = format!("reading GPUs failed: {why}"),
-            Some(SamplerEvent::Stalled(for_)) => {
-                holding = format!(
-                    "GPU source not answering for {}",
-                    humantime::format_duration(Duration::from_secs(for_.as_secs()))
-                );
-            }
-            Some(SamplerEvent::Notice(text)) => eprintln!("gpuwatch: {}", escape(&text)),
-            None => return Outcome::Failed("the sampler stopped".into()),
+    until(rx, &mut waiter, req.timeout, stop).await
+}
+
+/// What the wait remembers between samples.
+struct Waiter<'r> {
+    state: State,
+    req: &'r Request,
+    found: Presence,
+    /// What still held memory at the last sample, for giving up.
+    holding: String,
+}
+
+impl Decide for Waiter<'_> {
+    type Outcome = Outcome;
+
+    fn on_sample(&mut self, sample: Sample) -> Option<Outcome> {
+        update(&mut self.state, Msg::Sample(Box::new(sample)));
+        let model = &self.state.model;
+        if let Some(typo) = no_such_process(model, &self.req.target, self.found) {
+            return Some(typo);
         }
+        match still_held(model, &self.req.target, self.found) {
+            Ok(None) => Some(Outcome::Done(done_line(model, &self.req.target))),
+            Ok(Some(what)) => {
+                self.holding = what;
+                None
+            }
+            Err(why) => Some(Outcome::Failed(why)),
+        }
+    }
+
+    fn on_failure(&mut self, why: String) -> Option<Outcome> {
+        self.holding = why;
+        None
+    }
+
+    fn on_notice(&mut self, text: &str) {
+        eprintln!("gpuwatch: {}", escape(text));
+    }
+
+    fn gave_up(&mut self) -> Outcome {
+        let after = humantime::format_duration(self.req.timeout.unwrap_or_default());
+        Outcome::TimedOut(format!("gave up after {after}: {}", self.holding))
+    }
+
+    fn stopped(&mut self, signal: u8) -> Outcome {
+        Outcome::Stopped(signal)
+    }
+
+    fn closed(&mut self) -> Outcome {
+        Outcome::Failed("the sampler stopped".into())
     }
 }
 
