@@ -164,7 +164,8 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub record: Option<String>,
 
-    /// With --record: past this size start a new file, keeping the old one as FILE.1 (e.g. 100MiB).
+    /// With --record: past this size start a new file, keeping the old one as FILE.1 (e.g.
+    /// 100MiB; sizes take binary units B, KiB, MiB, GiB, TiB; GB and bare numbers are refused).
     // No clap `requires`: the recording may be named by GPUWATCH_RECORD or the file instead.
     #[arg(long, value_name = "SIZE", global = true)]
     pub record_max_size: Option<String>,
@@ -235,7 +236,8 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", global = true)]
     pub idle_after: Option<String>,
 
-    /// VRAM a process must hold to count as an idle holder, e.g. 1GiB, 512MiB [default: 1GiB].
+    /// VRAM a process must hold to count as an idle holder, e.g. 1GiB, 512MiB (binary units: G
+    /// is GiB; GB and a bare number are refused) [default: 1GiB].
     #[arg(long, value_name = "SIZE", global = true)]
     pub idle_min_vram: Option<String>,
 
@@ -243,7 +245,8 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", global = true)]
     pub stale_after: Option<String>,
 
-    /// VRAM held by no process that counts as a stale allocation [default: 1GiB].
+    /// VRAM held by no process that counts as a stale allocation, e.g. 2GiB (binary units: G is
+    /// GiB; GB and a bare number are refused) [default: 1GiB].
     #[arg(long, value_name = "SIZE", global = true)]
     pub stale_min_vram: Option<String>,
 
@@ -383,7 +386,8 @@ pub struct PickArgs {
     #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1)]
     pub count: usize,
 
-    /// Each picked GPU must have at least this much VRAM free, e.g. 20GiB.
+    /// Each picked GPU must have at least this much VRAM free, e.g. 20GiB or 20G (binary
+    /// units; GB and a bare number are refused).
     #[arg(long, value_name = "SIZE")]
     pub min_free: Option<String>,
 

@@ -48,6 +48,10 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
         |s| parse_listen(s),
         DEFAULT_LISTEN,
     )?;
+    let process_metrics = r.switch(
+        ("process-metrics", flag(|a| a.process_metrics)),
+        ("serve.process_metrics", &t.process_metrics),
+    )?;
     let text = |s: &str| Ok(Some(s.to_string()));
     let hostname = r.layer(
         ("hostname", &opt(|a| &a.hostname)),
@@ -70,19 +74,8 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
             ("dcgm-compat", flag(|a| a.dcgm_compat)),
             ("serve.dcgm_compat", &t.dcgm_compat),
         )?,
-        process_metrics: r.switch(
-            ("process-metrics", flag(|a| a.process_metrics)),
-            ("serve.process_metrics", &t.process_metrics),
-        )?,
-        process_metrics_limit: r
-            .layer(
-                ("process-metrics-limit", &opt(|a| &a.process_metrics_limit)),
-                ("serve.process_metrics_limit", &t.process_metrics_limit),
-                at_least_one,
-                |n| at_least_one(&n.to_string()),
-                DEFAULT_PROCESS_METRICS_LIMIT,
-            )?
-            .value,
+        process_metrics,
+        process_metrics_limit: process_metrics_limit(args, r, process_metrics)?,
         redact: r.switch(("redact", flag(|a| a.redact)), ("serve.redact", &t.redact))?,
         // NODE_NAME is not a gpuwatch setting (the cluster sets it), so it is the default.
         hostname: hostname
@@ -91,6 +84,36 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
         web_config: web_config.value.map(PathBuf::from),
         limits: limits(args, r)?,
     })
+}
+
+/// `--process-metrics-limit`, which a flag or variable may not give without per-PID series
+/// (the file may keep it for when they are turned on).
+fn process_metrics_limit(
+    args: Option<&ServeArgs>,
+    r: &Resolver,
+    process_metrics: bool,
+) -> Result<usize, SettingsError> {
+    let limit = r.layer(
+        (
+            "process-metrics-limit",
+            &args.and_then(|a| a.process_metrics_limit.clone()),
+        ),
+        (
+            "serve.process_metrics_limit",
+            &r.file_config().serve.process_metrics_limit,
+        ),
+        at_least_one,
+        |n| at_least_one(&n.to_string()),
+        DEFAULT_PROCESS_METRICS_LIMIT,
+    )?;
+    if limit.given_for_this_run() && !process_metrics {
+        return Err(SettingsError::new(
+            limit.at(),
+            "only with --process-metrics (per-PID series are off)".into(),
+            None,
+        ));
+    }
+    Ok(limit.value)
 }
 
 fn limits(args: Option<&ServeArgs>, r: &Resolver) -> Result<ConnectionLimits, SettingsError> {
