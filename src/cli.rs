@@ -46,7 +46,7 @@ pub const SORT_NAMES: [&str; 11] = [
 
 const ENV_HELP: &str = "\
 Every setting flag can also come from the environment as GPUWATCH_<FLAG>, e.g.
-GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:9445 (switches take
+GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:19445 (switches take
 1/true/yes or 0/false/no); a GPUWATCH_* variable gpuwatch does not know is an error. Most
 also come from the config file (gpuwatch config init writes one with every key explained).
 A flag beats the environment, which beats the file, which beats the default.
@@ -320,7 +320,7 @@ pub enum Command {
     /// when not enough GPUs qualify, saying why for each one skipped.
     Pick(PickArgs),
     /// Serve Prometheus metrics (and a JSON snapshot) over HTTP, e.g. `gpuwatch serve --listen
-    /// 0.0.0.0:9445`; the global flags (--interval, --only, --demo, ...) apply.
+    /// 0.0.0.0:19445`; the global flags (--interval, --only, --demo, ...) apply.
     Serve(ServeArgs),
     /// Alerts: `gpuwatch alert test` sends one synthetic alert through the configured sinks.
     Alert {
@@ -428,8 +428,8 @@ pub enum PickFormat {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:9445 listens on
-    /// every interface) [default: 127.0.0.1:9445; dcgm-exporter's is 9400].
+    /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:19445 listens on
+    /// every interface) [default: 127.0.0.1:19445; dcgm-exporter's is 9400].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
 

@@ -404,8 +404,8 @@ fn serve_settings_come_from_the_environment() {
         .assert()
         .code(2)
         .stderr(
-            "gpuwatch: GPUWATCH_LISTEN: not an IP:PORT address such as 127.0.0.1:9445 or \
-             0.0.0.0:9445 (got \"nowhere\")\n",
+            "gpuwatch: GPUWATCH_LISTEN: not an IP:PORT address such as 127.0.0.1:19445 or \
+             0.0.0.0:19445 (got \"nowhere\")\n",
         );
     // GPUWATCH_DCGM_COMPAT turns on the DCGM names.
     let mut cmd = serve_support::gpuwatch();

@@ -510,7 +510,7 @@ fn serve_settings_flag_beats_env_beats_file() {
     let file = [("XDG_CONFIG_HOME", xdg)];
     let serve = |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().serve;
     let s = serve(&["serve"], &[]);
-    assert_eq!(s.listen.to_string(), "127.0.0.1:9445", "default");
+    assert_eq!(s.listen.to_string(), "127.0.0.1:19445", "default");
     assert!(!s.dcgm_compat && !s.process_metrics);
     let s = serve(&["serve"], &file);
     assert_eq!(s.listen.to_string(), "0.0.0.0:9500", "file");
@@ -653,7 +653,7 @@ fn new_keys_name_file_line_and_key() {
     for (text, message) in [
         (
             "[serve]\nlisten = \"localhost\"\n",
-            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:9445 or 0.0.0.0:9445 \
+            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:19445 or 0.0.0.0:19445 \
              (got \"localhost\")",
         ),
         (

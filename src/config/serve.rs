@@ -12,11 +12,13 @@ use super::values::Resolver;
 use super::{ConnectionLimits, Env, ServeSettings, SettingsError};
 use crate::cli::{Cli, Command, ServeArgs};
 
-/// Port 9400 is dcgm-exporter's, and both often run on one GPU host; 9445 is not taken by
-/// the exporters usually found there (node 9100, dcgm 9400, nvidia_gpu_exporter 9835).
-/// `--dcgm-compat --listen 0.0.0.0:9400` is the drop-in path. Loopback by default:
-/// exposing metrics to the network should be a decision.
-pub const DEFAULT_PORT: u16 = 9445;
+/// Outside Prometheus' exporter range (9100-9999, every port of it allocated since 2023; 9445,
+/// gpuwatch's old default, is mindprince/nvidia_gpu_prometheus_exporter's, common on Slurm
+/// GPU hosts), clear of what GPU hosts run besides (dcgm-exporter 9400, nvidia_gpu_exporter
+/// 9835, Slurm 6817-6820, the kubelet 10250-10259) and below the ephemeral ports (32768+).
+/// docs/exporter.md says why at length. `--dcgm-compat --listen 0.0.0.0:9400` is the
+/// drop-in path for dcgm-exporter. Loopback by default: exposing metrics should be a decision.
+pub const DEFAULT_PORT: u16 = 19445;
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, DEFAULT_PORT));
 
