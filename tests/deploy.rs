@@ -6,6 +6,10 @@
 //! message, and fails it under CI=true.
 
 mod common;
+#[path = "deploy/crds.rs"]
+mod crds;
+#[path = "deploy/exporter_defaults.rs"]
+mod exporter_defaults;
 #[path = "deploy/kubernetes.rs"]
 mod kubernetes;
 mod serve_support;
@@ -228,6 +232,17 @@ fn the_dockerfile_is_multi_stage_non_root_and_asks_only_for_nvml() {
     );
     assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"));
     assert!(text.contains(&format!("EXPOSE {}", gpuwatch::config::DEFAULT_PORT)));
+    // OCI labels on the run stage (after the last FROM), the licence the same as Cargo's.
+    let run_stage = &text[text.rfind("\nFROM ").unwrap()..];
+    for label in ["title", "description", "version", "revision", "licenses"] {
+        let key = format!("org.opencontainers.image.{label}=");
+        assert!(run_stage.contains(&key), "no {key} label");
+    }
+    let licence = format!(
+        "org.opencontainers.image.licenses=\"{}\"",
+        env!("CARGO_PKG_LICENSE")
+    );
+    assert!(run_stage.contains(&licence), "{licence}");
 }
 
 /// `COPY . .` sends the whole build context: .dockerignore keeps target/ (gigabytes) and
