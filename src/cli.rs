@@ -46,7 +46,7 @@ pub const SORT_NAMES: [&str; 11] = [
 
 const ENV_HELP: &str = "\
 Every setting flag can also come from the environment as GPUWATCH_<FLAG>, e.g.
-GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:9445 (switches take
+GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:19445 (switches take
 1/true/yes or 0/false/no); a GPUWATCH_* variable gpuwatch does not know is an error. Most
 also come from the config file (gpuwatch config init writes one with every key explained).
 A flag beats the environment, which beats the file, which beats the default.
@@ -164,7 +164,8 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub record: Option<String>,
 
-    /// With --record: past this size start a new file, keeping the old one as FILE.1 (e.g. 100MiB).
+    /// With --record: past this size start a new file, keeping the old one as FILE.1 (e.g.
+    /// 100MiB; sizes take binary units B, KiB, MiB, GiB, TiB; GB and bare numbers are refused).
     // No clap `requires`: the recording may be named by GPUWATCH_RECORD or the file instead.
     #[arg(long, value_name = "SIZE", global = true)]
     pub record_max_size: Option<String>,
@@ -235,7 +236,8 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", global = true)]
     pub idle_after: Option<String>,
 
-    /// VRAM a process must hold to count as an idle holder, e.g. 1GiB, 512MiB [default: 1GiB].
+    /// VRAM a process must hold to count as an idle holder, e.g. 1GiB, 512MiB (binary units: G
+    /// is GiB; GB and a bare number are refused) [default: 1GiB].
     #[arg(long, value_name = "SIZE", global = true)]
     pub idle_min_vram: Option<String>,
 
@@ -243,7 +245,8 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", global = true)]
     pub stale_after: Option<String>,
 
-    /// VRAM held by no process that counts as a stale allocation [default: 1GiB].
+    /// VRAM held by no process that counts as a stale allocation, e.g. 2GiB (binary units: G is
+    /// GiB; GB and a bare number are refused) [default: 1GiB].
     #[arg(long, value_name = "SIZE", global = true)]
     pub stale_min_vram: Option<String>,
 
@@ -317,7 +320,7 @@ pub enum Command {
     /// when not enough GPUs qualify, saying why for each one skipped.
     Pick(PickArgs),
     /// Serve Prometheus metrics (and a JSON snapshot) over HTTP, e.g. `gpuwatch serve --listen
-    /// 0.0.0.0:9445`; the global flags (--interval, --only, --demo, ...) apply.
+    /// 0.0.0.0:19445`; the global flags (--interval, --only, --demo, ...) apply.
     Serve(ServeArgs),
     /// Alerts: `gpuwatch alert test` sends one synthetic alert through the configured sinks.
     Alert {
@@ -383,7 +386,8 @@ pub struct PickArgs {
     #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1)]
     pub count: usize,
 
-    /// Each picked GPU must have at least this much VRAM free, e.g. 20GiB.
+    /// Each picked GPU must have at least this much VRAM free, e.g. 20GiB or 20G (binary
+    /// units; GB and a bare number are refused).
     #[arg(long, value_name = "SIZE")]
     pub min_free: Option<String>,
 
@@ -424,8 +428,8 @@ pub enum PickFormat {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:9445 listens on
-    /// every interface) [default: 127.0.0.1:9445; dcgm-exporter's is 9400].
+    /// Address to listen on, as IP:PORT (port 0 picks a free one; 0.0.0.0:19445 listens on
+    /// every interface) [default: 127.0.0.1:19445; dcgm-exporter's is 9400].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
 

@@ -42,9 +42,11 @@ impl std::iter::Sum for Bytes {
     }
 }
 
-/// Sizes as users write them: `20GiB`, `20G`, `512MiB`, `1.5 GiB` (binary units, so `GB` is
-/// read as GiB like nvidia-smi's "MiB" columns; a plain number is GiB). Used by every size
-/// setting, `pick --min-free` and the `vram>` filter, so they all accept the same forms.
+/// Sizes as users write them: `20GiB`, `20G`, `512MiB`, `1.5 GiB`, `4096B`. Units are binary
+/// (`G` is GiB, as in `free -h` and nvidia-smi's MiB columns). `GB`, `MB`, `KB` and `TB` are
+/// refused rather than guessed: half the world reads them as 10^9, the other half as 2^30.
+/// A bare number is refused too (is `1073741824` bytes or GiB?), except `0`. Used by every
+/// size setting, `pick --min-free` and the `vram>` filter, so they all accept the same forms.
 impl std::str::FromStr for Bytes {
     type Err = String;
 
@@ -58,13 +60,28 @@ impl std::str::FromStr for Bytes {
             .parse()
             .map_err(|_| format!("{text:?} is not a size like 20GiB or 512MiB"))?;
         let scale = match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "g" | "gib" | "gb" => Bytes::GIB,
-            "m" | "mib" | "mb" => Bytes::MIB,
-            "k" | "kib" | "kb" => Bytes::KIB,
-            "t" | "tib" | "tb" => Bytes::GIB * 1024,
+            "" if value == 0.0 => 1,
+            "" => {
+                return Err(format!(
+                    "{text:?} has no unit: write {number}B for bytes, or e.g. {number}GiB, {number}MiB"
+                ));
+            }
+            "b" => 1,
+            "k" | "kib" => Bytes::KIB,
+            "m" | "mib" => Bytes::MIB,
+            "g" | "gib" => Bytes::GIB,
+            "t" | "tib" => Bytes::GIB * 1024,
+            decimal @ ("kb" | "mb" | "gb" | "tb") => {
+                let binary = format!("{}iB", decimal[..1].to_ascii_uppercase());
+                return Err(format!(
+                    "{text:?}: {} is ambiguous (10^n or 2^n bytes?); write {number}{binary} \
+                     (binary units, as nvidia-smi uses)",
+                    decimal.to_ascii_uppercase()
+                ));
+            }
             other => {
                 return Err(format!(
-                    "unknown size unit {other:?} in {text:?} (use GiB, MiB)"
+                    "unknown size unit {other:?} in {text:?} (use B, KiB, MiB, GiB or TiB)"
                 ));
             }
         };
@@ -121,7 +138,20 @@ mod tests {
         assert_eq!(parse("20GiB").unwrap(), Bytes(20 * Bytes::GIB));
         assert_eq!(parse("1.5 G").unwrap(), Bytes(3 * Bytes::GIB / 2));
         assert_eq!(parse("512MiB").unwrap(), Bytes(512 * Bytes::MIB));
-        assert_eq!(parse("8").unwrap(), Bytes(8 * Bytes::GIB));
+        assert_eq!(parse("4096B").unwrap(), Bytes(4096));
+        assert_eq!(parse("0").unwrap(), Bytes(0));
+        // Issue 23: a bare number was GiB, so a byte count became exbibytes.
+        assert_eq!(
+            parse("1073741824").unwrap_err(),
+            "\"1073741824\" has no unit: write 1073741824B for bytes, or e.g. 1073741824GiB, \
+             1073741824MiB"
+        );
+        assert_eq!(
+            parse("20GB").unwrap_err(),
+            "\"20GB\": GB is ambiguous (10^n or 2^n bytes?); write 20GiB (binary units, as \
+             nvidia-smi uses)"
+        );
+        assert!(parse("1 mb").unwrap_err().contains("write 1MiB"));
         assert_eq!(
             parse("lots").unwrap_err(),
             "\"lots\" is not a size like 20GiB or 512MiB"

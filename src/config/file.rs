@@ -23,6 +23,10 @@ pub type Entry<T> = Option<Spanned<T>>;
 pub struct FileConfig {
     pub source: Entry<String>,
     pub demo_scenario: Entry<String>,
+    /// `--nvml-lib`, `--kubelet-socket`, `--only`: what an admin pins for the host in /etc.
+    pub nvml_lib: Entry<String>,
+    pub kubelet_socket: Entry<String>,
+    pub only: Entry<String>,
     pub interval: Entry<DurationText>,
     pub history: Entry<DurationText>,
     pub compact: Entry<bool>,
@@ -152,7 +156,8 @@ pub struct ThresholdsTable {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DurationText(pub String);
 
-/// A size as written: `"1GiB"`, or a bare number of GiB (as `Bytes`'s `FromStr` reads it).
+/// A size as written: `"1GiB"`; a bare number is kept as text so `Bytes`'s `FromStr` can
+/// refuse it (it has no unit) with the file's line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SizeText(pub String);
 

@@ -6,6 +6,7 @@
 mod alerts;
 mod env;
 mod file;
+mod ignored;
 mod outputs;
 mod parse;
 mod serve;
@@ -289,14 +290,8 @@ impl Settings {
         let json = r.switch(("json", cli.json), ("", &None))?;
         let once = r.switch(("once", cli.once), ("", &None))?;
         let (sort, sort_dir) = r.sort(&cli.sort, &fc.sort)?;
-        let only = r.text("only", &cli.only)?;
-        let only_origin = only
-            .as_ref()
-            .map_or_else(|| "--only".into(), |got| got.at());
-        let only = only
-            .map(|got| parse_gpu_list(&got.value).map_err(|why| got.invalid_because(why)))
-            .transpose()?;
-        Ok(Settings {
+        let (only, only_origin) = sources::only(cli, &r)?;
+        let settings = Settings {
             source: sources::source_kind(cli, &r)?,
             demo_gpus,
             demo_scenario: sources::demo_scenario(cli, &r)?,
@@ -335,7 +330,9 @@ impl Settings {
                 _ => None,
             },
             debug_panic_after: cli.debug_panic_after,
-        })
+        };
+        ignored::check(cli, &r, &settings)?;
+        Ok(settings)
     }
 
     /// Samples each GPU's history keeps: the history window over the interval.

@@ -106,7 +106,7 @@ pub fn parse_whole<T: std::str::FromStr>(text: &str) -> Result<T, String> {
 pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     text.trim()
         .parse()
-        .map_err(|_| "not an IP:PORT address such as 127.0.0.1:9445 or 0.0.0.0:9445".into())
+        .map_err(|_| "not an IP:PORT address such as 127.0.0.1:19445 or 0.0.0.0:19445".into())
 }
 
 /// `gpu1:9400,gpu2:9400`: every entry a HOST:PORT.

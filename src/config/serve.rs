@@ -12,11 +12,13 @@ use super::values::Resolver;
 use super::{ConnectionLimits, Env, ServeSettings, SettingsError};
 use crate::cli::{Cli, Command, ServeArgs};
 
-/// Port 9400 is dcgm-exporter's, and both often run on one GPU host; 9445 is not taken by
-/// the exporters usually found there (node 9100, dcgm 9400, nvidia_gpu_exporter 9835).
-/// `--dcgm-compat --listen 0.0.0.0:9400` is the drop-in path. Loopback by default:
-/// exposing metrics to the network should be a decision.
-pub const DEFAULT_PORT: u16 = 9445;
+/// Outside Prometheus' exporter range (9100-9999, every port of it allocated since 2023; 9445,
+/// gpuwatch's old default, is mindprince/nvidia_gpu_prometheus_exporter's, common on Slurm
+/// GPU hosts), clear of what GPU hosts run besides (dcgm-exporter 9400, nvidia_gpu_exporter
+/// 9835, Slurm 6817-6820, the kubelet 10250-10259) and below the ephemeral ports (32768+).
+/// docs/exporter.md says why at length. `--dcgm-compat --listen 0.0.0.0:9400` is the
+/// drop-in path for dcgm-exporter. Loopback by default: exposing metrics should be a decision.
+pub const DEFAULT_PORT: u16 = 19445;
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, DEFAULT_PORT));
 
@@ -48,6 +50,10 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
         |s| parse_listen(s),
         DEFAULT_LISTEN,
     )?;
+    let process_metrics = r.switch(
+        ("process-metrics", flag(|a| a.process_metrics)),
+        ("serve.process_metrics", &t.process_metrics),
+    )?;
     let text = |s: &str| Ok(Some(s.to_string()));
     let hostname = r.layer(
         ("hostname", &opt(|a| &a.hostname)),
@@ -70,19 +76,8 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
             ("dcgm-compat", flag(|a| a.dcgm_compat)),
             ("serve.dcgm_compat", &t.dcgm_compat),
         )?,
-        process_metrics: r.switch(
-            ("process-metrics", flag(|a| a.process_metrics)),
-            ("serve.process_metrics", &t.process_metrics),
-        )?,
-        process_metrics_limit: r
-            .layer(
-                ("process-metrics-limit", &opt(|a| &a.process_metrics_limit)),
-                ("serve.process_metrics_limit", &t.process_metrics_limit),
-                at_least_one,
-                |n| at_least_one(&n.to_string()),
-                DEFAULT_PROCESS_METRICS_LIMIT,
-            )?
-            .value,
+        process_metrics,
+        process_metrics_limit: process_metrics_limit(args, r, process_metrics)?,
         redact: r.switch(("redact", flag(|a| a.redact)), ("serve.redact", &t.redact))?,
         // NODE_NAME is not a gpuwatch setting (the cluster sets it), so it is the default.
         hostname: hostname
@@ -91,6 +86,36 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
         web_config: web_config.value.map(PathBuf::from),
         limits: limits(args, r)?,
     })
+}
+
+/// `--process-metrics-limit`, which a flag or variable may not give without per-PID series
+/// (the file may keep it for when they are turned on).
+fn process_metrics_limit(
+    args: Option<&ServeArgs>,
+    r: &Resolver,
+    process_metrics: bool,
+) -> Result<usize, SettingsError> {
+    let limit = r.layer(
+        (
+            "process-metrics-limit",
+            &args.and_then(|a| a.process_metrics_limit.clone()),
+        ),
+        (
+            "serve.process_metrics_limit",
+            &r.file_config().serve.process_metrics_limit,
+        ),
+        at_least_one,
+        |n| at_least_one(&n.to_string()),
+        DEFAULT_PROCESS_METRICS_LIMIT,
+    )?;
+    if limit.given_for_this_run() && !process_metrics {
+        return Err(SettingsError::new(
+            limit.at(),
+            "only with --process-metrics (per-PID series are off)".into(),
+            None,
+        ));
+    }
+    Ok(limit.value)
 }
 
 fn limits(args: Option<&ServeArgs>, r: &Resolver) -> Result<ConnectionLimits, SettingsError> {

@@ -8,6 +8,7 @@ use super::parse::{parse_addresses, parse_whole, scenario_by_name, source_by_nam
 use super::values::{Got, Resolver};
 use super::{PrometheusSettings, RemoteSettings, SettingsError};
 use crate::cli::{Cli, Command, SourceKind};
+use crate::select::{GpuSelector, parse_gpu_list};
 use crate::source::drm::Roots;
 use crate::source::remote::parse_address;
 use crate::source::sim::{MAX_GPUS, Scenario};
@@ -65,10 +66,18 @@ pub(super) fn demo_scenario(cli: &Cli, r: &Resolver) -> Result<Scenario, Setting
 /// `--kubelet-socket`: the default may be missing (not a Kubernetes node), but a socket
 /// someone named must be one, or every pod lookup would fail without a word.
 pub(super) fn kubelet_socket(cli: &Cli, r: &Resolver) -> Result<PathBuf, SettingsError> {
-    let Some(got) = r.text("kubelet-socket", &cli.kubelet_socket)? else {
+    let text = |s: &str| Ok(Some(s.to_string()));
+    let got = r.layer(
+        ("kubelet-socket", &cli.kubelet_socket),
+        ("kubelet_socket", &r.file_config().kubelet_socket),
+        text,
+        |s| text(s),
+        None,
+    )?;
+    let Some(value) = got.value.clone() else {
         return Ok(crate::procinfo::kubelet::DEFAULT_SOCKET.into());
     };
-    let path = PathBuf::from(&got.value);
+    let path = PathBuf::from(&value);
     use std::os::unix::fs::FileTypeExt;
     match std::fs::metadata(&path) {
         Ok(m) if m.file_type().is_socket() => Ok(path),
@@ -101,8 +110,31 @@ pub(super) fn drm_roots(cli: &Cli, r: &Resolver) -> Result<Roots, SettingsError>
 }
 
 pub(super) fn nvml_lib(cli: &Cli, r: &Resolver) -> Result<Option<PathBuf>, SettingsError> {
-    Ok(r.text("nvml-lib", &cli.nvml_lib)?
-        .map(|got| got.value.into()))
+    let path = |s: &str| Ok(Some(PathBuf::from(s)));
+    Ok(r.layer(
+        ("nvml-lib", &cli.nvml_lib),
+        ("nvml_lib", &r.file_config().nvml_lib),
+        path,
+        |s| path(s),
+        None,
+    )?
+    .value)
+}
+
+/// `--only` / `only`: the GPUs to show, and where the list came from (for "matches no GPU").
+pub(super) fn only(
+    cli: &Cli,
+    r: &Resolver,
+) -> Result<(Option<Vec<GpuSelector>>, String), SettingsError> {
+    let list = |s: &str| parse_gpu_list(s).map(Some);
+    let got = r.layer(
+        ("only", &cli.only),
+        ("only", &r.file_config().only),
+        list,
+        |s| list(s),
+        None,
+    )?;
+    Ok((got.value.clone(), got.at()))
 }
 
 /// `gpuwatch replay FILE`: the recording to play instead of a live source.

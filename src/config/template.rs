@@ -40,7 +40,7 @@ fn top_level_keys() -> String {
         r#"# gpuwatch settings. Every value below is the default; delete a line to go back to it.
 # A flag (see gpuwatch --help) beats the environment (GPUWATCH_<FLAG>), which beats this file.
 # Durations: "500ms", "2s", "5m", "1h", or a number of seconds.
-# Sizes: "1GiB", "512MiB", or a number of GiB.
+# Sizes: "1GiB", "512MiB", "4096B": binary units ("G" is GiB); "GB" and bare numbers are refused.
 
 # Where readings come from (--source): "nvml" (NVIDIA GPUs), "amd" (amdgpu), "intel"
 # (i915/xe), "auto" (every vendor present, else the simulated demo fleet) or "demo".
@@ -61,7 +61,15 @@ mouse = false
 # "dark" or "light" for the terminal's background, or "mono" for no colour (--theme).
 # NO_COLOR or --no-color always means mono.
 theme = "{theme}"
+# Only these GPUs, by index or UUID, comma-separated (--only).
+# only = "0,2"
+# The libnvidia-ml.so.1 to load instead of the system's (--nvml-lib).
+# nvml_lib = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+# The kubelet's pod-resources socket, asked which pod holds each GPU (--kubelet-socket);
+# when set it must be a socket.
+# kubelet_socket = "{kubelet}"
 "#,
+        kubelet = crate::procinfo::kubelet::DEFAULT_SOCKET,
         source = source_config_name(SourceKind::Nvml),
         scenario = crate::source::sim::Scenario::Default.name(),
         interval = dur(DEFAULT_INTERVAL),
@@ -254,7 +262,7 @@ fn size(b: Bytes) -> String {
             return format!("\"{}{unit}\"", b.0 / scale);
         }
     }
-    format!("\"{}KiB\"", b.0 as f64 / Bytes::KIB as f64)
+    format!("\"{}B\"", b.0)
 }
 
 /// Why `config init` wrote nothing.

@@ -68,6 +68,12 @@ impl<T> Got<T> {
         self.origin != Origin::Default
     }
 
+    /// Whether the command line or the environment gave it (not the file, not the default):
+    /// given for this run rather than kept in a file shared by every mode.
+    pub fn given_for_this_run(&self) -> bool {
+        matches!(self.origin, Origin::Flag | Origin::Env(_))
+    }
+
     /// How to refer to this setting in a message about another one from `vocabulary`'s place.
     fn name(&self, vocabulary: &Origin) -> String {
         match (&self.origin, vocabulary) {

@@ -12,7 +12,7 @@ use super::text::{Exposition, Family, Labels};
 
 /// The fields `--dcgm-compat` writes, in dcgm-exporter's default-counters order (the
 /// names, scales, types and help texts are the field table's `dcgm` column).
-const ORDER: [Key; 17] = [
+const ORDER: [Key; 18] = [
     Key::SmClock,
     Key::MemoryClock,
     Key::Temperature,
@@ -24,6 +24,7 @@ const ORDER: [Key; 17] = [
     Key::DecoderUtil,
     Key::MemoryFree,
     Key::MemoryUsed,
+    Key::MemoryReserved,
     Key::MemoryTemperature,
     Key::PcieReplays,
     Key::DcgmXid,

@@ -404,8 +404,8 @@ fn serve_settings_come_from_the_environment() {
         .assert()
         .code(2)
         .stderr(
-            "gpuwatch: GPUWATCH_LISTEN: not an IP:PORT address such as 127.0.0.1:9445 or \
-             0.0.0.0:9445 (got \"nowhere\")\n",
+            "gpuwatch: GPUWATCH_LISTEN: not an IP:PORT address such as 127.0.0.1:19445 or \
+             0.0.0.0:19445 (got \"nowhere\")\n",
         );
     // GPUWATCH_DCGM_COMPAT turns on the DCGM names.
     let mut cmd = serve_support::gpuwatch();
@@ -620,4 +620,123 @@ fn man_pages_script_installs_gzipped_pages_for_release_and_image() {
             "{file} does not install the man pages"
         );
     }
+}
+
+/// Issue 23: a flag this run would not use is refused naming it (exit 2), never dropped.
+#[test]
+fn flags_this_run_would_ignore_are_refused_by_name() {
+    let refused = |args: &[&str], line: &str| {
+        gpuwatch()
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(format!("gpuwatch: {line}\n"));
+    };
+    let real = "only with the demo fleet (--demo or --source demo); this run reads real GPUs \
+                (--source nvml)";
+    refused(
+        &["--demo-gpus", "2", "--once"],
+        &format!("--demo-gpus: {real}"),
+    );
+    refused(&["--seed", "7", "--once"], &format!("--seed: {real}"));
+    refused(
+        &["--source", "amd", "--demo-scenario", "mixed", "--once"],
+        "--demo-scenario: only with the demo fleet (--demo or --source demo); this run reads \
+         real GPUs (--source amd)",
+    );
+    let recording = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/demo-recording.ndjson"
+    );
+    refused(
+        &["replay", recording, "--seed", "3", "--once"],
+        "--seed: only with the demo fleet (--demo or --source demo); this run reads a recording",
+    );
+    gpuwatch()
+        .env("GPUWATCH_SEED", "3")
+        .args(["--once"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with(
+            "gpuwatch: GPUWATCH_SEED: only with the demo fleet",
+        ));
+    for (flag, why) in [
+        ("--once", "not with serve, which serves until stopped"),
+        ("--json", "not with serve: its JSON is at /api/v1/snapshot"),
+        ("--mouse", "only in the monitor; serve draws no screen"),
+        ("--compact", "only in the monitor; serve draws no screen"),
+        ("--no-bell", "only in the monitor; serve draws no screen"),
+        ("--no-color", "only in the monitor; serve draws no screen"),
+    ] {
+        gpuwatch()
+            .args(["serve", "--demo", flag])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::starts_with(format!(
+                "gpuwatch: {flag}: {why}"
+            )));
+    }
+    refused(
+        &["serve", "--demo", "--theme", "light"],
+        "--theme: only in the monitor; serve draws no screen",
+    );
+    refused(
+        &["--sort", "pid", "serve", "--demo"],
+        "--sort: only in the monitor; serve draws no screen",
+    );
+    refused(
+        &["serve", "--demo", "--process-metrics-limit", "5"],
+        "--process-metrics-limit: only with --process-metrics (per-PID series are off)",
+    );
+    gpuwatch()
+        .env("GPUWATCH_PROCESS_METRICS_LIMIT", "5")
+        .args(["serve", "--demo"])
+        .assert()
+        .code(2)
+        .stderr(
+            "gpuwatch: GPUWATCH_PROCESS_METRICS_LIMIT: only with --process-metrics (per-PID \
+             series are off)\n",
+        );
+    // What stays accepted: the demo's flags with the demo or auto, the monitor's settings
+    // from the environment under serve (a shell may export them for the monitor).
+    gpuwatch()
+        .args([
+            "--source",
+            "auto",
+            "--demo-gpus",
+            "2",
+            "--seed",
+            "5",
+            "--once",
+        ])
+        .env("GPUWATCH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2 GPUs"));
+}
+
+/// Issue 23: sizes need a unit (a bare 1073741824 was read as that many GiB) and GB is refused
+/// rather than guessed, from a flag as from `pick`.
+#[test]
+fn sizes_need_a_unit_and_gb_is_refused() {
+    gpuwatch()
+        .args(["--demo", "--once", "--idle-min-vram", "1073741824"])
+        .assert()
+        .code(2)
+        .stderr(
+            "gpuwatch: --idle-min-vram: \"1073741824\" has no unit: write 1073741824B for bytes, \
+             or e.g. 1073741824GiB, 1073741824MiB\n",
+        );
+    gpuwatch()
+        .args(["--demo", "pick", "--min-free", "20GB"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "GB is ambiguous (10^n or 2^n bytes?); write 20GiB",
+        ));
+    gpuwatch()
+        .args(["--demo", "--once", "--stale-min-vram", "1073741824B"])
+        .assert()
+        .success();
 }

@@ -198,7 +198,8 @@ fn every_file_error_names_file_line_and_key() {
         ),
         (
             "bad_size.toml",
-            "3: thresholds.idle_min_vram: unknown size unit \"gb-ish\" in \"1 GB-ish\" (use GiB, MiB)",
+            "3: thresholds.idle_min_vram: unknown size unit \"gb-ish\" in \"1 GB-ish\" (use B, KiB, MiB, GiB or \
+             TiB)",
         ),
         (
             "bad_column.toml",
@@ -351,7 +352,7 @@ fn the_default_file_is_exactly_the_defaults() {
 fn the_default_files_examples_are_valid() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config.toml");
-    let examples = ["path", "max_size", "hosts_file"];
+    let examples = ["path", "max_size", "hosts_file", "only", "nvml_lib"];
     let mut uncommented = 0;
     let text: String = default_file_text()
         .lines()
@@ -375,6 +376,11 @@ fn the_default_files_examples_are_valid() {
         s.remote.hosts_file.as_deref(),
         Some(Path::new("/etc/gpuwatch/hosts"))
     );
+    assert_eq!(
+        s.nvml_lib.as_deref(),
+        Some(Path::new("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"))
+    );
+    assert_eq!(s.only.map(|l| l.len()), Some(2), "only = \"0,2\"");
 }
 
 /// The binary with a clean environment and a HOME of its own.
@@ -504,7 +510,7 @@ fn serve_settings_flag_beats_env_beats_file() {
     let file = [("XDG_CONFIG_HOME", xdg)];
     let serve = |args: &[&str], vars: &[(&str, &str)]| resolve(args, vars).unwrap().serve;
     let s = serve(&["serve"], &[]);
-    assert_eq!(s.listen.to_string(), "127.0.0.1:9445", "default");
+    assert_eq!(s.listen.to_string(), "127.0.0.1:19445", "default");
     assert!(!s.dcgm_compat && !s.process_metrics);
     let s = serve(&["serve"], &file);
     assert_eq!(s.listen.to_string(), "0.0.0.0:9500", "file");
@@ -647,7 +653,7 @@ fn new_keys_name_file_line_and_key() {
     for (text, message) in [
         (
             "[serve]\nlisten = \"localhost\"\n",
-            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:9445 or 0.0.0.0:9445 \
+            "2: serve.listen: not an IP:PORT address such as 127.0.0.1:19445 or 0.0.0.0:19445 \
              (got \"localhost\")",
         ),
         (
@@ -660,7 +666,8 @@ fn new_keys_name_file_line_and_key() {
         ),
         (
             "[record]\nmax_size = \"1 parsec\"\n",
-            "2: record.max_size: unknown size unit \"parsec\" in \"1 parsec\" (use GiB, MiB)",
+            "2: record.max_size: unknown size unit \"parsec\" in \"1 parsec\" (use B, KiB, MiB, GiB or \
+             TiB)",
         ),
         (
             "source = \"gpu\"\n",
@@ -850,4 +857,63 @@ fn the_default_files_alert_examples_are_valid() {
         s.alerts.rules.repeat(WarningCode::Overheating),
         Duration::from_secs(3600)
     );
+}
+
+/// Issue 23: a size in the file needs a unit too (a TOML number was read as GiB), `GB` is
+/// refused, and the host settings an admin pins in /etc are keys: `nvml_lib`,
+/// `kubelet_socket`, `only`; their errors name file, line and key.
+#[test]
+fn sizes_need_units_and_host_settings_are_keys() {
+    for (text, message) in [
+        (
+            "[thresholds]\nidle_min_vram = 1073741824\n",
+            "2: thresholds.idle_min_vram: \"1073741824\" has no unit: write 1073741824B for \
+             bytes, or e.g. 1073741824GiB, 1073741824MiB",
+        ),
+        (
+            "\n[record]\npath = \"r.ndjson\"\nmax_size = \"2GB\"\n",
+            "4: record.max_size: \"2GB\": GB is ambiguous (10^n or 2^n bytes?); write 2GiB \
+             (binary units, as nvidia-smi uses)",
+        ),
+        ("only = \"0,,1\"\n", "1: only: "),
+        (
+            "\nkubelet_socket = \"/nonexistent/kubelet.sock\"\n",
+            "2: kubelet_socket: cannot use /nonexistent/kubelet.sock: ",
+        ),
+    ] {
+        let home = config_home(text);
+        let path = home.path().join("gpuwatch/config.toml");
+        let err = resolve(&[], &[("XDG_CONFIG_HOME", home.path().to_str().unwrap())]);
+        let err = err.unwrap_err();
+        let want = format!("{}:{message}", path.display());
+        assert!(err.starts_with(&want), "{text}: {err}\nwanted: {want}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("kubelet.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let home = config_home(&format!(
+        "nvml_lib = \"/opt/nvidia/libnvidia-ml.so.1\"\nkubelet_socket = {:?}\nonly = \"1,GPU-5e0c\"\n\
+         [thresholds]\nidle_min_vram = \"4096B\"\nstale_min_vram = 0\n",
+        socket.to_str().unwrap()
+    ));
+    let xdg = ("XDG_CONFIG_HOME", home.path().to_str().unwrap());
+    let s = resolve(&[], &[xdg]).unwrap();
+    assert_eq!(
+        s.nvml_lib.as_deref(),
+        Some(Path::new("/opt/nvidia/libnvidia-ml.so.1"))
+    );
+    assert_eq!(s.kubelet_socket, socket);
+    assert_eq!(s.only.as_ref().map(Vec::len), Some(2));
+    assert!(
+        s.only_origin.ends_with("gpuwatch/config.toml:3: only"),
+        "{}",
+        s.only_origin
+    );
+    assert_eq!(s.thresholds.idle_min_vram, Bytes(4096));
+    assert_eq!(s.thresholds.stale_min_vram, Bytes(0));
+    // The flag still beats the file.
+    let s = resolve(&["--only", "3", "--nvml-lib", "/x.so"], &[xdg]).unwrap();
+    assert_eq!(s.only.map(|l| l.len()), Some(1));
+    assert_eq!(s.nvml_lib.as_deref(), Some(Path::new("/x.so")));
+    assert_eq!(s.only_origin, "--only");
 }

@@ -1,11 +1,20 @@
 //! The deployment files in deploy/ stay true to the binary: the Grafana dashboard is valid
-//! JSON and every metric its queries name is in `serve --demo`'s output; the Kubernetes
-//! manifests work as shipped (deploy/kubernetes.rs); the systemd unit starts and is
-//! hardened (deploy/systemd*.rs); the Prometheus scrape config passes `promtool check
-//! config`; the Dockerfile is multi-stage, non-root and asks only for NVML's capability. A missing tool skips its check with a
-//! message, and fails it under CI=true.
+//! JSON, every metric its queries name is in `serve --demo`'s output, and every panel's and
+//! variable's query returns data from a real Prometheus (deploy/dashboard.rs); the default
+//! port and the dcgm memory series (deploy/exporter_defaults.rs); the Kubernetes manifests
+//! work as shipped (deploy/kubernetes.rs) and the operator's resources match its CRDs
+//! (deploy/crds.rs); the systemd unit starts and is hardened (deploy/systemd*.rs); the
+//! Prometheus scrape config passes `promtool check config`; the Dockerfile is multi-stage,
+//! non-root, labelled and asks only for NVML's capability. A missing tool skips its check
+//! with a message, and fails it under CI=true.
 
 use crate::common;
+#[path = "deploy/crds.rs"]
+mod crds;
+#[path = "deploy/dashboard.rs"]
+mod dashboard;
+#[path = "deploy/exporter_defaults.rs"]
+mod exporter_defaults;
 #[path = "deploy/kubernetes.rs"]
 mod kubernetes;
 use crate::serve_support;
@@ -17,6 +26,7 @@ mod systemd_hardening;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 use serve_support::{Exporter, skip_without};
@@ -144,10 +154,21 @@ fn every_dashboard_query_names_metrics_the_exporter_serves() {
     let mut all = Vec::new();
     queries(&dashboard, &mut all);
     assert!(all.len() >= 10, "{all:?}");
-    // The exporter as the DaemonSet runs it (no opt-in series): what every install has.
-    let exporter = Exporter::demo(&[]);
+    // The exporter as the DaemonSet runs it, with the opt-in per-process series the "Top
+    // processes" panel says it needs, on the fleet that has MIG instances.
+    // The demo's story 40 times faster, so its XID (at 20 s) is there within a second.
+    let exporter = Exporter::demo(&[
+        "--demo-scenario",
+        "mixed",
+        "--process-metrics",
+        "--demo-speed",
+        "40",
+    ]);
     exporter.wait_ready();
-    let text = exporter.get("/metrics").body;
+    let text = serve_support::wait_until("an XID in the demo", Duration::from_secs(20), || {
+        let text = exporter.get("/metrics").body;
+        text.contains("\ngpuwatch_gpu_last_xid{").then_some(text)
+    });
     let served: BTreeSet<&str> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -159,7 +180,9 @@ fn every_dashboard_query_names_metrics_the_exporter_serves() {
         let q = q.replace("label_values(", "(");
         asked.extend(metric_names(&q).into_iter().filter(|n| !n.starts_with('$')));
     }
-    asked.remove("hostname");
+    for label in ["hostname", "gpu", "owners"] {
+        asked.remove(label);
+    }
     let missing: Vec<&String> = asked
         .iter()
         .filter(|n| !served.contains(n.as_str()))
@@ -228,6 +251,17 @@ fn the_dockerfile_is_multi_stage_non_root_and_asks_only_for_nvml() {
     );
     assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"));
     assert!(text.contains(&format!("EXPOSE {}", gpuwatch::config::DEFAULT_PORT)));
+    // OCI labels on the run stage (after the last FROM), the licence the same as Cargo's.
+    let run_stage = &text[text.rfind("\nFROM ").unwrap()..];
+    for label in ["title", "description", "version", "revision", "licenses"] {
+        let key = format!("org.opencontainers.image.{label}=");
+        assert!(run_stage.contains(&key), "no {key} label");
+    }
+    let licence = format!(
+        "org.opencontainers.image.licenses=\"{}\"",
+        env!("CARGO_PKG_LICENSE")
+    );
+    assert!(run_stage.contains(&licence), "{licence}");
 }
 
 /// `COPY . .` sends the whole build context: .dockerignore keeps target/ (gigabytes) and

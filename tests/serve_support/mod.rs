@@ -3,6 +3,7 @@
 //! 127.0.0.1 is ever contacted; every wait is bounded.
 #![allow(dead_code)]
 
+pub mod prometheus;
 pub mod webhook;
 
 use std::io::{BufRead, BufReader, Read, Write};

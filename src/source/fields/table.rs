@@ -191,7 +191,12 @@ const READINGS: &[Field] = &[
             "gpuwatch_gpu_memory_reserved_bytes",
             "Device memory the driver reserves for itself.",
         ),
-        dcgm: dcgm_read("DCGM_FI_DEV_FB_RESERVED", Scale::Per(MIB)),
+        dcgm: dcgm(
+            "DCGM_FI_DEV_FB_RESERVED",
+            Scale::Per(MIB),
+            Gauge,
+            "Framebuffer memory reserved (in MiB).",
+        ),
     },
     Field {
         key: Key::Temperature,

@@ -111,6 +111,7 @@ impl SimSource {
         g.util = None;
         g.memory_util = None;
         g.memory_used = Some(held);
+        super::set_free(&mut g);
         g
     }
 

@@ -170,6 +170,7 @@ impl SimSource {
             }
         }
         g.memory_used = Some(held);
+        set_free(&mut g);
         g
     }
 
@@ -256,6 +257,15 @@ impl SimSource {
                 context: context::context(job.runs, job.pin, i, (user, uid)),
             }),
         })
+    }
+}
+
+/// NVML's free memory, which dcgm-exporter's `DCGM_FI_DEV_FB_FREE` and dashboards' host and
+/// GPU pickers read: total less used (the demo counts the driver's own share in used, so it
+/// reports no separate reservation).
+pub(super) fn set_free(g: &mut GpuReading) {
+    if let (Some(total), Some(used)) = (g.memory_total, g.memory_used) {
+        g.memory_free = Some(total.saturating_sub(used));
     }
 }
 

@@ -112,7 +112,7 @@ pub(super) fn fake_driver() -> tempfile::TempDir {
 /// Runs the unit's ExecStart with the unit's Environment (and what systemd itself sets for a
 /// DynamicUser: HOME=/), changing one thing: GPUWATCH_LISTEN becomes 127.0.0.1:PORT on a free
 /// port, because a test must not open an exporter on every interface of a shared machine
-/// and 9445 may be taken there. `under` runs it under another program (strace) first.
+/// and 19445 may be taken there. `under` runs it under another program (strace) first.
 pub(super) fn start(service: &Service, driver: &Path, port: u16, under: &[&OsStr]) -> Child {
     let (program, args) = service.exec_start.split_first().unwrap();
     assert_eq!(program, INSTALLED, "the install steps put the binary there");
