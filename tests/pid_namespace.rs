@@ -362,7 +362,24 @@ fn as_pid_1_the_orphans_of_alert_commands_are_reaped() {
     let first = zombies();
     std::thread::sleep(std::time::Duration::from_secs(1));
     let lasting: Vec<i32> = zombies().intersection(&first).copied().collect();
-    let _ = unshare.kill();
-    let _ = unshare.wait();
+    // `docker stop`: SIGTERM to PID 1 reaches gpuwatch, which stops cleanly (exit 0).
+    // SAFETY: kill(2) on the namespace's PID 1, a descendant of ours still running.
+    unsafe { libc::kill(init, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let stopped = loop {
+        if let Some(status) = unshare.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = unshare.kill();
+            let _ = unshare.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     assert!(lasting.is_empty(), "zombies left under PID 1: {lasting:?}");
+    assert!(
+        stopped.is_some_and(|s| s.success()),
+        "SIGTERM to PID 1: {stopped:?}"
+    );
 }
