@@ -433,6 +433,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
 
+    /// Address to listen on, as node_exporter and dcgm-exporter spell it: HOST:PORT,
+    /// [IPv6]:PORT, or :PORT for every interface; a host name listens on each of its
+    /// addresses. Repeat it to listen on several. Instead of --listen.
+    #[arg(long = "web.listen-address", value_name = "ADDR")]
+    pub web_listen_address: Vec<String>,
+
+    /// The path the metrics are served at [default: /metrics].
+    #[arg(long = "web.telemetry-path", value_name = "PATH")]
+    pub web_telemetry_path: Option<String>,
+
     /// Also export the dcgm-exporter metric names (DCGM_FI_DEV_*) that existing Grafana
     /// dashboards query.
     #[arg(long)]
@@ -458,11 +468,14 @@ pub struct ServeArgs {
     pub hostname: Option<String>,
 
     /// TLS and basic auth from a web config file in the Prometheus exporter toolkit's format
-    /// (tls_server_config: cert_file, key_file; basic_auth_users: bcrypt hashes).
+    /// (tls_server_config: cert_file, key_file, client_ca_file, client_auth_type,
+    /// min_version; basic_auth_users: bcrypt hashes). Certificates are re-read when their
+    /// files change and on SIGHUP.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<String>,
 
-    /// Connections served at once; more wait to be accepted [default: 64].
+    /// Connections held at once (never more than the open-file limit allows); when full, the
+    /// one idle or half-sent longest is closed for a new client [default: 64].
     #[arg(long, value_name = "N")]
     pub max_connections: Option<String>,
 

@@ -15,6 +15,8 @@ use gpuwatch::{launch, quiet_pipe};
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
+    // First, while this is the only thread: as a container's PID 1, become an init too.
+    gpuwatch::init::reap_orphans_if_pid1();
     quiet_pipe::install();
     let cli = Cli::parse();
     if let Some(Command::Completions { shell }) = &cli.command {

@@ -7,6 +7,7 @@ mod alerts;
 mod env;
 mod file;
 mod ignored;
+mod listen;
 mod outputs;
 mod parse;
 mod serve;
@@ -22,6 +23,7 @@ use std::time::Duration;
 
 pub use env::{ENV_FLAGS, check_env_names, check_env_values, env_var, known_env_vars};
 pub use file::LoadedFile;
+pub use listen::ListenAddress;
 pub use parse::{parse_duration, theme_by_name};
 pub use serve::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROCESS_METRICS_LIMIT};
 pub use sources::{DEFAULT_DEMO_GPUS, DEFAULT_SEED};
@@ -125,6 +127,10 @@ pub struct ServeSettings {
     /// Where `listen` came from (`--listen`, `GPUWATCH_LISTEN`, `FILE:LINE: serve.listen`), so
     /// a port in use is blamed on the place to change.
     pub listen_origin: String,
+    /// `--web.listen-address`, each; when any is given, these instead of `listen`.
+    pub listen_addresses: Vec<ListenAddress>,
+    /// `--web.telemetry-path`: where the metrics are served (`/metrics`).
+    pub telemetry_path: String,
     pub dcgm_compat: bool,
     /// Per-PID series (opt-in); per-user and per-workload totals are always there.
     pub process_metrics: bool,
@@ -142,7 +148,8 @@ pub struct ServeSettings {
 /// What one client may hold of the exporter (slow or idle clients must not starve scrapes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
-    /// Connections served at once; more wait in the kernel's accept queue.
+    /// Connections held at once (and no more than the descriptors allow); when full, the one
+    /// idle or half-sent longest gives way to a new client.
     pub max_connections: usize,
     /// For the TLS handshake and each request's headers, counted from the connection's start
     /// or the previous response (so it also closes idle keep-alive connections).

@@ -69,9 +69,15 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
         |s| text(s),
         None,
     )?;
+    let listen_flag = args.is_some_and(|a| a.listen.is_some());
+    let web_listen = args.map_or(&[][..], |a| &a.web_listen_address[..]);
     Ok(ServeSettings {
         listen: listen.value,
         listen_origin: listen.at(),
+        listen_addresses: super::listen::web_listen_addresses(web_listen, listen_flag)?,
+        telemetry_path: super::listen::telemetry_path(
+            args.and_then(|a| a.web_telemetry_path.as_deref()),
+        )?,
         dcgm_compat: r.switch(
             ("dcgm-compat", flag(|a| a.dcgm_compat)),
             ("serve.dcgm_compat", &t.dcgm_compat),

@@ -70,12 +70,25 @@ pub struct Shared {
     pub stats: Arc<Stats>,
 }
 
-pub fn router(shared: Shared) -> Router {
+/// The routes, the metrics at `telemetry` (`--web.telemetry-path`, checked not to be
+/// another route's).
+pub fn router(shared: Shared, telemetry: &str) -> Router {
+    // Relative links, so the page also works behind a proxy's path prefix.
+    let index = INDEX
+        .replace("{LINK}", telemetry.trim_start_matches('/'))
+        .replace("{TELEMETRY}", telemetry);
     Router::new()
-        .route("/", get(index))
-        .route("/metrics", get(metrics_page))
+        .route(
+            "/",
+            get(move || {
+                let page = index.clone();
+                async move { Html(page) }
+            }),
+        )
+        .route(telemetry, get(metrics_page))
         .route("/api/v1/snapshot", get(snapshot))
         .route("/-/ready", get(ready))
+        .route("/-/healthy", get(healthy))
         .with_state(shared)
 }
 
@@ -152,8 +165,10 @@ async fn ready(Extract(shared): Extract<Shared>) -> Response {
     }
 }
 
-async fn index() -> Html<&'static str> {
-    Html(INDEX)
+/// Up and answering, ready or not (Prometheus's and the exporters' liveness page): a
+/// liveness probe must not restart an exporter that waits for a slow first sample.
+async fn healthy() -> &'static str {
+    "healthy\n"
 }
 
 const INDEX: &str = r#"<!doctype html>
@@ -162,9 +177,10 @@ const INDEX: &str = r#"<!doctype html>
 <body>
 <h1>gpuwatch exporter</h1>
 <ul>
-<li><a href="metrics">/metrics</a>: Prometheus metrics (text format 0.0.4, or OpenMetrics when asked)</li>
+<li><a href="{LINK}">{TELEMETRY}</a>: Prometheus metrics (text format 0.0.4, or OpenMetrics when asked)</li>
 <li><a href="api/v1/snapshot">/api/v1/snapshot</a>: the <code>gpuwatch --once --json</code> document</li>
 <li><a href="-/ready">/-/ready</a>: 200 once the first sample is in</li>
+<li><a href="-/healthy">/-/healthy</a>: 200 while the exporter answers</li>
 </ul>
 </body>
 </html>

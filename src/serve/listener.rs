@@ -1,10 +1,13 @@
 //! The exporter's accept loop, written out (not `axum::serve`) because a server on the network
-//! must bound what a client can hold: at most `max_connections` connections are served (the
-//! rest wait in the kernel's accept queue, costing no descriptor of ours); each must finish its
-//! TLS handshake and every request's headers within `header_timeout` (hyper's timer, which also
-//! runs while a keep-alive connection waits for its next request); and a connection on which
-//! no byte moves for `idle_timeout` (a client that stops reading) is closed. Then TLS when the
-//! web config asks, basic auth before any route, and the axum router. Knows nothing of GPUs.
+//! must bound what a client can hold. It keeps accepting: every new client gets a place in
+//! the connection table (`slots`), and when the table is full the connection that has waited
+//! longest without being answered (idle keep-alive, a half-sent head, a stalled TLS
+//! handshake) is closed for it, so slow clients cannot queue a scrape behind their timeouts.
+//! A client that sends nothing at all, or does not finish its TLS handshake, has a short time
+//! (`QUIET`); every request's headers must come within `header_timeout` (hyper's timer, which
+//! also runs while a keep-alive connection waits for its next request); a connection on which
+//! no byte moves for `idle_timeout` is closed. Then TLS when the web config asks, basic auth
+//! before any route, and the axum router. Knows nothing of GPUs.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -17,29 +20,48 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio_io_timeout::TimeoutStream;
-use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::config::ConnectionLimits;
 
 use super::auth::Users;
+use super::slots::{self, Slot, Table, Tracked};
 use super::stats::Stats;
+use super::tls::Tls;
 use super::webconfig::WebConfig;
 
 /// After a failed accept (out of descriptors, say), before trying again, so the loop does not
 /// spin while the condition lasts.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// While every connection the descriptors allow is being answered, how often to look again.
+const FULL_POLL: Duration = Duration::from_millis(10);
+
+/// What a client that has sent nothing yet, or has not finished its TLS handshake, is given
+/// (at most `header_timeout`): Prometheus sends its request, or its ClientHello, at once.
+const QUIET: Duration = Duration::from_secs(3);
+
+/// The kernel's queue of connections not yet accepted. std binds with 128, which a burst of
+/// clients fills while the loop makes room; 1,024 is what Go's net/http gets on most Linux.
+const BACKLOG: libc::c_int = 1024;
+
 /// Everything one connection needs, shared by all of them.
 struct Conn {
     router: Router,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Arc<Tls>>,
     users: Option<Users>,
     limits: ConnectionLimits,
     stats: Arc<Stats>,
     stop: watch::Receiver<bool>,
+}
+
+impl Conn {
+    /// For a client that has sent nothing, and for the TLS handshake.
+    fn quiet(&self) -> Duration {
+        QUIET.min(self.limits.header_timeout)
+    }
 }
 
 /// While shutting down, how often to look whether the last connection has finished.
@@ -48,7 +70,7 @@ const DRAIN_POLL: Duration = Duration::from_millis(20);
 /// Serves until `stop` turns true; then each open connection finishes the request it is
 /// serving and closes, and this returns once none is left (the caller bounds the wait).
 pub async fn run(
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     router: Router,
     web: WebConfig,
     limits: ConnectionLimits,
@@ -57,43 +79,64 @@ pub async fn run(
 ) {
     let conn = Arc::new(Conn {
         router,
-        tls: web.tls.map(TlsAcceptor::from),
+        tls: web.tls,
         users: web.users,
         limits,
         stats,
         stop: stop.clone(),
     });
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    accept(&listener, &conn, &slots, &stop).await;
-    drop(listener);
+    // One table for every address: the descriptors are the process's.
+    let table = Table::new(limits.max_connections, slots::open_files_limit());
+    let loops: Vec<_> = listeners
+        .into_iter()
+        .map(|l| {
+            tokio::spawn(accept(
+                l,
+                Arc::clone(&conn),
+                Arc::clone(&table),
+                stop.clone(),
+            ))
+        })
+        .collect();
+    for each in loops {
+        let _ = each.await;
+    }
     while conn.stats.open_connections.load(Ordering::Relaxed) > 0 {
         tokio::time::sleep(DRAIN_POLL).await;
     }
 }
 
-/// Accepts (a slot first) until `stop` turns true.
+/// Accepts until `stop` turns true, making room in the table for each new client.
 async fn accept(
-    listener: &TcpListener,
-    conn: &Arc<Conn>,
-    slots: &Arc<Semaphore>,
-    stop: &watch::Receiver<bool>,
+    listener: TcpListener,
+    conn: Arc<Conn>,
+    table: Arc<Table>,
+    stop: watch::Receiver<bool>,
 ) {
     loop {
-        // A slot first: while all are taken, new clients wait in the accept queue.
-        let permit = tokio::select! {
-            p = Arc::clone(slots).acquire_owned() => p,
-            () = super::wait_for(stop.clone()) => return,
-        };
-        let Ok(permit) = permit else { return };
+        // Only when every connection the descriptors allow is being answered: they finish
+        // in milliseconds, and meanwhile new clients wait in the accept queue.
+        while !table.has_room() {
+            tokio::select! {
+                () = tokio::time::sleep(FULL_POLL) => {}
+                () = super::wait_for(stop.clone()) => return,
+            }
+        }
         let accepted = tokio::select! {
             a = listener.accept() => a,
             () = super::wait_for(stop.clone()) => return,
         };
         match accepted {
             Ok((stream, _)) => {
+                let (slot, evicted) = table.admit();
                 // Counted before the task runs, so a shutdown right now still waits for it.
                 let open = Open::new(&conn.stats);
-                tokio::spawn(serve_connection(Arc::clone(conn), stream, (permit, open)));
+                tokio::spawn(serve_connection(Arc::clone(&conn), stream, (slot, open)));
+                if evicted {
+                    // Lets the evicted connection close before the next accept needs its
+                    // descriptor.
+                    tokio::task::yield_now().await;
+                }
             }
             Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
         }
@@ -116,19 +159,36 @@ impl Drop for Open {
     }
 }
 
-/// One connection, holding its slot and its place in the open count until it ends.
-async fn serve_connection(conn: Arc<Conn>, stream: TcpStream, _held: (OwnedSemaphorePermit, Open)) {
+/// One connection, holding its place in the table and in the open count until it ends: when
+/// the client leaves, a timeout ends it, or the table evicts it for a newer client.
+async fn serve_connection(conn: Arc<Conn>, stream: TcpStream, held: (Slot, Open)) {
+    let track = Arc::clone(&held.0.track);
+    let quiet = async {
+        tokio::time::sleep(conn.quiet()).await;
+        if track.heard() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = exchange(&conn, stream, &held.0) => {}
+        () = track.evicted() => {}
+        () = quiet => {}
+    }
+}
+
+/// The connection's bytes (TLS first when configured), served as HTTP.
+async fn exchange(conn: &Arc<Conn>, stream: TcpStream, slot: &Slot) {
     let _ = stream.set_nodelay(true);
-    let mut timed = TimeoutStream::new(stream);
+    let mut timed = TimeoutStream::new(Tracked::new(stream, Arc::clone(&slot.track)));
     timed.set_read_timeout(Some(conn.limits.idle_timeout));
     timed.set_write_timeout(Some(conn.limits.idle_timeout));
     let timed = Box::pin(timed);
     match &conn.tls {
-        None => serve_http(&conn, timed).await,
-        Some(acceptor) => {
-            let handshake = acceptor.accept(timed);
-            if let Ok(Ok(tls)) = tokio::time::timeout(conn.limits.header_timeout, handshake).await {
-                serve_http(&conn, tls).await;
+        None => serve_http(conn, slot, timed).await,
+        Some(tls) => {
+            let handshake = tls.acceptor().accept(timed);
+            if let Ok(Ok(tls)) = tokio::time::timeout(conn.quiet(), handshake).await {
+                serve_http(conn, slot, tls).await;
             }
         }
     }
@@ -136,14 +196,21 @@ async fn serve_connection(conn: Arc<Conn>, stream: TcpStream, _held: (OwnedSemap
 
 /// HTTP/1.1 on one connection, with keep-alive, until the client leaves, a timeout ends it,
 /// or shutdown (then the request in progress is finished first).
-async fn serve_http<I>(conn: &Arc<Conn>, io: I)
+async fn serve_http<I>(conn: &Arc<Conn>, slot: &Slot, io: I)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let shared = Arc::clone(conn);
+    let (track, table) = (Arc::clone(&slot.track), Arc::clone(slot.table()));
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let shared = Arc::clone(&shared);
-        async move { Ok::<_, std::convert::Infallible>(answer(&shared, req).await) }
+        // Not evictable from the moment its head is in until its answer is written.
+        let busy = Slot::busy(&track, &table);
+        async move {
+            let response = answer(&shared, req).await;
+            drop(busy);
+            Ok::<_, std::convert::Infallible>(response)
+        }
     });
     let http = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -191,7 +258,8 @@ fn unauthorized() -> Response<Body> {
 }
 
 /// Raises the soft limit on open files to the hard one (often 1,024 → 524,288), so the
-/// connection cap, not the descriptor limit, is what a flood of clients runs into.
+/// connection cap, not the descriptor limit, is what a flood of clients runs into. Failing
+/// leaves the old limit, which still works: the table sizes itself to what it is.
 pub fn raise_fd_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -202,8 +270,15 @@ pub fn raise_fd_limit() {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
         {
             limit.rlim_cur = limit.rlim_max;
-            // Failing leaves the old limit, which still works: nothing to report.
             let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
     }
+}
+
+/// Lengthens the kernel's accept queue of a bound, listening socket (a second listen(2) on
+/// Linux only changes the backlog). Failing keeps std's 128, which still works.
+pub fn deepen_backlog(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: listen(2) on a descriptor we own that is already a listening socket.
+    let _ = unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) };
 }

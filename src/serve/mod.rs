@@ -5,6 +5,7 @@
 
 mod alerting;
 mod auth;
+mod bind;
 mod dcgm;
 mod http;
 mod listener;
@@ -15,12 +16,13 @@ mod negotiate;
 mod process;
 mod readings;
 mod redact;
+mod slots;
 pub mod stats;
 pub mod text;
+mod tls;
 mod webconfig;
 mod workload;
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,7 +64,7 @@ pub fn main(
         None => WebConfig::open(),
     };
     listener::raise_fd_limit();
-    let listener = match bind(settings.listen, &settings.listen_origin) {
+    let listeners = match bind::bind_all(settings) {
         Ok(l) => l,
         Err(why) => return fail(&why, EXIT_USAGE),
     };
@@ -73,7 +75,7 @@ pub fn main(
         Ok(r) => r,
         Err(e) => return fail(&format!("cannot start the async runtime: {e}"), 1),
     };
-    let result = runtime.block_on(serve(listener, source, config, web, settings, alerts));
+    let result = runtime.block_on(serve(listeners, source, config, web, settings, alerts));
     // A poll stuck in the driver holds a blocking-pool thread that would keep dropping the
     // runtime waiting for ever: give it a moment, then leave it behind.
     runtime.shutdown_timeout(crate::sampler::ABANDON_AFTER);
@@ -88,18 +90,6 @@ fn fail(why: &str, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Binds before the runtime starts, so a port in use is reported as a usage error.
-/// `origin` names where the address was set.
-fn bind(addr: SocketAddr, origin: &str) -> Result<std::net::TcpListener, String> {
-    let listener = std::net::TcpListener::bind(addr)
-        .map_err(|e| format!("{origin}: cannot listen on {addr}: {e}"))?;
-    // Tokio requires a non-blocking socket.
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| format!("{origin}: cannot use {addr}: {e}"))?;
-    Ok(listener)
-}
-
 /// What the sample loop needs besides the sampler's channel.
 struct Follow {
     options: MetricOptions,
@@ -111,7 +101,7 @@ struct Follow {
 }
 
 async fn serve(
-    listener: std::net::TcpListener,
+    listeners: Vec<std::net::TcpListener>,
     source: Box<dyn GpuSource>,
     config: ViewConfig,
     web: WebConfig,
@@ -124,9 +114,15 @@ async fn serve(
         process_limit: settings.process_metrics_limit,
         redact: settings.redact,
     };
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let listeners = listeners
+        .into_iter()
+        .map(tokio::net::TcpListener::from_std)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     let stop = stop_on_signal().map_err(|e| format!("cannot watch for signals: {e}"))?;
+    if let Some(tls) = &web.tls {
+        reload_on_hangup(Arc::clone(tls)).map_err(|e| format!("cannot watch for SIGHUP: {e}"))?;
+    }
     let stats = Arc::new(Stats::default());
     let state = State::new(config);
     let alerting = alerting::Alerts::start(alerts);
@@ -140,14 +136,21 @@ async fn serve(
     let sampler = tokio::spawn(sampler::run(Box::new(timed), state.config.interval, tx));
     // Tests (and scripts using port 0) read the real address from this line.
     let scheme = if web.tls.is_some() { "https" } else { "http" };
-    eprintln!("gpuwatch: serving {scheme}://{addr}/metrics");
+    for listener in &listeners {
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let path = &settings.telemetry_path;
+        eprintln!("gpuwatch: serving {scheme}://{addr}{path}");
+    }
 
-    let router = http::router(Shared {
-        latest,
-        stats: Arc::clone(&stats),
-    });
+    let router = http::router(
+        Shared {
+            latest,
+            stats: Arc::clone(&stats),
+        },
+        &settings.telemetry_path,
+    );
     let server = listener::run(
-        listener,
+        listeners,
         router,
         web,
         settings.limits,
@@ -258,21 +261,18 @@ fn stop_on_signal() -> std::io::Result<watch::Receiver<bool>> {
     Ok(rx)
 }
 
+/// Re-reads the TLS certificate on every SIGHUP (as `systemctl reload` sends it).
+fn reload_on_hangup(tls: Arc<tls::Tls>) -> std::io::Result<()> {
+    let mut hangup = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            tls.reload();
+        }
+    });
+    Ok(())
+}
+
 pub(super) async fn wait_for(mut stop: watch::Receiver<bool>) {
     // An error means the signal task is gone, which only happens at shutdown anyway.
     let _ = stop.wait_for(|stopped| *stopped).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_port_in_use_is_a_usage_error_naming_the_address() {
-        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = taken.local_addr().unwrap();
-        let err = bind(addr, "--listen").unwrap_err();
-        assert!(err.contains(&addr.to_string()), "{err}");
-        assert!(!err.contains('\n'));
-    }
 }

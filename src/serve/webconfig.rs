@@ -1,27 +1,24 @@
 //! `--web.config.file`: the Prometheus exporter toolkit's web config (YAML), the subset
-//! gpuwatch serves: `tls_server_config` (`cert_file`, `key_file`, relative to the file, as the
-//! toolkit resolves them) and `basic_auth_users` (user → bcrypt hash). Any other key is
-//! refused by name rather than ignored: a client-certificate setting silently dropped would
-//! leave the exporter more open than its admin thinks. Reads the files once, at start, with
-//! the config file's bounds (`safe_file`: regular files only, size-capped) and a nesting cap
-//! on the YAML, since a hostile or mistaken path must not hang or exhaust start-up.
+//! gpuwatch serves: `tls_server_config` (`cert_file`, `key_file`, `client_ca_file`,
+//! `client_auth_type`, `min_version`; paths relative to the file, as the toolkit resolves
+//! them; built in `tls`) and `basic_auth_users` (user → bcrypt hash). Any other key is
+//! refused by name rather than ignored: a setting silently dropped would leave the exporter
+//! more open than its admin thinks. Reads the file at start with the config file's bounds
+//! (`safe_file`: regular files only, size-capped) and a nesting cap on the YAML, since a
+//! hostile or mistaken path must not hang or exhaust start-up.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use tokio_rustls::rustls;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::auth::Users;
+use super::tls::{Tls, TlsFile};
 use crate::safe_file;
 
 /// The web config is a few hundred bytes; this leaves room for thousands of users.
 const MAX_CONFIG: u64 = 256 << 10;
-/// A certificate chain or key in PEM: a long chain is a few tens of KiB.
-const MAX_PEM: u64 = 1 << 20;
 /// The deepest nesting a web config needs is 2 (`tls_server_config.cert_file`); parsing a
 /// 100,000-deep document cost 40 s of CPU before this cap.
 const MAX_NESTING: usize = 16;
@@ -34,16 +31,9 @@ struct WebConfigFile {
     basic_auth_users: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TlsFile {
-    cert_file: String,
-    key_file: String,
-}
-
 /// What the web config asks for, ready to serve.
 pub struct WebConfig {
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<Arc<Tls>>,
     /// `None`: no basic auth.
     pub users: Option<Users>,
 }
@@ -73,13 +63,8 @@ impl WebConfig {
         } else {
             serde_yaml_ng::from_str(&text).map_err(|e| format!("{shown}: {e}"))?
         };
-        let base = path.parent().unwrap_or(Path::new("."));
         let tls = match &file.tls_server_config {
-            Some(t) => Some(Arc::new(server_config(
-                &base.join(&t.cert_file),
-                &base.join(&t.key_file),
-                path,
-            )?)),
+            Some(t) => Some(Arc::new(Tls::load(t, path)?)),
             None => None,
         };
         let users = match file.basic_auth_users.is_empty() {
@@ -88,40 +73,6 @@ impl WebConfig {
         };
         Ok(WebConfig { tls, users })
     }
-}
-
-/// A rustls server config for the PEM certificate chain and key (TLS 1.2 and 1.3, HTTP/1.1).
-fn server_config(
-    cert: &PathBuf,
-    key: &PathBuf,
-    web: &Path,
-) -> Result<rustls::ServerConfig, String> {
-    let at = |what: &str, file: &PathBuf, why: &dyn std::fmt::Display| {
-        format!(
-            "{}: tls_server_config.{what} {}: {why}",
-            web.display(),
-            file.display()
-        )
-    };
-    let cert_pem = safe_file::read_text(cert, MAX_PEM).map_err(|e| at("cert_file", cert, &e))?;
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .map_err(|e| at("cert_file", cert, &e))?;
-    if certs.is_empty() {
-        return Err(at("cert_file", cert, &"no PEM certificate in it"));
-    }
-    let key_pem = safe_file::read_text(key, MAX_PEM).map_err(|e| at("key_file", key, &e))?;
-    let key =
-        PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| at("key_file", key, &e))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("{}: {e}", web.display()))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("{}: tls_server_config: {e}", web.display()))?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
 }
 
 /// How deep the YAML nests, over-estimated cheaply before parsing: flow brackets (`[`, `{`)
@@ -162,10 +113,10 @@ mod tests {
 
     #[test]
     fn an_unsupported_key_is_refused_by_name() {
-        let err = load("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_ca_file: c\n")
+        let err = load("tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [c]\n")
             .err()
             .unwrap();
-        assert!(err.contains("client_ca_file"), "{err}");
+        assert!(err.contains("cipher_suites"), "{err}");
         assert!(!err.contains('\n'), "{err}");
         let err = load("http_server_config:\n  http2: false\n").err().unwrap();
         assert!(err.contains("http_server_config"), "{err}");

@@ -290,3 +290,96 @@ fn with_the_hosts_proc_a_confirmed_signal_goes_to_the_jobs_pid_here() {
     }
     assert_eq!(read_number(dir.path().join("job")), 143);
 }
+
+/// `(pid, ppid, state)` of every process on the host.
+fn processes() -> Vec<(i32, i32, char)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            let mut fields = rest.split_whitespace();
+            let state = fields.next()?.chars().next()?;
+            Some((pid, fields.next()?.parse().ok()?, state))
+        })
+        .collect()
+}
+
+/// Issue 26 §14: gpuwatch as its container's PID 1 (`unshare --pid --fork --mount-proc`,
+/// the shape of an ENTRYPOINT without `--init`) with an alert command that puts children in
+/// the background: once they have exited, none stays a zombie. Zombies are counted from the
+/// host's /proc among the children of the namespace's PID 1, and only those that are still
+/// zombies a second later (one being reaped right now is not a leak).
+#[test]
+fn as_pid_1_the_orphans_of_alert_commands_are_reaped() {
+    if let Some(why) = cannot_unshare() {
+        return common::skip(&why);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let command = format!(
+        "for i in 1 2 3 4 5; do sleep 0.2 & done; echo run >> {}",
+        ran.display()
+    );
+    let mut unshare = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+        .arg(env!("CARGO_BIN_EXE_gpuwatch"))
+        .args(["--demo", "serve", "--listen", "127.0.0.1:0"])
+        .args(["--interval", "100ms", "--demo-speed", "20"])
+        .args(["--temp-hold", "2s", "--alert-on", "overheating"])
+        .args(["--alert-resolve-after", "1s", "--alert-command", &command])
+        .env("HOME", common::EMPTY_HOME)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run unshare");
+    let unshare_pid = i32::try_from(unshare.id()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ran.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the alert command never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The backgrounded sleeps have ended by now.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let init = processes()
+        .into_iter()
+        .find(|(_, ppid, _)| *ppid == unshare_pid)
+        .map(|(pid, _, _)| pid)
+        .expect("the namespace's PID 1");
+    let zombies = || -> std::collections::BTreeSet<i32> {
+        processes()
+            .into_iter()
+            .filter(|(_, ppid, state)| *ppid == init && *state == 'Z')
+            .map(|(pid, _, _)| pid)
+            .collect()
+    };
+    let first = zombies();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let lasting: Vec<i32> = zombies().intersection(&first).copied().collect();
+    // `docker stop`: SIGTERM to PID 1 reaches gpuwatch, which stops cleanly (exit 0).
+    // SAFETY: kill(2) on the namespace's PID 1, a descendant of ours still running.
+    unsafe { libc::kill(init, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let stopped = loop {
+        if let Some(status) = unshare.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = unshare.kill();
+            let _ = unshare.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(lasting.is_empty(), "zombies left under PID 1: {lasting:?}");
+    assert!(
+        stopped.is_some_and(|s| s.success()),
+        "SIGTERM to PID 1: {stopped:?}"
+    );
+}

@@ -10,15 +10,13 @@ use crate::serve_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use serve_support::{Exporter, gpuwatch, parse_bytes, request_text, request_with};
-use tokio_rustls::rustls;
+use serve_support::tls::{https, web_config};
+use serve_support::{Exporter, gpuwatch, request_with};
 
 const OPENMETRICS: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-const TLS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
 
 fn get(e: &Exporter, path: &str, headers: &[(&str, &str)]) -> serve_support::Response {
     e.wait_ready();
@@ -336,60 +334,6 @@ fn hostname_is_node_name_unless_given() {
     assert!(get(&e, "/metrics", &[]).body.contains("hostname=\"gpu-a\""));
 }
 
-/// A web config in `dir` naming copies of the fixtures by relative path, as people write it.
-fn web_config(dir: &std::path::Path, users: &str) -> std::path::PathBuf {
-    std::fs::create_dir(dir.join("tls")).unwrap();
-    for f in ["server.crt", "server.key"] {
-        std::fs::copy(format!("{TLS_DIR}/{f}"), dir.join("tls").join(f)).unwrap();
-    }
-    let path = dir.join("web.yml");
-    let text = format!(
-        "tls_server_config:\n  cert_file: tls/server.crt\n  key_file: tls/server.key\n{users}"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn tls_client() -> Arc<rustls::ClientConfig> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(format!("{TLS_DIR}/ca.crt")).unwrap() {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Arc::new(config)
-}
-
-/// One HTTPS request, checking the server's certificate against the fixture CA.
-fn https(e: &Exporter, path: &str, auth: Option<&str>) -> serve_support::Response {
-    use base64::Engine;
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let conn = rustls::ClientConnection::new(tls_client(), name).unwrap();
-    let tcp = TcpStream::connect(e.addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut tls = rustls::StreamOwned::new(conn, tcp);
-    let header = auth.map(|a| {
-        let b64 = base64::engine::general_purpose::STANDARD.encode(a);
-        format!("Basic {b64}")
-    });
-    let headers: Vec<(&str, &str)> = header
-        .iter()
-        .map(|h| ("Authorization", h.as_str()))
-        .collect();
-    tls.write_all(request_text(e.addr, "GET", path, &headers).as_bytes())
-        .unwrap();
-    let mut raw = Vec::new();
-    // A peer closing without close_notify is an error to rustls; the bytes are in by then.
-    let _ = tls.read_to_end(&mut raw);
-    parse_bytes(&raw).unwrap_or_else(|| panic!("no HTTP answer over TLS: {raw:?}"))
-}
-
 /// The demo exporter over TLS with one basic-auth user, alice (password `s3cret`), whose
 /// hash has cost 4 to keep the tests fast (the exporter takes costs up to 14).
 fn alice_over_tls(dir: &std::path::Path) -> Exporter {
@@ -406,13 +350,16 @@ fn alice_over_tls(dir: &std::path::Path) -> Exporter {
 fn tls_with_basic_auth_from_a_web_config() {
     let dir = tempfile::tempdir().unwrap();
     let e = alice_over_tls(dir.path());
-    let denied = https(&e, "/metrics", None);
+    let denied = https(e.addr, "/metrics", None);
     assert_eq!(denied.status, 401);
     assert!(denied.header("www-authenticate").is_some());
-    assert_eq!(https(&e, "/metrics", Some("alice:wrong")).status, 401);
-    assert_eq!(https(&e, "/metrics", Some("mallory:s3cret")).status, 401);
+    assert_eq!(https(e.addr, "/metrics", Some("alice:wrong")).status, 401);
+    assert_eq!(
+        https(e.addr, "/metrics", Some("mallory:s3cret")).status,
+        401
+    );
     let ok = serve_support::wait_until("a scrape over TLS", Duration::from_secs(20), || {
-        Some(https(&e, "/metrics", Some("alice:s3cret")))
+        Some(https(e.addr, "/metrics", Some("alice:s3cret")))
             .filter(|r| r.body.contains("gpuwatch_gpu_info{"))
     });
     assert_eq!(ok.status, 200);
@@ -433,7 +380,7 @@ fn an_unknown_user_answers_as_fast_as_a_wrong_password() {
         (0..5)
             .map(|_| {
                 let start = Instant::now();
-                assert_eq!(https(&e, "/metrics", Some(auth)).status, 401);
+                assert_eq!(https(e.addr, "/metrics", Some(auth)).status, 401);
                 start.elapsed()
             })
             .min()

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod prometheus;
+pub mod tls;
 pub mod webhook;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -42,8 +43,14 @@ impl Exporter {
 
     /// `CMD serve --listen 127.0.0.1:0 ARGS`, waiting for the line that names the address.
     pub fn start(mut cmd: Command, args: &[&str]) -> Self {
-        cmd.args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]);
+        Self::start_serving(cmd, args)
+    }
+
+    /// `CMD ARGS` (ARGS saying where to listen), waiting for the first line that names an
+    /// address.
+    pub fn start_serving(mut cmd: Command, args: &[&str]) -> Self {
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -122,14 +129,13 @@ impl Drop for Exporter {
     }
 }
 
-/// `gpuwatch: serving http://ADDR/metrics` (or `https://`) → ADDR.
-fn serving_addr(line: &str) -> Option<SocketAddr> {
+/// `gpuwatch: serving http://ADDR/metrics` (or `https://`, or another path) → ADDR.
+pub fn serving_addr(line: &str) -> Option<SocketAddr> {
     let rest = line.strip_prefix("gpuwatch: serving ")?;
-    rest.strip_prefix("http://")
-        .or_else(|| rest.strip_prefix("https://"))?
-        .strip_suffix("/metrics")?
-        .parse()
-        .ok()
+    let rest = rest
+        .strip_prefix("http://")
+        .or_else(|| rest.strip_prefix("https://"))?;
+    rest.split_once('/')?.0.parse().ok()
 }
 
 /// Polls `f` every 100 ms until it returns something; panics after `timeout`.
