@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 
 use gpuwatch::cli::{Cli, Command};
 use gpuwatch::config::{self, Settings};
@@ -16,7 +16,7 @@ const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     quiet_pipe::install();
-    let cli = Cli::parse();
+    let cli = gpuwatch::cli::parse();
     if let Some(Command::Completions { shell }) = &cli.command {
         // Into memory first: clap_complete panics when its writer fails (`| head -1`).
         let mut script = Vec::new();
