@@ -144,15 +144,11 @@ fn gpu_table(state: &State) -> String {
             );
             continue;
         }
-        let mem = format!(
-            "{}/{}",
-            or_na(g.memory_used, gib),
-            or_na(g.memory_total, gib)
-        );
+        let mem = pair(g.memory_used, g.memory_total, gib);
         let watts = |w: crate::units::Watts| format!("{:.0}", w.0);
         let power = match (g.power, g.power_limit) {
             (None, Some(limit)) => format!("{NA} of {}", watts(limit)),
-            (p, l) => format!("{}/{}", or_na(p, watts), or_na(l, watts)),
+            (p, l) => pair(p, l, watts),
         };
         out += &format!(
             "{:>w$}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
@@ -174,6 +170,15 @@ fn gpu_table(state: &State) -> String {
         out += &instance_rows(state, g, w);
     }
     out
+}
+
+/// `used/total`, with `N/A` for an unknown one, and a single `N/A` when both are (not
+/// `N/A/N/A`).
+fn pair<T>(a: Option<T>, b: Option<T>, f: impl Fn(T) -> String) -> String {
+    match (a, b) {
+        (None, None) => NA.to_string(),
+        (a, b) => format!("{}/{}", or_na(a, &f), or_na(b, &f)),
+    }
 }
 
 /// A line per MIG instance under its GPU's: `0/1` (GPU/GI), profile and CI, util `N/A`
@@ -199,11 +204,7 @@ fn instance_rows(state: &State, g: &crate::source::GpuReading, w: usize) -> Stri
             ),
             escape(&crate::ui::format::truncate(&name, 22)),
             or_na(m.util, |u| format!("{}%", u.0)),
-            format!(
-                "{}/{}",
-                or_na(m.memory_used, gib),
-                or_na(m.memory_total, gib)
-            ),
+            pair(m.memory_used, m.memory_total, gib),
             "",
             escape(&if who.is_empty() {
                 "-".into()

@@ -91,7 +91,7 @@ fn a_radeon_desktop_tree_with_flags_instead_of_the_environment() {
     let g = &doc["gpus"][0];
     assert_eq!(
         (g["name"].as_str(), g["fan_speed"].as_u64()),
-        (Some("AMD GPU 0x744c"), Some(25))
+        (Some("Radeon RX 7900 XTX"), Some(25))
     );
     let kinds: Vec<_> = doc["processes"]
         .as_array()
@@ -116,6 +116,9 @@ fn an_arc_tree_reads_as_intel_with_the_rest_null() {
     assert_eq!(g["temperature_gpu"], 58);
     assert_eq!(g["enforced_power_limit"], 225.0);
     assert_eq!(g["total_energy_consumption"], 123_456.789);
+    // Named from the tree's PCI ID database (issue 20). Busy % would be the clients' engine
+    // time (src/source/drm/tests.rs), but the fixture's GPU clock stands still: unknown.
+    assert_eq!(g["name"], "Arc A770");
     for absent in ["utilization_gpu", "memory_used", "memory_total"] {
         assert!(g[absent].is_null(), "{absent}: {}", g[absent]);
     }
@@ -153,6 +156,28 @@ fn auto_finds_the_amd_card_without_nvml_and_the_text_view_shows_it() {
     assert!(text.contains("AMD Instinct MI300X"), "{text}");
     assert!(text.contains("python train.py --model llama-70b"), "{text}");
     assert!(!text.contains("H100"), "not the demo fleet: {text}");
+}
+
+/// Issue 20: the text view names the card as its users know it, with its vendor, and an
+/// unknown pair of readings is one `N/A`, not `N/A/N/A`.
+#[test]
+fn the_text_view_names_an_arc_and_says_na_once() {
+    let root = fixture("intel-arc");
+    let out = common::clean_command()
+        .env("GPUWATCH_SYSFS_ROOT", format!("{root}/sys"))
+        .env("GPUWATCH_PROC_ROOT", format!("{root}/proc"))
+        .args(["--source", "intel", "--once"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("0  "))
+        .unwrap_or_else(|| panic!("no GPU line: {text}"));
+    assert!(line.contains("Intel Arc A770"), "{line}");
+    assert!(!line.contains("N/A/N/A"), "{line}");
+    assert!(line.contains(" N/A "), "VRAM unknown: {line}");
 }
 
 #[test]
