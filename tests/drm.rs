@@ -13,14 +13,15 @@ fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/drm/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `gpuwatch --once --json` with `args`, over the `name` fixture's roots given by environment.
-fn snapshot(name: &str, args: &[&str]) -> Value {
+/// `gpuwatch --once` with `args`, over the `name` fixture's roots given by environment: what
+/// it prints, once it has succeeded.
+fn once(name: &str, args: &[&str]) -> String {
     let root = fixture(name);
     let out = common::clean_command()
         .env("GPUWATCH_SYSFS_ROOT", format!("{root}/sys"))
         .env("GPUWATCH_PROC_ROOT", format!("{root}/proc"))
         .args(args)
-        .args(["--once", "--json"])
+        .arg("--once")
         .output()
         .unwrap();
     assert!(
@@ -28,7 +29,12 @@ fn snapshot(name: &str, args: &[&str]) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The same with `--json`: the document.
+fn snapshot(name: &str, args: &[&str]) -> Value {
+    serde_json::from_str(&once(name, &[args, &["--json"]].concat())).unwrap()
 }
 
 #[test]
@@ -134,25 +140,8 @@ fn an_arc_tree_reads_as_intel_with_the_rest_null() {
 
 #[test]
 fn auto_finds_the_amd_card_without_nvml_and_the_text_view_shows_it() {
-    let root = fixture("amd-mi300x");
-    let out = common::clean_command()
-        .env("GPUWATCH_SYSFS_ROOT", format!("{root}/sys"))
-        .env("GPUWATCH_PROC_ROOT", format!("{root}/proc"))
-        .args([
-            "--source",
-            "auto",
-            "--nvml-lib",
-            "/nonexistent/libnvidia-ml.so.1",
-            "--once",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let nvml = ["--nvml-lib", "/nonexistent/libnvidia-ml.so.1"];
+    let text = once("amd-mi300x", &[&["--source", "auto"][..], &nvml].concat());
     assert!(text.contains("AMD Instinct MI300X"), "{text}");
     assert!(text.contains("python train.py --model llama-70b"), "{text}");
     assert!(!text.contains("H100"), "not the demo fleet: {text}");
@@ -162,15 +151,7 @@ fn auto_finds_the_amd_card_without_nvml_and_the_text_view_shows_it() {
 /// unknown pair of readings is one `N/A`, not `N/A/N/A`.
 #[test]
 fn the_text_view_names_an_arc_and_says_na_once() {
-    let root = fixture("intel-arc");
-    let out = common::clean_command()
-        .env("GPUWATCH_SYSFS_ROOT", format!("{root}/sys"))
-        .env("GPUWATCH_PROC_ROOT", format!("{root}/proc"))
-        .args(["--source", "intel", "--once"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let text = once("intel-arc", &["--source", "intel"]);
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("0  "))
