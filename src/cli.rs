@@ -53,9 +53,9 @@ A flag beats the environment, which beats the file, which beats the default.
 NO_COLOR (non-empty) or --no-color forces the mono theme.";
 
 /// Ends each subcommand's help, where the global options are not repeated.
-const GLOBALS_HINT: &str = "\
-The global options (--config, --interval, --demo, --only, --remote, ...) apply here too;
-`gpuwatch --help` lists them.";
+/// One line: clap wraps it to the terminal.
+const GLOBALS_HINT: &str = "The global options (--config, --interval, --demo, --only, \
+--remote, ...) apply here too; `gpuwatch --help` lists them.";
 
 /// Parses the command line as `Cli::parse()` would, with each subcommand's help showing
 /// only its own options (see [`command`]); a bad command line exits 2 with clap's message.

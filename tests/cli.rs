@@ -324,7 +324,11 @@ fn help_fits_the_terminal_and_subcommands_show_their_own_options() {
         !pick.contains("--interval <") && !pick.contains("--alert-webhook"),
         "{pick}"
     );
-    assert!(pick.contains("`gpuwatch --help` lists them"), "{pick}");
+    let words = pick.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("apply here too; `gpuwatch --help` lists them"),
+        "{pick}"
+    );
     assert!(pick.contains("Usage: gpuwatch pick [OPTIONS]"), "{pick}");
     let replay = help(&["replay", "--help"], "100");
     assert!(
