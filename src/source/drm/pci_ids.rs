@@ -1,7 +1,7 @@
 //! GPU names from the PCI ID database (`pci.ids`, from pciutils or hwdata), so an AMD or
 //! Intel card reads as its users know it (`Radeon RX 7900 XTX`, `Arc A770`) rather than as
-//! a PCI device id. Reads one vendor's section line by line, at most [`LIMIT`] bytes of the
-//! file, and never fails: no database, or no entry, leaves the caller's fallback.
+//! a PCI device id. Reads one vendor's section line by line, at most [`LIMIT`] bytes of a
+//! regular file, and never fails: no database, or no entry, leaves the caller's fallback.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -32,7 +32,8 @@ pub struct Ids {
 /// (what pci.ids puts in brackets: `DG2 [Arc A770]` → `Arc A770`), else the device's name.
 pub fn name(files: &[PathBuf], ids: Ids) -> Option<String> {
     files.iter().find_map(|f| {
-        let file = std::fs::File::open(f).ok()?;
+        // Regular files only: a FIFO put there would block the sampler for good.
+        let file = crate::safe_file::open_regular(f).ok()?;
         find(BufReader::new(file.take(LIMIT)), ids)
     })
 }
@@ -138,5 +139,21 @@ C 03  Display controller
             name(&files(Path::new("/nonexistent")), ids(0x1002, 0x744c, None)),
             None
         );
+    }
+
+    /// A FIFO where the database should be is passed over at once (opening it for reading
+    /// would wait for a writer), and the next file is read.
+    #[test]
+    fn a_fifo_in_the_databases_place_is_skipped_not_waited_on() {
+        let t = tempfile::tempdir().unwrap();
+        let [misc, hwdata] = files(t.path());
+        for f in [&misc, &hwdata] {
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        }
+        let path = std::ffi::CString::new(misc.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        std::fs::write(&hwdata, DB).unwrap();
+        let arc = name(&[misc, hwdata], ids(0x8086, 0x56a0, None));
+        assert_eq!(arc.as_deref(), Some("Arc A770"));
     }
 }
