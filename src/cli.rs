@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SourceKind {
@@ -51,6 +51,72 @@ GPUWATCH_INTERVAL=2s, GPUWATCH_DEMO=1 or GPUWATCH_LISTEN=0.0.0.0:19445 (switches
 also come from the config file (gpuwatch config init writes one with every key explained).
 A flag beats the environment, which beats the file, which beats the default.
 NO_COLOR (non-empty) or --no-color forces the mono theme.";
+
+/// Ends each subcommand's help, where the global options are not repeated.
+/// One line: clap wraps it to the terminal.
+const GLOBALS_HINT: &str = "The global options (--config, --interval, --demo, --only, \
+--remote, ...) apply here too; `gpuwatch --help` lists them.";
+
+/// Parses the command line as `Cli::parse()` would, with each subcommand's help showing
+/// only its own options (see [`command`]); a bad command line exits 2 with clap's message.
+pub fn parse() -> Cli {
+    let mut matches = command().get_matches();
+    Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.format(&mut command()).exit())
+}
+
+/// The command line parsers and help use. Global options still parse after a subcommand
+/// (`gpuwatch pick --demo`), but each subcommand carries them hidden: clap would otherwise
+/// copy all ~50 into every subcommand's help (`pick --help` was 191 lines). Hidden copies
+/// put in before clap's own propagation take their place (clap skips an id already there).
+/// The man page and completions keep using `Cli::command()`, which lists everything.
+pub fn command() -> clap::Command {
+    // Built (globals copied in, names joined) only to read each subcommand's usage line.
+    let mut full = Cli::command();
+    full.build();
+    let cmd = Cli::command();
+    let globals: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .cloned()
+        .collect();
+    cmd.mut_subcommands(|sc| {
+        let shown = full.find_subcommand(sc.get_name());
+        hide_globals(sc, &globals, shown)
+    })
+}
+
+/// `sc` with `globals` hidden and its help ending in [`GLOBALS_HINT`]; where it has no
+/// options of its own, its usage line is that of `full` (its twin with the globals shown),
+/// so `[OPTIONS]` stays (`gpuwatch replay [OPTIONS] <FILE>`). The same for its subcommands.
+fn hide_globals(
+    sc: clap::Command,
+    globals: &[clap::Arg],
+    full: Option<&clap::Command>,
+) -> clap::Command {
+    let mut sc = sc;
+    for a in globals {
+        if !sc.get_arguments().any(|own| own.get_id() == a.get_id()) {
+            sc = sc.arg(a.clone().hide(true));
+        }
+    }
+    // clap drops `[OPTIONS]` when only hidden ones are left; say it still takes them.
+    let own_options = sc
+        .get_arguments()
+        .any(|a| !a.is_positional() && !a.is_hide_set());
+    if let Some(full) = full.filter(|_| !own_options) {
+        let usage = full.clone().render_usage().to_string();
+        let usage = usage.strip_prefix("Usage: ").unwrap_or(&usage).to_string();
+        sc = sc.override_usage(usage);
+    }
+    let hint = match sc.get_after_help() {
+        Some(own) => format!("{own}\n\n{GLOBALS_HINT}"),
+        None => GLOBALS_HINT.to_string(),
+    };
+    sc.after_help(hint).mut_subcommands(|nested| {
+        let shown = full.and_then(|f| f.find_subcommand(nested.get_name()));
+        hide_globals(nested, globals, shown)
+    })
+}
 
 #[derive(Debug, Clone, Parser)]
 #[command(

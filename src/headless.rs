@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use color_eyre::eyre::{Result, eyre};
 
-use crate::model::owners::{free_gpus, owners, unattributed};
+use crate::model::owners::{free_labels, owners, unattributed};
 use crate::model::procs::Column;
 use crate::model::warnings::Severity;
 use crate::sampler::{self, SamplerEvent};
@@ -108,7 +108,7 @@ pub fn render_text(state: &State) -> String {
         escape(h.driver_version.as_deref().unwrap_or(NA)),
         escape(h.cuda_version.as_deref().unwrap_or(NA)),
         state.model.gpus().len(),
-        list_or_none(&free_gpus(&state.model)),
+        list_or_none(&free_labels(&state.model)),
     );
     out += &host_line(&h.load);
     out += &gpu_table(state);
@@ -130,32 +130,29 @@ fn host_line(load: &crate::source::HostLoad) -> String {
 
 /// One line per GPU with its readings and who holds it.
 fn gpu_table(state: &State) -> String {
+    let w = label_width(state);
     let mut out = format!(
-        "\n{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  OWNERS\n",
+        "\n{:>w$}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  OWNERS\n",
         "GPU", "NAME", "UTIL", "VRAM GiB", "TEMP", "POWER W", "FAN", "SM MHz", "MEM MHz", "P"
     );
     for g in state.model.gpus() {
         if g.status == crate::source::GpuStatus::Lost {
             out += &format!(
-                "{:>3}  {:<22} LOST — not responding\n",
-                g.index,
+                "{:>w$}  {:<22} LOST — not responding\n",
+                escape(&g.label()),
                 escape(&crate::ui::format::gpu_name(g))
             );
             continue;
         }
-        let mem = format!(
-            "{}/{}",
-            or_na(g.memory_used, gib),
-            or_na(g.memory_total, gib)
-        );
+        let mem = pair(g.memory_used, g.memory_total, gib);
         let watts = |w: crate::units::Watts| format!("{:.0}", w.0);
         let power = match (g.power, g.power_limit) {
             (None, Some(limit)) => format!("{NA} of {}", watts(limit)),
-            (p, l) => format!("{}/{}", or_na(p, watts), or_na(l, watts)),
+            (p, l) => pair(p, l, watts),
         };
         out += &format!(
-            "{:>3}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
-            g.index,
+            "{:>w$}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
+            escape(&g.label()),
             escape(&crate::ui::format::truncate(
                 &crate::ui::format::gpu_name(g),
                 22
@@ -170,14 +167,23 @@ fn gpu_table(state: &State) -> String {
             or_na(g.pstate, |p| format!("P{p}")),
             escape(&owners_text(state, g)),
         );
-        out += &instance_rows(state, g);
+        out += &instance_rows(state, g, w);
     }
     out
 }
 
+/// `used/total`, with `N/A` for an unknown one, and a single `N/A` when both are (not
+/// `N/A/N/A`).
+fn pair<T>(a: Option<T>, b: Option<T>, f: impl Fn(T) -> String) -> String {
+    match (a, b) {
+        (None, None) => NA.to_string(),
+        (a, b) => format!("{}/{}", or_na(a, &f), or_na(b, &f)),
+    }
+}
+
 /// A line per MIG instance under its GPU's: `0/1` (GPU/GI), profile and CI, util `N/A`
 /// (NVML gives none per instance), memory, who holds it, and its `MIG-` UUID.
-fn instance_rows(state: &State, g: &crate::source::GpuReading) -> String {
+fn instance_rows(state: &State, g: &crate::source::GpuReading, w: usize) -> String {
     let mut out = String::new();
     for m in &g.mig_devices {
         let who: Vec<String> = crate::model::owners::instance_owners(&state.model, m)
@@ -190,19 +196,15 @@ fn instance_rows(state: &State, g: &crate::source::GpuReading) -> String {
             or_na(m.compute_instance_id, |c| c.to_string())
         );
         out += &format!(
-            "{:>3}  {:<22} {:>5} {:>16} {:>46}  {} · {}\n",
+            "{:>w$}  {:<22} {:>5} {:>16} {:>46}  {} · {}\n",
             format!(
                 "{}/{}",
-                g.index,
+                escape(&g.label()),
                 or_na(m.gpu_instance_id, |i| i.to_string())
             ),
             escape(&crate::ui::format::truncate(&name, 22)),
             or_na(m.util, |u| format!("{}%", u.0)),
-            format!(
-                "{}/{}",
-                or_na(m.memory_used, gib),
-                or_na(m.memory_total, gib)
-            ),
+            pair(m.memory_used, m.memory_total, gib),
             "",
             escape(&if who.is_empty() {
                 "-".into()
@@ -239,11 +241,12 @@ fn health_lines(state: &State) -> String {
     if !gpus.iter().any(|g| health_text::any_known(&g.health)) {
         return String::new();
     }
+    let w = label_width(state);
     let mut out = String::from("\nHEALTH\n");
     for g in gpus.iter().filter(|g| g.status == GpuStatus::Ok) {
         out += &format!(
-            "{:>3}  {}\n",
-            g.index,
+            "{:>w$}  {}\n",
+            escape(&g.label()),
             health_text::all(&g.health).join("  ")
         );
     }
@@ -291,16 +294,27 @@ fn process_table(state: &State) -> String {
     for r in state.model.procs().rows() {
         out += &line(&|c: Column| cell_text(c, r));
     }
-    if state.model.procs().is_empty() {
+    if !state.model.processes_known() {
+        // A source without per-process data (Prometheus): an empty table is not "none".
+        out += "  (processes unknown: the source has no per-process data)\n";
+    } else if state.model.procs().is_empty() {
         out += "  (no GPU processes)\n";
     }
     out
 }
 
-fn list_or_none(v: &[u32]) -> String {
+/// `6,7`, or `gpu1:6,gpu2:3` when watching several hosts (escaped: a host name is
+/// someone else's text), or `none`.
+fn list_or_none(v: &[String]) -> String {
     if v.is_empty() {
         "none".into()
     } else {
-        v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        escape(&v.join(",")).into_owned()
     }
+}
+
+/// The width of the GPU column: 3, or the longest label when hosts name them (`gpu1:0`).
+fn label_width(state: &State) -> usize {
+    let longest = state.model.gpus().iter().map(|g| g.label().chars().count());
+    longest.max().unwrap_or(0).max(3)
 }

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 
 use gpuwatch::cli::{Cli, Command};
 use gpuwatch::config::{self, Settings};
@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     // First, while this is the only thread: as a container's PID 1, become an init too.
     gpuwatch::init::reap_orphans_if_pid1();
     quiet_pipe::install();
-    let cli = Cli::parse();
+    let cli = gpuwatch::cli::parse();
     if let Some(Command::Completions { shell }) = &cli.command {
         // Into memory first: clap_complete panics when its writer fails (`| head -1`).
         let mut script = Vec::new();

@@ -3,9 +3,12 @@
 //! GPU 0 while other GPUs sit free. Raised when processes of two or more users or jobs
 //! share a host's GPU 0, at least one of them is known to have no pinning (its
 //! environment was readable and neither `CUDA_VISIBLE_DEVICES` nor a container's
-//! `NVIDIA_VISIBLE_DEVICES` was set), and another GPU of the same host is free. Pure.
+//! `NVIDIA_VISIBLE_DEVICES` was set), and another GPU of the same host is free. Under MIG
+//! each instance is a device of its own (CUDA's device 0 is then one instance), so the
+//! processes must share one instance: on different instances they were pinned by MIG UUID
+//! or are alone on theirs. Pure.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::Model;
 use super::holders::owner_name;
@@ -38,15 +41,14 @@ fn on_gpu0(model: &Model, gpu0: &GpuReading) -> Option<Warning> {
         .iter()
         .filter(|r| r.key.gpu == gpu0.id)
         .collect();
-    let owners: BTreeSet<String> = rows.iter().map(|r| owner_name(r)).collect();
-    let loose: Vec<&&ProcRow> = rows.iter().filter(|r| unpinned(r, gpu0)).collect();
+    let loose = piled_up(&rows, gpu0);
     let free: Vec<u32> = model
         .gpus()
         .iter()
         .filter(|g| g.host == gpu0.host && g.id != gpu0.id && is_free(model, g))
         .map(|g| g.index)
         .collect();
-    if owners.len() < 2 || loose.is_empty() || free.is_empty() {
+    if loose.is_empty() || free.is_empty() {
         return None;
     }
     let users: BTreeSet<String> = loose.iter().map(|r| owner_name(r)).collect();
@@ -63,4 +65,98 @@ fn on_gpu0(model: &Model, gpu0: &GpuReading) -> Option<Warning> {
             free,
         },
     })
+}
+
+/// The unpinned rows among GPU 0's `rows` that share one device with another owner's: the
+/// whole GPU, or under MIG one instance (a row whose instance is unknown is no evidence).
+fn piled_up<'a>(rows: &[&'a ProcRow], gpu0: &GpuReading) -> Vec<&'a ProcRow> {
+    if gpu0.mig_devices.is_empty() {
+        return shared(rows, gpu0);
+    }
+    let mut by_instance: BTreeMap<&crate::source::GpuId, Vec<&ProcRow>> = BTreeMap::new();
+    for r in rows {
+        if let Some(tag) = &r.instance {
+            by_instance.entry(&tag.id).or_default().push(r);
+        }
+    }
+    let mut loose: Vec<&ProcRow> = Vec::new();
+    for on_one in by_instance.values() {
+        loose.extend(shared(on_one, gpu0));
+    }
+    // In the table's order, as without MIG.
+    loose.sort_by_key(|r| rows.iter().position(|x| std::ptr::eq(*x, *r)));
+    loose
+}
+
+/// The unpinned rows of one device's `rows`, when two owners or more share it; else none.
+fn shared<'a>(rows: &[&'a ProcRow], gpu0: &GpuReading) -> Vec<&'a ProcRow> {
+    let owners: BTreeSet<String> = rows.iter().map(|r| owner_name(r)).collect();
+    if owners.len() < 2 {
+        return Vec::new();
+    }
+    rows.iter().copied().filter(|r| unpinned(r, gpu0)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::model::ViewConfig;
+    use crate::source::mig::MigReading;
+    use crate::source::sim::{SimClock, SimSource};
+    use crate::source::{GpuId, GpuSource};
+
+    fn instance(n: u32, pids: &[u32]) -> MigReading {
+        MigReading {
+            id: GpuId(format!("MIG-000{n}-aaaa")),
+            gpu_instance_id: Some(n),
+            compute_instance_id: Some(0),
+            profile: Some("1g.10gb".into()),
+            memory_total: None,
+            memory_used: None,
+            util: None,
+            pids: pids.to_vec(),
+        }
+    }
+
+    /// The demo's 8 GPUs after 5 samples, GPU 0 split into MIG instances holding `split`.
+    fn pileup_with(split: &[&[u32]]) -> Option<WarningKind> {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+        let clock = SimClock::Virtual { start };
+        let mut sim = SimSource::new(8, 42, Duration::from_secs(1), clock);
+        let config = ViewConfig::default();
+        let mut model = Model::new(&config);
+        for _ in 0..5 {
+            let mut s = sim.sample().unwrap();
+            let mig = split.iter().enumerate();
+            s.gpus[0].mig_devices = mig.map(|(i, p)| instance(i as u32 + 1, p)).collect();
+            model.apply_sample(s, &config);
+        }
+        let mut kinds = model.warnings().iter().map(|w| w.kind.clone());
+        kinds.find(|k| matches!(k, WarningKind::PileUp { .. }))
+    }
+
+    /// Issue 20: erin's 5000 and frank's 5100 run unpinned on GPU 0 (the demo's pile-up);
+    /// on different MIG instances each is alone on its device, so nothing piles up.
+    #[test]
+    fn processes_on_different_mig_instances_of_gpu_0_do_not_pile_up() {
+        let whole = pileup_with(&[]);
+        assert!(
+            matches!(&whole, Some(WarningKind::PileUp { unpinned, .. }) if *unpinned == [5000, 5100]),
+            "{whole:?}"
+        );
+        assert_eq!(pileup_with(&[&[1000], &[5000], &[5100]]), None);
+        // Sharing one instance is a pile-up again; a row with no instance is no evidence.
+        let one = pileup_with(&[&[1000], &[5000, 5100]]);
+        assert!(
+            matches!(&one, Some(WarningKind::PileUp { unpinned, .. }) if *unpinned == [5000, 5100]),
+            "{one:?}"
+        );
+        assert_eq!(
+            pileup_with(&[&[1000]]),
+            None,
+            "5000 and 5100 on no instance"
+        );
+    }
 }

@@ -4,13 +4,13 @@
 //! slots (shown lost) and its reason in `Sample::hosts`, while the others keep updating.
 //! The network and the clock come in through [`PollIo`], so tests script both.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::remote::poller::{Fleet, Runtime};
 use super::remote::{HostSlot, HttpTransport, Transport};
-use super::{GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
+use super::{GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
 
 pub struct MultiSource {
     local: Option<(String, Box<dyn GpuSource>)>,
@@ -19,6 +19,11 @@ pub struct MultiSource {
     names: Vec<String>,
     /// Whether the first sample was taken (it waits for every host's first answer).
     started: bool,
+    /// Pairs of hosts (earlier, later) already said to share GPU UUIDs: said once, not at
+    /// every sample.
+    collisions_said: HashSet<(String, String)>,
+    /// What to tell the user after this sample (see [`GpuSource::notices`]).
+    notices: Vec<String>,
 }
 
 /// The outside world of the pollers: the network, and the runtime the polling runs on.
@@ -60,6 +65,8 @@ impl MultiSource {
             fleet: Fleet::start(addresses, interval, io.transport, io.runtime),
             names: display_names(addresses),
             started: false,
+            collisions_said: HashSet::new(),
+            notices: Vec::new(),
         }
     }
 }
@@ -88,6 +95,41 @@ fn tag(sample: &mut Sample, host: &str) {
     }
 }
 
+/// GPU UUIDs reported so far in this sample, and by which host.
+type Taken = HashMap<GpuId, String>;
+
+/// Gives each GPU of `host`'s sample whose UUID an earlier host already reported an id of
+/// its own (`GPU-…@host`), with its processes and MIG instances, so the two are shown as two
+/// GPUs: keyed by one id they were merged into one, holding both hosts' processes (a copied
+/// snapshot, a cloned VM, a misconfigured exporter). Returns the earlier hosts it collided with.
+fn keep_apart(sample: &mut Sample, host: &str, taken: &mut Taken) -> Vec<String> {
+    let mut earlier = Vec::new();
+    let apart = |id: &GpuId| GpuId(format!("{}@{host}", id.0));
+    for g in &mut sample.gpus {
+        // Only earlier hosts count: one host's own repeats cannot be told apart by host.
+        let Some(first) = taken.get(&g.id) else {
+            continue;
+        };
+        if !earlier.contains(first) {
+            earlier.push(first.clone());
+        }
+        let new = apart(&g.id);
+        for p in sample.processes.iter_mut().filter(|p| p.gpu == g.id) {
+            p.gpu = new.clone();
+        }
+        for m in &mut g.mig_devices {
+            m.id = apart(&m.id);
+        }
+        g.id = new;
+    }
+    for g in &sample.gpus {
+        taken
+            .entry(g.id.clone())
+            .or_insert_with(|| host.to_string());
+    }
+    earlier
+}
+
 /// A host's last known GPUs with nothing known about them now.
 fn lost(gpus: &[GpuReading]) -> Vec<GpuReading> {
     gpus.iter()
@@ -111,6 +153,21 @@ impl MultiSource {
     }
 }
 
+impl MultiSource {
+    /// Says once per pair of hosts that they report the same GPU UUIDs.
+    fn say_collision(&mut self, first: String, later: &str) {
+        if self
+            .collisions_said
+            .insert((first.clone(), later.to_string()))
+        {
+            self.notices.push(format!(
+                "{later} reports GPUs with the same UUIDs as {first} (a copied snapshot or a \
+                 misconfigured host?): both are shown, {later}'s as UUID@{later}"
+            ));
+        }
+    }
+}
+
 impl GpuSource for MultiSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         if !self.started {
@@ -127,9 +184,12 @@ impl GpuSource for MultiSource {
         };
         // Driver and CUDA versions are shown only when every host agrees.
         let mut versions: Vec<(Option<String>, Option<String>)> = Vec::new();
+        let mut taken = Taken::new();
+        let mut collisions = Vec::new();
         if let Some((name, source)) = &mut self.local {
             let error = match source.sample() {
-                Ok(s) => {
+                Ok(mut s) => {
+                    keep_apart(&mut s, name, &mut taken);
                     versions.push((s.host.driver_version.clone(), s.host.cuda_version.clone()));
                     out.gpus.extend(s.gpus);
                     out.processes.extend(s.processes);
@@ -150,7 +210,12 @@ impl GpuSource for MultiSource {
                     latest.host.cuda_version.clone(),
                 ));
             }
-            add_remote(&mut out, name, slot);
+            for first in add_remote(&mut out, name, slot, &mut taken) {
+                collisions.push((first, name.clone()));
+            }
+        }
+        for (first, later) in collisions {
+            self.say_collision(first, &later);
         }
         let names: Vec<&str> = out.hosts.iter().map(|h| h.name.as_str()).collect();
         out.host.hostname = names.join(", ");
@@ -162,11 +227,21 @@ impl GpuSource for MultiSource {
         }
         Ok(out)
     }
+
+    fn notices(&mut self) -> Vec<String> {
+        let mut notices = std::mem::take(&mut self.notices);
+        if let Some((_, local)) = &mut self.local {
+            notices.extend(local.notices());
+        }
+        notices
+    }
 }
 
 /// One remote host's part of the merged sample: its GPUs (lost while it fails, their
-/// processes dropped), and its status line.
-fn add_remote(out: &mut Sample, name: &str, slot: HostSlot) {
+/// processes dropped, kept apart from earlier hosts' GPUs of the same UUID), and its status
+/// line. Returns the earlier hosts whose GPU UUIDs it repeats.
+fn add_remote(out: &mut Sample, name: &str, slot: HostSlot, taken: &mut Taken) -> Vec<String> {
+    let mut earlier = Vec::new();
     let error = match (&slot.latest, &slot.error) {
         (None, None) => Some("waiting for the first answer".to_string()),
         (_, e) => e.clone(),
@@ -174,11 +249,13 @@ fn add_remote(out: &mut Sample, name: &str, slot: HostSlot) {
     match (slot.latest, &slot.error) {
         (Some(mut latest), None) => {
             tag(&mut latest, name);
+            earlier = keep_apart(&mut latest, name, taken);
             out.gpus.extend(latest.gpus);
             out.processes.extend(latest.processes);
         }
         (Some(mut latest), Some(_)) => {
             tag(&mut latest, name);
+            earlier = keep_apart(&mut latest, name, taken);
             out.gpus.extend(lost(&latest.gpus));
         }
         (None, _) => {}
@@ -187,6 +264,7 @@ fn add_remote(out: &mut Sample, name: &str, slot: HostSlot) {
         name: name.to_string(),
         error,
     });
+    earlier
 }
 
 #[cfg(test)]

@@ -385,3 +385,54 @@ fn the_first_sample_waits_for_first_answers_at_most_a_timeout() {
         "{why}"
     );
 }
+
+/// Issue 20: two hosts that report the same GPU UUIDs (here the same snapshot) are both
+/// shown, each GPU holding only its own host's processes, and the collision is said once.
+/// Before, the model keyed both by one UUID: one GPU with both hosts' owners, doubled.
+#[tokio::test(start_paused = true)]
+async fn hosts_reporting_the_same_uuids_are_both_shown_and_said_once() {
+    let net = FakeNet::new(&[
+        ("a:1", vec![Reply::Doc(doc(2))]),
+        ("b:1", vec![Reply::Doc(doc(2))]),
+    ]);
+    let mut m = multi(&net, &["a:1", "b:1"]);
+    run_for(Duration::ZERO).await;
+    let s = m.sample().unwrap();
+    let ids: HashSet<&GpuId> = s.gpus.iter().map(|g| &g.id).collect();
+    assert_eq!((s.gpus.len(), ids.len()), (4, 4), "{ids:?}");
+    let notices = m.notices();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].contains("b reports GPUs with the same UUIDs as a"),
+        "{notices:?}"
+    );
+    let mut state = State::new(ViewConfig::default());
+    update(&mut state, Msg::Sample(Box::new(s)));
+    for g in state.model.gpus() {
+        let held: u64 = crate::model::owners::owners(&state.model, g)
+            .iter()
+            .map(|(_, b)| b.0)
+            .sum();
+        let used = g.memory_used.expect("the demo reads VRAM").0;
+        assert!(
+            held <= used,
+            "{}: owners hold {held} of {used} used",
+            g.label()
+        );
+    }
+    let on = |host: &str| {
+        let gpu = |id: &GpuId| state.model.gpus().iter().find(|g| g.id == *id).unwrap();
+        let rows = state.model.procs().all.iter();
+        rows.filter(|r| gpu(&r.key.gpu).host.as_deref() == Some(host))
+            .count()
+    };
+    assert!(
+        on("a") > 0 && on("a") == on("b"),
+        "{} vs {}",
+        on("a"),
+        on("b")
+    );
+    run_for(SEC).await;
+    m.sample().unwrap();
+    assert!(m.notices().is_empty(), "said once, not at every sample");
+}

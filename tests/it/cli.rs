@@ -279,16 +279,91 @@ fn all_mode_flags_work_after_a_subcommand() {
         .stderr(predicate::str::contains(
             "Usage: gpuwatch replay [OPTIONS] <FILE>\n",
         ));
+    // Its usage keeps `[OPTIONS]` (issue 20: the global ones are hidden from its help).
     gpuwatch()
         .arg("replay")
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("Usage: gpuwatch replay <FILE>\n"));
+        .stderr(predicate::str::contains(
+            "Usage: gpuwatch replay [OPTIONS] <FILE>\n",
+        ));
+}
+
+/// Issue 20: `--help` is wrapped to the terminal's width (clap's `wrap_help`; COLUMNS when
+/// stdout is not a terminal), and a subcommand's help lists its own options and points to
+/// `gpuwatch --help` for the ~50 global ones (`pick --help` was 191 lines of mostly those).
+/// The globals still parse after a subcommand, its usage line is as before, and the man
+/// page still lists every option.
+#[test]
+fn help_fits_the_terminal_and_subcommands_show_their_own_options() {
+    let help = |args: &[&str], columns: &str| {
+        let out = gpuwatch()
+            .args(args)
+            .env("COLUMNS", columns)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    for args in [&["--help"][..], &["pick", "--help"], &["serve", "--help"]] {
+        let text = help(args, "80");
+        let long: Vec<&str> = text.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(long.is_empty(), "{args:?} at 80 columns: {long:#?}");
+    }
+    let wide = help(&["--help"], "200");
+    assert!(
+        wide.lines().any(|l| l.chars().count() > 120),
+        "uses a wide terminal"
+    );
+    let pick = help(&["pick", "--help"], "100");
+    assert!(pick.lines().count() < 60, "{pick}");
+    assert!(
+        pick.contains("--count <N>") && pick.contains("--min-free"),
+        "{pick}"
+    );
+    assert!(
+        !pick.contains("--interval <") && !pick.contains("--alert-webhook"),
+        "{pick}"
+    );
+    let words = pick.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("apply here too; `gpuwatch --help` lists them"),
+        "{pick}"
+    );
+    assert!(pick.contains("Usage: gpuwatch pick [OPTIONS]"), "{pick}");
+    let replay = help(&["replay", "--help"], "100");
+    assert!(
+        replay.contains("Usage: gpuwatch replay [OPTIONS] <FILE>"),
+        "{replay}"
+    );
+    let main = help(&["--help"], "100");
+    assert!(
+        main.contains("--interval") && main.contains("--alert-webhook"),
+        "{main}"
+    );
+    // A global flag after the subcommand still parses, short and long.
+    gpuwatch()
+        .args([
+            "pick", "--demo", "-i", "1s", "--only", "6", "--format", "indices",
+        ])
+        .assert()
+        .success()
+        .stdout("6\n");
+    let man = gpuwatch().arg("man").assert().success();
+    let roff = String::from_utf8(man.get_output().stdout.clone()).unwrap();
+    assert!(
+        roff.contains("interval") && roff.contains("alert\\-webhook"),
+        "{roff}"
+    );
 }
 
 #[test]
 fn help_offers_only_accepted_themes() {
-    let out = gpuwatch().arg("--help").assert().success();
+    // Wide enough that the help does not wrap the line.
+    let out = gpuwatch()
+        .arg("--help")
+        .env("COLUMNS", "500")
+        .assert()
+        .success();
     let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let theme = help.lines().find(|l| l.contains("--theme <")).unwrap();
     assert!(

@@ -199,6 +199,7 @@ fn the_fleet_a_real_prometheus_scrapes_is_drawn_from_it() {
         0,
         "none invented"
     );
+    once_text_names_hosts_and_says_processes_are_unknown(&url, &ta);
     // --selector narrows: no GPU is in cluster b.
     let out = gpuwatch()
         .args([
@@ -225,6 +226,27 @@ fn the_fleet_a_real_prometheus_scrapes_is_drawn_from_it() {
         8
     );
     the_tui_shows_them(&url);
+}
+
+/// Issue 20: `--once` text over several hosts names each GPU's host (not three GPU `0`s)
+/// and says the processes are unknown, not `(no GPU processes)`: the metrics carry none.
+fn once_text_names_hosts_and_says_processes_are_unknown(url: &str, host: &str) {
+    let out = gpuwatch()
+        .args(["--prometheus", url, "--once"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("processes unknown"), "{text}");
+    assert!(!text.contains("no GPU processes"), "{text}");
+    let starts = |label: &str| {
+        text.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{label}  NVIDIA")))
+    };
+    assert!(starts(&format!("{host}:3")), "{text}");
+    assert!(starts("dcgm-node:1"), "{text}");
+    let bare = text.lines().filter(|l| l.starts_with("  0  ")).count();
+    assert_eq!(bare, 0, "a GPU 0 without its host:\n{text}");
 }
 
 /// The TUI over the same Prometheus: every host's GPUs, with history charts from the range

@@ -349,6 +349,66 @@ fn once_waits_for_the_first_answers() {
     assert_eq!(doc["gpus"][0]["host"], "127.0.0.1");
 }
 
+/// Issue 20: `--once` text over two hosts names the host on every GPU, health and free-GPU
+/// line; before, both hosts' GPUs were a bare `0`, `1`, … and the free line `free: 6,7,3`.
+#[test]
+fn once_text_names_the_host_on_every_gpu_health_and_free_line() {
+    let a = Exporter::start(demo_snapshot("8", "1"));
+    let b = Exporter::start(demo_snapshot("4", "2"));
+    let out = common::clean_command()
+        .args([
+            "--remote",
+            &format!("{},{}", a.address, b.address),
+            "--once",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let (ha, hb) = (a.address.as_str(), b.address.as_str());
+    let named = |line: &str| {
+        let first = line.split_whitespace().next().unwrap_or("");
+        first.starts_with(&format!("{ha}:")) || first.starts_with(&format!("{hb}:"))
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let section = |title: &str| -> Vec<&str> {
+        let start = lines.iter().position(|l| l.trim_start().starts_with(title));
+        let start = start.unwrap_or_else(|| panic!("no {title} section:\n{text}"));
+        lines[start + 1..]
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .copied()
+            .collect()
+    };
+    let gpus = section("GPU  NAME");
+    assert!(gpus.len() >= 12, "8 + 4 GPUs:\n{text}");
+    for line in &gpus {
+        assert!(named(line), "a GPU line without its host: {line:?}\n{text}");
+    }
+    assert!(
+        gpus.iter()
+            .any(|l| l.trim_start().starts_with(&format!("{hb}:3 ")))
+    );
+    let health = section("HEALTH");
+    assert!(!health.is_empty(), "{text}");
+    for line in &health {
+        assert!(
+            named(line),
+            "a health line without its host: {line:?}\n{text}"
+        );
+    }
+    let free = lines[0].split("free: ").nth(1).expect("a free list");
+    assert!(free != "none", "the demo has free GPUs: {text}");
+    for label in free.split(',') {
+        assert!(
+            named(label),
+            "a free GPU without its host: {label:?}\n{text}"
+        );
+    }
+}
+
 /// A host still on an older gpuwatch (schema 1) is watched as before; one on a newer major
 /// is shown down with a reason that names the version, not a parse error.
 #[test]

@@ -7,6 +7,7 @@
 
 pub mod clients;
 pub mod fdinfo;
+pub mod pci_ids;
 mod readings;
 pub mod sysfs;
 
@@ -18,7 +19,7 @@ use super::{
     GpuReading, GpuSource, GpuStatus, HostInfo, HostProc, ProcReading, Sample, SourceError, Vendor,
 };
 use crate::procinfo::ProcInfo;
-use crate::units::Bytes;
+use crate::units::{Bytes, Percent};
 use clients::ClientScan;
 use readings::EnergyMark;
 
@@ -37,6 +38,8 @@ pub struct DrmSource {
     clients: ClientScan,
     procinfo: ProcInfo,
     slots: Vec<Slot>,
+    /// The PCI ID database files to name cards from (beside the sysfs root's `sys`).
+    pci_ids: [PathBuf; 2],
     host: HostInfo,
     /// CPU, RAM, swap and load for the host line, from the same /proc root.
     host_load: crate::procinfo::host::HostReader,
@@ -81,6 +84,7 @@ impl DrmSource {
             clients: ClientScan::new(&roots.proc),
             procinfo,
             slots: Vec::new(),
+            pci_ids: pci_ids::files(roots.sys.parent().unwrap_or(&roots.sys)),
             host: HostInfo {
                 hostname: crate::source::hostname(),
                 driver_version: None,
@@ -111,7 +115,11 @@ impl DrmSource {
                 let index = self.slots.len() as u32;
                 self.slots.push(Slot {
                     pci_slot: card.pci_slot.clone(),
-                    last: GpuReading::absent(readings::id(card), index, readings::name(card)),
+                    last: GpuReading::absent(
+                        readings::id(card),
+                        index,
+                        readings::name(card, &self.pci_ids),
+                    ),
                     energy: None,
                 });
             }
@@ -133,6 +141,7 @@ impl DrmSource {
             .into_iter()
             .filter(|u| by_pdev.contains_key(u.pdev.as_str()))
             .collect();
+        let busy = engines_busy(&usage);
         let hosts = self.procinfo.sample(usage.iter().map(|u| u.pid), now);
         let processes = usage
             .into_iter()
@@ -147,6 +156,13 @@ impl DrmSource {
                 host: hosts.get(&u.pid).cloned().unwrap_or(HostProc::Exited),
             })
             .collect();
+        let mut gpus = gpus;
+        for (slot, g) in self.slots.iter().zip(&mut gpus) {
+            // i915 and xe give no GPU-wide busy % in sysfs: the clients' engine time says it.
+            if g.vendor == Some(Vendor::Intel) && g.util.is_none() && g.status == GpuStatus::Ok {
+                g.util = busy.get(&slot.pci_slot).copied().flatten();
+            }
+        }
         Sample {
             time: SystemTime::now(),
             host: HostInfo {
@@ -166,7 +182,8 @@ impl DrmSource {
         let slot = &mut self.slots[i];
         match cards.iter().find(|c| c.pci_slot == slot.pci_slot) {
             Some(card) => {
-                let g = readings::read(card, i as u32, &mut slot.energy, now);
+                let name = slot.last.name.clone();
+                let g = readings::read(card, i as u32, name, &mut slot.energy, now);
                 slot.last = g.clone();
                 g
             }
@@ -181,6 +198,18 @@ impl DrmSource {
             }
         }
     }
+}
+
+/// Each device's busy % as the sum of its clients' (as nvtop does), capped at 100; `None`
+/// for a device where any client's is unknown yet (its first sighting). A device with no
+/// client is not listed: nothing says how busy it is (other users' fdinfo may be hidden).
+fn engines_busy(usage: &[clients::ProcUsage]) -> HashMap<String, Option<Percent>> {
+    let mut busy: HashMap<String, Option<Percent>> = HashMap::new();
+    for u in usage {
+        let sum = busy.entry(u.pdev.clone()).or_insert(Some(Percent(0)));
+        *sum = sum.zip(u.util).map(|(a, b)| Percent((a.0 + b.0).min(100)));
+    }
+    busy
 }
 
 impl GpuSource for DrmSource {

@@ -4,9 +4,10 @@
 //! What a file does not say stays `None`; Intel's kernel drivers expose no GPU-wide busy %
 //! or VRAM use in sysfs, so those are `N/A` there.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::pci_ids;
 use super::sysfs::{self, Card, dpm_levels, link_gen, number, text};
 use crate::source::{GpuId, GpuReading, Vendor};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
@@ -28,12 +29,30 @@ pub fn id(card: &Card) -> GpuId {
     }
 }
 
-/// `product_name` (amdgpu reads it from the board's FRU), else the vendor and PCI device id.
-pub fn name(card: &Card) -> String {
-    if let Some(n) = text(&card.device().join("product_name")) {
+/// `product_name` (amdgpu reads it from the board's FRU), else the name the PCI ID
+/// database `db` gives the card (`Radeon RX 7900 XTX`, `Arc A770`), else the vendor and
+/// PCI device id. Read once per card: the database is a file of a megabyte or more.
+pub fn name(card: &Card, db: &[PathBuf]) -> String {
+    let dev = card.device();
+    if let Some(n) = text(&dev.join("product_name")) {
         return n;
     }
-    let device = text(&card.device().join("device")).unwrap_or_else(|| "?".into());
+    let hex = |f: &str| {
+        let t = text(&dev.join(f))?;
+        u16::from_str_radix(t.trim_start_matches("0x"), 16).ok()
+    };
+    if let (Some(vendor), Some(device)) = (hex("vendor"), hex("device")) {
+        let subsystem = hex("subsystem_vendor").zip(hex("subsystem_device"));
+        let ids = pci_ids::Ids {
+            vendor,
+            device,
+            subsystem,
+        };
+        if let Some(n) = pci_ids::name(db, ids) {
+            return n;
+        }
+    }
+    let device = text(&dev.join("device")).unwrap_or_else(|| "?".into());
     match card.vendor {
         Vendor::Amd => format!("AMD GPU {device}"),
         Vendor::Intel => format!("Intel GPU {device}"),
@@ -41,10 +60,16 @@ pub fn name(card: &Card) -> String {
     }
 }
 
-/// Everything sysfs says about `card`, with `index` its place among this source's GPUs.
-/// `energy` is this card's previous energy reading, updated here.
-pub fn read(card: &Card, index: u32, energy: &mut EnergyMark, now: Instant) -> GpuReading {
-    let mut g = GpuReading::absent(id(card), index, name(card));
+/// Everything sysfs says about `card`, with `index` its place among this source's GPUs and
+/// `name` what [`name`] called it. `energy` is its previous energy reading, updated here.
+pub fn read(
+    card: &Card,
+    index: u32,
+    name: String,
+    energy: &mut EnergyMark,
+    now: Instant,
+) -> GpuReading {
+    let mut g = GpuReading::absent(id(card), index, name);
     g.vendor = Some(card.vendor);
     g.pci_bus_id = Some(card.pci_slot.clone());
     let dev = card.device();

@@ -128,7 +128,8 @@ fn a_radeon_desktop_card_with_a_fan_and_a_display_server() {
     let [g] = s.gpus.as_slice() else {
         panic!("{:?}", s.gpus)
     };
-    assert_eq!(g.name, "AMD GPU 0x744c", "no FRU name on a desktop board");
+    // No FRU name on a desktop board: the PCI ID database's name for its subsystem (issue 20).
+    assert_eq!(g.name, "Radeon RX 7900 XTX");
     assert_eq!(g.id.0, "AMD-0000:03:00.0", "no unique_id: the PCI address");
     assert_eq!(g.temperature, Some(Celsius(45)), "edge first");
     assert_eq!(g.power, Some(Watts(31.0)));
@@ -149,6 +150,14 @@ fn a_radeon_desktop_card_with_a_fan_and_a_display_server() {
 }
 
 #[test]
+fn without_the_pci_id_database_a_card_is_named_by_its_pci_id() {
+    let t = copy_fixture("amd-radeon");
+    std::fs::remove_dir_all(t.path().join("usr")).unwrap();
+    let s = source(t.path(), &[Vendor::Amd]).sample_at(Instant::now());
+    assert_eq!(s.gpus[0].name, "AMD GPU 0x744c");
+}
+
+#[test]
 fn an_arc_card_on_xe_reads_power_from_energy_and_leaves_vram_to_processes() {
     let t = copy_fixture("intel-arc");
     // An AMD source sees no Intel card.
@@ -159,7 +168,7 @@ fn an_arc_card_on_xe_reads_power_from_energy_and_leaves_vram_to_processes() {
     let g = &s.gpus[0];
     assert_eq!(
         (g.vendor, g.name.as_str()),
-        (Some(Vendor::Intel), "Intel GPU 0x56a0")
+        (Some(Vendor::Intel), "Arc A770")
     );
     assert_eq!(g.temperature, Some(Celsius(58)));
     assert_eq!(g.power_limit, Some(Watts(225.0)));
@@ -192,6 +201,31 @@ fn an_arc_card_on_xe_reads_power_from_energy_and_leaves_vram_to_processes() {
     let s = src.sample_at(t0 + Duration::from_secs(2));
     assert_eq!(s.gpus[0].power, Some(Watts(45.0)));
     assert_eq!(s.processes[0].sm_util, Some(Percent(50)));
+    // No busy % in sysfs: the sum of its clients' engine time (issue 20), here one client's.
+    assert_eq!(s.gpus[0].util, Some(Percent(50)));
+}
+
+#[test]
+fn a_devices_busy_percent_sums_its_clients_and_is_unknown_while_one_is() {
+    let usage = |pdev: &str, util: Option<u32>| clients::ProcUsage {
+        pid: 1,
+        pdev: pdev.into(),
+        kind: ProcKind::Compute,
+        memory: None,
+        util: util.map(Percent),
+    };
+    let busy = engines_busy(&[
+        usage("a", Some(30)),
+        usage("a", Some(45)),
+        usage("b", Some(80)),
+        usage("b", Some(70)),
+        usage("c", Some(10)),
+        usage("c", None),
+    ]);
+    assert_eq!(busy["a"], Some(Percent(75)));
+    assert_eq!(busy["b"], Some(Percent(100)), "capped");
+    assert_eq!(busy["c"], None, "a client seen for the first time");
+    assert!(!busy.contains_key("d"), "no client: not known");
 }
 
 #[test]
