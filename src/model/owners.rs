@@ -59,7 +59,8 @@ pub enum Unheld {
     Busy,
     /// Idle but holding VRAM, too little to name as held by no process.
     HoldsMemory,
-    /// Not free for another reason (a warning, a reading unknown, lost): nothing to add.
+    /// Not free for another reason (a warning, a reading unknown, lost, processes the
+    /// source cannot list): nothing to add.
     NotFree,
 }
 
@@ -69,11 +70,14 @@ pub fn unheld(model: &Model, gpu: &GpuReading) -> Option<Unheld> {
     if !owners(model, gpu).is_empty() || unattributed(model, gpu).is_some() {
         return None;
     }
+    // Where the source cannot list processes (`--prometheus`), "no process listed" says
+    // nothing: the header says the process rows are unknown.
+    let listed = model.processes_known() && gpu.status == GpuStatus::Ok;
     Some(if is_free(model, gpu) {
         Unheld::Free
-    } else if gpu.status == GpuStatus::Ok && gpu.util.is_some_and(|u| u.0 > FREE_MAX_UTIL) {
+    } else if listed && gpu.util.is_some_and(|u| u.0 > FREE_MAX_UTIL) {
         Unheld::Busy
-    } else if gpu.status == GpuStatus::Ok
+    } else if listed
         && gpu
             .memory_ratio()
             .is_some_and(|r| r >= FREE_MAX_MEMORY_RATIO)
