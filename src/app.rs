@@ -39,6 +39,9 @@ mod input;
 use input::terminal_input;
 // The real terminal's input on threads of their own, ending when the terminal hangs up.
 mod tty_input;
+// The status line's own deadline (the one clock the loop keeps).
+mod status_expiry;
+use status_expiry::StatusExpiry;
 
 /// The most waiting terminal events handled between two frames.
 const MAX_DRAINED: usize = 4096;
@@ -89,9 +92,9 @@ pub type OsSignals = Pin<Box<dyn Stream<Item = OsSignal> + Send>>;
 /// Everything the loop reads from or does to the world outside the process, besides the
 /// GPU source (which the sampler owns). `run` builds the real one; tests script it.
 ///
-/// There is no clock: the loop never reads the time. Redraws follow messages, the sampler
-/// ticks on tokio's timer (paused in tests), and `state.model.now()` comes from each sample's own
-/// stamp. A status expiry or similar would add a clock field here.
+/// There is no wall clock: redraws follow messages, the sampler ticks on tokio's timer
+/// (paused in tests), `state.model.now()` comes from each sample's own stamp, and the
+/// status line's expiry (`status_expiry`) waits on tokio's timer too.
 pub struct Io<B: Backend> {
     pub terminal: Terminal<B>,
     /// Keys, resizes and mouse events.
@@ -136,6 +139,7 @@ struct Session {
     deliveries: mpsc::UnboundedReceiver<Delivery>,
     /// A resize was handled since the last frame (see `settle_resizes`).
     resized: bool,
+    status: StatusExpiry,
 }
 
 /// What one wait of the loop produced.
@@ -191,6 +195,7 @@ impl Session {
             alerting,
             deliveries,
             resized: false,
+            status: StatusExpiry::default(),
         };
         session.draw(io)?;
         Ok(session)
@@ -202,6 +207,7 @@ impl Session {
         B::Error: Send + Sync + 'static,
     {
         loop {
+            self.status.track(&self.state.view.status);
             let msg = match self.next(io).await? {
                 Next::Msg(msg) => msg,
                 Next::Ignore => continue,
@@ -321,6 +327,7 @@ impl Session {
                 None => Next::Ignore,
             },
             event = io.events.next() => terminal_input(event, &self.state)?,
+            () = self.status.due() => Next::Msg(self.status.expire()),
             Some(sig) = io.os_signals.next() => match sig {
                 OsSignal::Suspend => {
                     io.modes.suspend().wrap_err("handing the terminal back")?;

@@ -217,7 +217,7 @@ fn instance_rows(state: &State, g: &crate::source::GpuReading, w: usize) -> Stri
     out
 }
 
-/// `alice 68.0G, slurm 48121 (bob) 12.0G, no process 12.9G`, or `-`.
+/// `alice 68.0G, slurm 48121 (bob) 12.0G, no process 12.9G`, or `free` (or why not).
 fn owners_text(state: &State, g: &crate::source::GpuReading) -> String {
     let mut who: Vec<String> = owners(&state.model, g)
         .iter()
@@ -226,10 +226,12 @@ fn owners_text(state: &State, g: &crate::source::GpuReading) -> String {
     if let Some(rest) = unattributed(&state.model, g) {
         who.push(format!("no process {}", bytes_short(rest)));
     }
-    if who.is_empty() {
-        "-".to_string()
-    } else {
-        who.join(", ")
+    // Free, or why not, in the TUI's words (one predicate, `owners::unheld`).
+    match crate::model::owners::unheld(&state.model, g) {
+        Some(u) => crate::ui::format::unheld_words(u)
+            .unwrap_or("-")
+            .to_string(),
+        None => who.join(", "),
     }
 }
 

@@ -21,8 +21,8 @@ const fn ch(c: char) -> KeyCode {
 
 pub const BINDINGS: &[Binding] = &[
     Binding {
-        keys: &[ch('q')],
-        label: "q, Ctrl-C",
+        keys: &[ch('q'), KeyCode::F(10)],
+        label: "q, F10, Ctrl-C",
         action: Action::Quit,
         help: "quit",
     },
@@ -75,8 +75,8 @@ pub const BINDINGS: &[Binding] = &[
         help: "last process",
     },
     Binding {
-        keys: &[ch('s'), KeyCode::Right],
-        label: "s, →",
+        keys: &[ch('s'), KeyCode::Right, KeyCode::F(6)],
+        label: "s, →, F6",
         action: Action::SortNext,
         help: "sort by next column",
     },
@@ -165,8 +165,8 @@ pub const BINDINGS: &[Binding] = &[
         help: "focus the previous GPU",
     },
     Binding {
-        keys: &[ch('/')],
-        label: "/",
+        keys: &[ch('/'), KeyCode::F(3)],
+        label: "/, F3",
         action: Action::OpenFilter,
         help: "filter: words, user:, gpu:, cmd:, pid:, vram>10G",
     },
@@ -195,8 +195,8 @@ pub const BINDINGS: &[Binding] = &[
         help: "the selected process's GPU environment",
     },
     Binding {
-        keys: &[ch('T')],
-        label: "T",
+        keys: &[ch('T'), KeyCode::F(9)],
+        label: "T, F9",
         action: Action::Signal(Sig::Term),
         help: "send SIGTERM to your selected process (asks first)",
     },
@@ -338,6 +338,24 @@ mod tests {
         assert_eq!(normal(press(ch('3'))), Some(Action::FocusGpu(3)));
         assert_eq!(normal(press(ch('T'))), Some(Action::Signal(Sig::Term)));
         assert_eq!(normal(press(ch('x'))), None);
+    }
+
+    /// "Instant and truthful" §5: the F-keys htop and nvtop users press: F1 help, F3
+    /// search, F6 sort, F9 signal, F10 quit.
+    #[test]
+    fn f_keys_do_what_they_do_in_htop() {
+        let f = |n| normal(press(KeyCode::F(n)));
+        assert_eq!(f(1), Some(Action::ToggleHelp));
+        assert_eq!(f(3), Some(Action::OpenFilter));
+        assert_eq!(f(6), Some(Action::SortNext));
+        assert_eq!(f(9), Some(Action::Signal(Sig::Term)));
+        assert_eq!(f(10), Some(Action::Quit));
+        for n in [1, 3, 6, 9, 10] {
+            let named = BINDINGS.iter().any(|b| {
+                b.keys.contains(&KeyCode::F(n)) && b.label.split(", ").any(|k| k == format!("F{n}"))
+            });
+            assert!(named, "F{n} is bound but its label does not say so");
+        }
     }
 
     #[test]

@@ -5,10 +5,13 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use super::{Areas, PANEL_HEIGHT};
+use super::{Areas, PANEL_HEIGHT, PANEL_MIN_HEIGHT};
 
-/// Narrowest a column of compact lines may be (bars, numbers and a few owners).
-pub const COMPACT_COLUMN_MIN_WIDTH: u16 = 90;
+/// Narrowest a column of compact lines may be: short lines (util, VRAM and temperature as
+/// numbers, then the owners) that let 16 GPUs fit in two columns at 80x24 rather than
+/// scroll. Columns are added only as needed, so lines are as wide as showing every GPU
+/// allows.
+pub const COMPACT_COLUMN_MIN_WIDTH: u16 = 38;
 /// Space between two columns of compact lines.
 const COMPACT_COLUMN_GAP: u16 = 1;
 
@@ -39,7 +42,7 @@ pub fn visible_gpus(a: &Areas) -> usize {
     if a.compact {
         a.gpus.height.saturating_sub(1) as usize * columns
     } else {
-        (a.gpus.height / a.panel_height.max(PANEL_HEIGHT)) as usize * columns
+        (a.gpus.height / a.panel_height.max(PANEL_MIN_HEIGHT)) as usize * columns
     }
 }
 
@@ -212,10 +215,13 @@ mod tests {
                     .all(|(_, o)| o.intersection(*r).is_empty())
             );
         }
-        // One column when it is enough; narrow screens never split.
+        // One column when it is enough; more (shorter lines) only to show more GPUs, as
+        // many as the width allows.
         assert_eq!(compact_columns(200, 16, 40), 1);
-        assert_eq!(compact_columns(80, 64, 10), 1);
-        assert_eq!(compact_columns(120, 64, 20), 1);
+        assert_eq!(compact_columns(80, 16, 11), 2, "16 GPUs fit at 80x24");
+        assert_eq!(compact_columns(80, 64, 10), 2);
+        assert_eq!(compact_columns(120, 64, 20), 3);
+        assert_eq!(compact_columns(60, 64, 10), 1, "too narrow to split");
     }
 
     #[test]
@@ -240,7 +246,7 @@ mod tests {
         assert!(crowded.panel_height < tall.panel_height, "{crowded:?}");
         assert!(crowded.table.height >= 2 + 30, "{crowded:?}");
         busy.table_rows = 100;
-        assert_eq!(screen(&busy).panel_height, PANEL_HEIGHT);
+        assert_eq!(screen(&busy).panel_height, PANEL_MIN_HEIGHT);
         // Fewer warning lines leave rows the panels take.
         let mut warned = busy;
         warned.table_rows = 30;

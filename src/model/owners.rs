@@ -47,6 +47,47 @@ pub fn is_free(model: &Model, gpu: &GpuReading) -> bool {
         && model.gpu_severity(&gpu.id).is_none()
 }
 
+/// What stands in a GPU's owners when nobody is named there (no process listed, no VRAM
+/// held by no process worth pointing out): one answer for the panels, the compact lines and
+/// `--once`, so they never disagree on which GPU is free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unheld {
+    /// `is_free`: idle, almost no VRAM used, no warning.
+    Free,
+    /// Working (util above the free threshold) with no process to show for it: another
+    /// container's or VM's job, or processes the driver does not list.
+    Busy,
+    /// Idle but holding VRAM, too little to name as held by no process.
+    HoldsMemory,
+    /// Not free for another reason (a warning, a reading unknown, lost, processes the
+    /// source cannot list): nothing to add.
+    NotFree,
+}
+
+/// What stands in for a GPU's owners, or `None` when someone is named (`owners`,
+/// `unattributed`).
+pub fn unheld(model: &Model, gpu: &GpuReading) -> Option<Unheld> {
+    if !owners(model, gpu).is_empty() || unattributed(model, gpu).is_some() {
+        return None;
+    }
+    // Where the source cannot list processes (`--prometheus`), "no process listed" says
+    // nothing: the header says the process rows are unknown.
+    let listed = model.processes_known() && gpu.status == GpuStatus::Ok;
+    Some(if is_free(model, gpu) {
+        Unheld::Free
+    } else if listed && gpu.util.is_some_and(|u| u.0 > FREE_MAX_UTIL) {
+        Unheld::Busy
+    } else if listed
+        && gpu
+            .memory_ratio()
+            .is_some_and(|r| r >= FREE_MAX_MEMORY_RATIO)
+    {
+        Unheld::HoldsMemory
+    } else {
+        Unheld::NotFree
+    })
+}
+
 /// The free GPUs, in order.
 fn free(model: &Model) -> impl Iterator<Item = &GpuReading> {
     model.gpus().iter().filter(|g| is_free(model, g))

@@ -149,7 +149,13 @@ pub enum Msg {
     Replay(ReplayStatus),
     /// The replay jumped back in time: history and alarms from the "future" are dropped.
     Rewound,
+    /// The status line has shown this text for `STATUS_LASTS`: it goes, unless another
+    /// line has taken its place meanwhile.
+    StatusExpired(String),
 }
+
+/// How long a status line (`sent SIGTERM to PID …`) stays when no action clears it first.
+pub const STATUS_LASTS: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What `update` asks the outside world to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,6 +348,12 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::SignalResult(text) => state.view.status = Some(text),
         Msg::Replay(status) => state.view.replay = Some(status),
         Msg::Rewound => state.model.rewind(),
+        // As with an action, not while a prompt or dialog is open (the line is for after).
+        Msg::StatusExpired(text) => {
+            if state.view.status.as_deref() == Some(text.as_str()) {
+                clear_status_on_action(state);
+            }
+        }
     }
     Vec::new()
 }

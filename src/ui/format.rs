@@ -94,6 +94,18 @@ pub fn or_na<T>(value: Option<T>, f: impl FnOnce(T) -> String) -> String {
     value.map(f).unwrap_or_else(|| NA.to_string())
 }
 
+/// The words for a GPU nobody is named on (`model::owners::unheld`), for the TUI and
+/// `--once` alike; `None` where there is nothing to add (each output has its own dash).
+pub fn unheld_words(u: crate::model::owners::Unheld) -> Option<&'static str> {
+    use crate::model::owners::Unheld;
+    match u {
+        Unheld::Free => Some("free"),
+        Unheld::Busy => Some("busy, no process listed"),
+        Unheld::HoldsMemory => Some("VRAM in use, no process listed"),
+        Unheld::NotFree => None,
+    }
+}
+
 /// A horizontal bar of `width` cells filled to `ratio` (0..=1), in eighths for smoothness.
 /// An unknown ratio draws an empty track.
 pub fn bar(ratio: Option<f64>, width: usize) -> String {

@@ -10,9 +10,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Theme;
-use super::format::{NA, bar, bytes_short, fit_spans, gib, gpu_name, or_na};
+use super::format::{NA, bar, bytes_short, fit_spans, gib, gpu_name, or_na, unheld_words};
 use crate::layout::{Areas, gpu_rects, panel_rows};
-use crate::model::owners::{is_free, owners, unattributed};
+use crate::model::owners::{Unheld, owners, unattributed, unheld};
 use crate::source::{GpuReading, GpuStatus};
 use crate::state::State;
 
@@ -37,42 +37,52 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
             .iter()
             .map(|(i, r)| details::PanelWords::new(state, &gpus[*i], theme, r.width))
             .collect();
-        // When one panel of a row needs lines inside for what its borders cannot hold, its
-        // neighbours move their details inside too (room allowing), so the details sit in
-        // the same place in all of them. A panel with less to say gives its unused lines
-        // to its charts rather than leave them blank.
-        let mig = |i: usize| gpus[i].mig_devices.len().min(u16::MAX as usize) as u16;
-        let row_lines: Vec<u16> = rects
+        // When one panel needs lines inside for what its borders cannot hold, every panel
+        // shown moves its details inside too (room allowing) and keeps as many lines for
+        // them, so the PCIe/ECC line sits in the same place and the charts are as tall in
+        // all of them; neighbouring panels laid out differently read as different things.
+        // (A MIG GPU's instance lines come on top of that: its charts are shorter by them,
+        // rather than every other panel keeping blank lines to match.) A panel alone on
+        // screen gives the lines its text leaves unused to its charts.
+        let wanted = words.iter().map(|w| w.lines_wanted()).max().unwrap_or(0);
+        let most = words.iter().map(|w| w.lines_inside()).max().unwrap_or(0);
+        let alone = rects.len() == 1;
+        let inside: Vec<Inside> = words
             .iter()
-            .map(|(me, at)| {
-                let row = || rects.iter().zip(&words).filter(|((_, r), _)| r.y == at.y);
-                let wanted = row().map(|(_, w)| w.lines_wanted()).max().unwrap_or(0);
-                // A panel alone in its row keeps what fits in its borders there.
-                if wanted == 0 || row().count() == 1 {
-                    return wanted;
-                }
-                // MIG instance lines come first: room for the most instance and detail
-                // lines any panel of the row has.
-                let inside = row().map(|((i, _), w)| mig(*i) + w.lines_inside());
-                inside.max().unwrap_or(0).saturating_sub(mig(*me))
+            .map(|w| Inside {
+                lines: match () {
+                    _ if alone => w.lines_wanted(),
+                    _ if wanted == 0 => 0,
+                    _ => most,
+                },
+                give_back: alone,
             })
             .collect();
-        for (((i, rect), w), n) in rects.iter().zip(words).zip(row_lines) {
+        for (((i, rect), w), n) in rects.iter().zip(words).zip(inside) {
             draw_panel(frame, *rect, state, &gpus[*i], w, n, theme);
         }
     }
 }
 
+/// Lines inside a panel for the details its borders cannot hold.
+#[derive(Debug, Clone, Copy)]
+struct Inside {
+    lines: u16,
+    /// Whether lines the text leaves unused go to the charts (a panel alone on screen)
+    /// rather than stay blank so that the charts line up with the neighbours'.
+    give_back: bool,
+}
+
 // ---- full panels ---------------------------------------------------------------------
 
-/// One full panel; `detail_lines` is what its row of panels gives to details inside.
+/// One full panel; `inside` is what the panels shown give to details inside.
 fn draw_panel(
     frame: &mut Frame,
     area: Rect,
     state: &State,
     g: &GpuReading,
     words: details::PanelWords,
-    detail_lines: u16,
+    inside: Inside,
     theme: &Theme,
 ) {
     let inner = Rect::new(
@@ -82,10 +92,11 @@ fn draw_panel(
         area.height.saturating_sub(2),
     );
     let instances = g.mig_devices.len().min(u16::MAX as usize) as u16;
-    let rows = panel_rows(inner, detail_lines, instances);
+    let mut rows = panel_rows(inner, inside.lines, instances);
     let text = words.fit(rows.details.height);
-    // Lines the text leaves unused go back to the charts: no blank rows inside a panel.
-    let rows = panel_rows(inner, text.lines.len() as u16, instances);
+    if inside.give_back {
+        rows = panel_rows(inner, text.lines.len() as u16, instances);
+    }
     let block = panel_block(state, g, theme, &text);
     frame.render_widget(block, area);
     if inner.height == 0 || inner.width < 20 {
@@ -328,12 +339,12 @@ fn owner_entries(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'stat
             theme.warning,
         ));
     }
-    if spans.is_empty() {
-        if is_free(&state.model, g) {
-            spans.push(Span::styled("free", theme.good.patch(theme.title)));
-        } else {
-            spans.push(Span::styled("—", theme.dim));
-        }
+    if let Some(u) = unheld(&state.model, g) {
+        spans.push(match (u, unheld_words(u)) {
+            (Unheld::Free, Some(w)) => Span::styled(w, theme.good.patch(theme.title)),
+            (_, Some(w)) => Span::styled(w, theme.warning),
+            (_, None) => Span::styled("—", theme.dim),
+        });
     }
     spans
 }

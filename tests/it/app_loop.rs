@@ -497,3 +497,36 @@ async fn the_detail_views_redraw_only_on_a_sample_or_a_key() {
     let (exit, ()) = tokio::join!(run, drive);
     assert_eq!(exit.unwrap(), Exit::Quit);
 }
+
+/// "Instant and truthful" §5: a status line goes by itself after `STATUS_LASTS` (10 s of
+/// tokio's paused clock), with the next sample an hour away, and not before.
+#[tokio::test(start_paused = true)]
+async fn a_status_line_goes_by_itself_after_ten_seconds() {
+    let sample = common::sim(2).sample().unwrap();
+    let cfg = ViewConfig {
+        interval: Duration::from_secs(3600),
+        ..config()
+    };
+    let options = Options {
+        notice: Some("said at start".into()),
+        ..Options::default()
+    };
+    let (mut script, mut io) = scripted(120, 40);
+    let run = app::event_loop(&mut io, Box::new(Fixed(sample)), cfg, options);
+    let drive = async {
+        script.frame_with("said at start").await;
+        let shown = tokio::time::Instant::now();
+        script
+            .frame_where("the line gone", |f| !f.text.contains("said at start"))
+            .await;
+        let lasted = shown.elapsed();
+        assert!(
+            lasted >= gpuwatch::state::STATUS_LASTS - Duration::from_secs(1)
+                && lasted <= gpuwatch::state::STATUS_LASTS + Duration::from_secs(1),
+            "the status line lasted {lasted:?}"
+        );
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
+}

@@ -112,14 +112,15 @@ fn spare_rows_make_taller_panels_with_their_details_uncut() {
     );
     assert!(text.contains("svc nvidia-dcgm (root) 614M"), "{text}");
     assert!(text.contains("ECC 0 · MIG off"), "{text}");
-    // The same fleet at 120x40 has no spare row: the smallest panels.
+    // The same fleet at 120x40 has no spare row: the smallest panels (one chart row, so
+    // that all 9 processes show).
     let text = screen(&demo_state(8, 76, 120, 40), 120, 40);
     let lines: Vec<&str> = text.lines().collect();
     let top = lines
         .iter()
         .position(|l| l.contains(" 0 · NVIDIA"))
         .unwrap();
-    assert!(lines[top + 5].starts_with("\"┗") || lines[top + 5].starts_with("\"╰"));
+    assert!(lines[top + 4].starts_with("\"┗") || lines[top + 4].starts_with("\"╰"));
 }
 
 #[test]

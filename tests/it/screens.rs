@@ -70,22 +70,6 @@ fn eight_gpus_at_80x24_are_compact_with_at_least_five_process_rows() {
 }
 
 #[test]
-fn sixteen_gpus_at_80x24_scroll() {
-    let mut state = demo_state(16, LATE, 80, 24);
-    let text = screen(&state, 80, 24);
-    assert!(text.contains("of 16 ([ ] scroll)"), "{text}");
-    let first = text.lines().nth(2).unwrap().to_string();
-    update(&mut state, Msg::Action(Action::ScrollGpusDown));
-    let text = screen(&state, 80, 24);
-    assert_ne!(
-        text.lines().nth(2).unwrap(),
-        first,
-        "scrolling moved the GPU list"
-    );
-    assert!(text.contains(" 2-"), "{text}");
-}
-
-#[test]
 fn early_warnings_are_time_to_full_and_running_hot() {
     let state = demo_state(8, EARLY, 120, 40);
     let text = screen(&state, 120, 40);
@@ -339,19 +323,7 @@ fn number_contexts(text: &str) -> Vec<(String, char)> {
 /// `clk 2100/1300 MH` failed this.
 #[test]
 fn no_number_on_screen_is_ever_cut() {
-    let mixed = {
-        use gpuwatch::source::sim::{Scenario, SimClock, SimSource};
-        let source = SimSource::new(
-            1,
-            42,
-            Duration::from_secs(1),
-            SimClock::Virtual {
-                start: common::epoch(),
-            },
-        )
-        .with_scenario(Scenario::Mixed);
-        common::state_after(source, common::config(), 76, 400, 40)
-    };
+    let mixed = mixed_state(400, 40);
     let kinds = [
         ("the mixed demo (NVIDIA, MIG, AMD, Intel)", mixed),
         (
@@ -402,7 +374,7 @@ fn blank_rows(text: &str) -> usize {
 
 /// What the screen leaves out that more rows would show: processes below the table's end,
 /// GPUs scrolled out of view, or full panels whose charts could still grow.
-fn hidden_content(state: &State, w: u16, h: u16) -> Vec<String> {
+fn hidden_content(state: &State, w: u16, h: u16, blank: usize) -> Vec<String> {
     use gpuwatch::layout::{self, PANEL_MAX_HEIGHT};
     let a = layout::areas(
         &state.layout_input(),
@@ -420,27 +392,226 @@ fn hidden_content(state: &State, w: u16, h: u16) -> Vec<String> {
             state.model.gpus().len()
         ));
     }
-    if !a.compact && a.panel_height < PANEL_MAX_HEIGHT {
+    let panel_rows = layout::visible_gpus(&a).div_ceil(a.columns.max(1) as usize);
+    if !a.compact && a.panel_height < PANEL_MAX_HEIGHT && blank >= panel_rows {
         hidden.push(format!("panels {} rows high", a.panel_height));
     }
     hidden
 }
 
-/// Issue 20 §3: no row is left blank while something is hidden that it could show.
+/// The mixed demo (NVIDIA, MIG, AMD, Intel) after `LATE` samples, sized `w` x `h`.
+fn mixed_state(w: u16, h: u16) -> State {
+    use gpuwatch::source::sim::{Scenario, SimClock, SimSource};
+    let source = SimSource::new(
+        1,
+        42,
+        Duration::from_secs(1),
+        SimClock::Virtual {
+            start: common::epoch(),
+        },
+    )
+    .with_scenario(Scenario::Mixed);
+    common::state_after(source, common::config(), LATE, w, h)
+}
+
+/// Issue 20 §3: no row is left blank while something is hidden that it could show, for
+/// the demo with 1, 8, 16 and 64 GPUs and the mixed demo, at 80x24, 120x40 and 200x60.
+/// Taller charts need a row per row of panels, so fewer blank rows than that hide nothing.
 #[test]
 fn no_blank_rows_while_content_is_hidden() {
     let mut wasted = Vec::new();
     for (w, h) in [(80, 24), (120, 40), (200, 60)] {
-        for gpus in [1, 8, 16, 64] {
-            let state = demo_state(gpus, LATE, w, h);
+        let fleets =
+            [1, 8, 16, 64].map(|gpus| (format!("{gpus} GPUs"), demo_state(gpus, LATE, w, h)));
+        for (name, state) in fleets
+            .into_iter()
+            .chain([("the mixed demo".into(), mixed_state(w, h))])
+        {
             let blank = blank_rows(&screen(&state, w, h));
-            let hidden = hidden_content(&state, w, h);
+            let hidden = hidden_content(&state, w, h, blank);
             if blank > 0 && !hidden.is_empty() {
-                wasted.push(format!(
-                    "{gpus} GPUs at {w}x{h}: {blank} blank rows, {hidden:?}"
-                ));
+                wasted.push(format!("{name} at {w}x{h}: {blank} blank rows, {hidden:?}"));
             }
         }
     }
     assert!(wasted.is_empty(), "{}", wasted.join("\n"));
+}
+
+/// Issue 20 §3: 8 GPUs at 120x40 show all 9 of the demo's processes (the panels' charts
+/// give up their second row for it), and 16 GPUs at 80x24 all show, in two columns.
+#[test]
+fn every_process_and_gpu_shows_where_the_screen_can_hold_them() {
+    use gpuwatch::layout;
+    // (16 GPUs' 16 processes cannot all show at 80x24 as well.)
+    for (gpus, w, h, what) in [(8, 120, 40, ""), (16, 80, 24, "GPUs")] {
+        let state = demo_state(gpus, LATE, w, h);
+        let text = screen(&state, w, h);
+        let hidden = hidden_content(&state, w, h, usize::MAX);
+        let cut: Vec<_> = hidden
+            .iter()
+            .filter(|h| !h.starts_with("panels") && h.contains(what))
+            .collect();
+        assert!(cut.is_empty(), "{gpus} GPUs at {w}x{h}: {cut:?}\n{text}");
+        assert!(!text.contains("hidden"), "{text}");
+    }
+    let a = layout::areas(
+        &demo_state(16, LATE, 80, 24).layout_input(),
+        ratatui::layout::Rect::new(0, 0, 80, 24),
+    );
+    assert!(a.compact && a.columns == 2, "{a:?}");
+}
+
+/// Issue 20 §3: 64 GPUs are usable at every size: those out of view are counted on screen
+/// with the keys that bring them, and scrolling moves the list.
+#[test]
+fn sixty_four_gpus_say_how_many_are_hidden_and_scroll() {
+    use gpuwatch::layout;
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        let mut state = demo_state(64, LATE, w, h);
+        let text = screen(&state, w, h);
+        let a = layout::areas(
+            &state.layout_input(),
+            ratatui::layout::Rect::new(0, 0, w, h),
+        );
+        let shown = layout::gpu_rects(&a, &state.gpu_lines(), 0).len();
+        if shown == 64 {
+            assert!(!text.contains("hidden"), "{w}x{h}:\n{text}");
+            continue;
+        }
+        let says = format!("1-{shown} of 64, {} hidden ([ ] scroll)", 64 - shown);
+        assert!(text.contains(&says), "{w}x{h} lacks {says:?}:\n{text}");
+        update(&mut state, Msg::Action(Action::ScrollGpusDown));
+        let text = screen(&state, w, h);
+        assert!(
+            text.contains("2-"),
+            "{w}x{h}: scrolling moved the list:\n{text}"
+        );
+    }
+}
+
+/// Each full panel's shape on screen: (column, height, row of the PCIe line, row of the charts),
+/// rows counted from the panel's top border; the PCIe row is the bottom border's when the
+/// details sit there.
+fn panel_shapes(text: &str) -> Vec<(usize, usize, Option<usize>, Option<usize>)> {
+    let rows: Vec<Vec<char>> = text
+        .lines()
+        .map(|l| l.trim_matches('"').chars().collect())
+        .collect();
+    let mut out = Vec::new();
+    for (y, row) in rows.iter().enumerate() {
+        for (x, c) in row.iter().enumerate() {
+            if !"╭┏╔".contains(*c) {
+                continue;
+            }
+            let Some(height) = (y + 1..rows.len())
+                .find(|r| rows[*r].get(x).is_some_and(|c| "╰┗╚".contains(*c)))
+                .map(|bottom| bottom - y + 1)
+            else {
+                continue;
+            };
+            let width = (x + 1..row.len())
+                .find(|i| "╮┓╗".contains(row[*i]))
+                .map_or(row.len() - x, |end| end - x + 1);
+            let inside = |r: usize| -> String { rows[y + r].iter().skip(x).take(width).collect() };
+            let pcie = (1..height).find(|r| inside(*r).contains("PCIe"));
+            let charts = (1..height).find(|r| inside(*r).contains("temp "));
+            out.push((x, height, pcie, charts));
+        }
+    }
+    out
+}
+
+/// Issue 20 §3: neighbouring panels are laid out alike: the PCIe/ECC line in the same place
+/// (inside all of them or in all their borders) and charts of one height.
+#[test]
+fn panels_shown_together_have_one_shape() {
+    for (gpus, w, h) in [(8, 200, 60), (8, 120, 40), (16, 200, 60), (4, 200, 60)] {
+        let state = demo_state(gpus, LATE, w, h);
+        let text = screen(&state, w, h);
+        let shapes = panel_shapes(&text);
+        assert!(
+            shapes.len() > 1,
+            "{gpus} GPUs at {w}x{h}: no panels\n{text}"
+        );
+        let first = shapes[0];
+        for s in &shapes {
+            assert_eq!(
+                (s.1, s.2, s.3),
+                (first.1, first.2, first.3),
+                "{gpus} GPUs at {w}x{h}: panels differ (height, PCIe row, chart row)\n{text}"
+            );
+        }
+        assert!(first.2.is_some() && first.3.is_some(), "{text}");
+    }
+}
+
+/// "Instant and truthful" §5: a GPU nobody is named on says why it is not free (busy, or
+/// VRAM in use) instead of a bare `—`, and `--once` writes `free` (or why not) exactly
+/// where the TUI does: both read `owners::unheld`.
+#[test]
+fn a_gpu_with_no_process_listed_says_why_it_is_not_free() {
+    let mut sample = absent_zero_lost_sample();
+    let gpu = |n: u32, name: &str, util: u32, used_mib: u64, total_gib: f64| {
+        let mut g = GpuReading::absent(GpuId(format!("GPU-{name}")), n, name);
+        g.util = Some(Percent(util));
+        g.memory_total = Some(Bytes::from_gib(total_gib));
+        g.memory_used = Some(Bytes(used_mib << 20));
+        g
+    };
+    sample.gpus = vec![
+        gpu(0, "Busy GPU", 80, 300, 16.0),
+        gpu(1, "Idle GPU", 0, 200, 16.0),
+        gpu(2, "Holding GPU", 0, 900, 8.0),
+    ];
+    for (w, h, compact) in [(120, 40, false), (120, 40, true), (80, 24, true)] {
+        let mut state = common::state_of_sample(sample.clone(), w, h);
+        if compact {
+            state.view.layout = gpuwatch::state::LayoutPref::Compact;
+        }
+        let text = screen(&state, w, h);
+        let line_of = |n: &str| {
+            text.lines()
+                .find(|l| l.contains(n))
+                .unwrap_or_else(|| panic!("no {n:?} at {w}x{h}:\n{text}"))
+                .to_string()
+        };
+        if compact {
+            // The compact lines: `  0 …` in the order of the GPUs.
+            let gpus: Vec<&str> = text
+                .lines()
+                .filter(|l| {
+                    ["\"  0 ", "\"  1 ", "\"  2 "]
+                        .iter()
+                        .any(|p| l.starts_with(p))
+                })
+                .collect();
+            assert_eq!(gpus.len(), 3, "{text}");
+            assert!(gpus[0].contains("busy, no process"), "{text}");
+            assert!(gpus[1].contains("free"), "{text}");
+            assert!(gpus[2].contains("VRAM in use"), "{text}");
+        } else {
+            assert!(
+                line_of("Busy GPU").contains("busy, no process listed"),
+                "{text}"
+            );
+            assert!(line_of("Idle GPU").contains(" free "), "{text}");
+            assert!(
+                line_of("Holding GPU").contains("VRAM in use, no process listed"),
+                "{text}"
+            );
+        }
+        assert!(!text.contains('—'), "a bare dash:\n{text}");
+        let once = gpuwatch::headless::render_text(&state);
+        for (name, words) in [
+            ("Busy GPU", "busy, no process listed"),
+            ("Idle GPU", "free"),
+            ("Holding GPU", "VRAM in use, no process listed"),
+        ] {
+            let line = once
+                .lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("--once lacks {name}:\n{once}"));
+            assert!(line.contains(words), "--once: {line:?}\n{once}");
+        }
+    }
 }

@@ -325,3 +325,27 @@ fn source_auto_without_a_driver_says_it_shows_the_demo() {
     t.send(&["q"]);
     t.wait_restored();
 }
+
+/// Issue 20 §5 and §3 in a real terminal: the F-keys htop and nvtop users press (F1 help,
+/// F3 filter, F10 quit) work, and 16 GPUs at 80x24 all show, in two columns of short lines.
+#[test]
+fn f_keys_work_as_in_htop_and_sixteen_gpus_fit_at_80x24() {
+    let Some(t) = Tmux::start("fkeys", 80, 24) else {
+        return;
+    };
+    t.launch_demo("--demo-gpus 16");
+    let screen = t.wait_for(" 15 ", Duration::from_secs(10));
+    assert!(
+        !screen.contains("hidden") && !screen.contains("scroll"),
+        "{screen}"
+    );
+    t.send(&["F1"]);
+    t.wait_for("Help — keys", Duration::from_secs(10));
+    // F1 again rather than Esc: an Esc right before an F-key's own escape sequence reads
+    // as one Alt-key in any terminal.
+    t.send(&["F1", "F3"]);
+    t.wait_for("Enter: keep · Esc: clear", Duration::from_secs(10));
+    t.send(&["Enter", "F10"]);
+    t.wait_restored();
+    t.exit_status_is(0);
+}

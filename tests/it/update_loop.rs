@@ -364,3 +364,27 @@ fn a_status_line_goes_with_the_next_action() {
     update(&mut state, Msg::Action(Action::FilterDone));
     assert_eq!(state.view.status.as_deref(), Some("said during the prompt"));
 }
+
+/// "Instant and truthful" §5 (the part about time): a status line's expiry (sent by the
+/// loop `STATUS_LASTS` after the line appeared) clears that line, not one that has taken
+/// its place meanwhile, and waits while a prompt is open.
+#[test]
+fn a_status_line_expires_only_if_it_is_still_the_one_showing() {
+    let mut state = demo_state(8, 5, 120, 40);
+    update(&mut state, Msg::Notice("sent SIGTERM to PID 1000".into()));
+    update(&mut state, Msg::Notice("a newer line".into()));
+    update(
+        &mut state,
+        Msg::StatusExpired("sent SIGTERM to PID 1000".into()),
+    );
+    assert_eq!(state.view.status.as_deref(), Some("a newer line"));
+    update(&mut state, Msg::StatusExpired("a newer line".into()));
+    assert_eq!(state.view.status, None);
+    update(&mut state, Msg::Action(Action::OpenFilter));
+    update(&mut state, Msg::Notice("said during the prompt".into()));
+    update(
+        &mut state,
+        Msg::StatusExpired("said during the prompt".into()),
+    );
+    assert_eq!(state.view.status.as_deref(), Some("said during the prompt"));
+}

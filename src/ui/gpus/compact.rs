@@ -26,7 +26,13 @@ struct CompactColumns {
     /// Lines too narrow for the name, in a fleet of several vendors: an `AMD`/`Intel` tag
     /// goes before the owners instead (NVIDIA's GPUs have none).
     vendor_tags: bool,
+    /// Width of the util and VRAM bars (0: numbers only, on the short lines of narrow
+    /// columns).
     bar: usize,
+    /// Width of the VRAM numbers (`68.6/79.6`).
+    memory: usize,
+    /// Whether the line has room for the power draw.
+    power: bool,
     extras: bool,
     /// Width of the util and VRAM sparklines (0: none).
     spark: usize,
@@ -44,11 +50,19 @@ impl CompactColumns {
             .unwrap_or(1);
         let gpus = state.model.gpus();
         let mixed = gpus.iter().any(|g| g.vendor != gpus[0].vendor);
+        // Below this a column gets short lines: the owners are worth more than bars.
+        let short = width < 60;
         CompactColumns {
             label: longest.clamp(3, 16),
             name: if wide { 14 } else { 0 },
             vendor_tags: !wide && mixed,
-            bar: if width >= 100 { 12 } else { 8 },
+            bar: match width {
+                100.. => 12,
+                60.. => 8,
+                _ => 0,
+            },
+            memory: if short { 9 } else { 11 },
+            power: !short,
             extras: wide,
             spark: match width {
                 160.. => 16,
@@ -77,7 +91,7 @@ pub(super) fn draw_compact(
     for (c, area) in columns.iter().enumerate() {
         // The scroll range goes on the last column's title line.
         let range = (c == last).then_some((rects.len(), start));
-        let title = compact_title(&cols, state, range, area.width, theme);
+        let title = compact_title(&cols, state, range, c == 0, area.width, theme);
         frame.render_widget(
             Paragraph::new(title),
             Rect::new(area.x, area.y, area.width, 1),
@@ -96,12 +110,13 @@ pub(super) fn draw_compact(
     }
 }
 
-/// The column titles; `range` (GPUs shown, first shown) adds `1-46 of 64 ([ ] scroll)`
-/// when not every GPU shows.
+/// The column titles; `range` (GPUs shown, first shown) adds
+/// `1-20 of 64, 44 hidden ([ ] scroll)` when not every GPU shows.
 fn compact_title<'a>(
     cols: &CompactColumns,
     state: &State,
     range: Option<(usize, usize)>,
+    first_column: bool,
     width: u16,
     theme: &Theme,
 ) -> Line<'a> {
@@ -113,24 +128,54 @@ fn compact_title<'a>(
     if cols.spark > 0 {
         text += &format!("{:<w$} ", "util", w = cols.spark);
     }
-    text += &format!("{:<w$} ", "VRAM GiB", w = cols.bar + 12);
+    text += &format!("{:<w$} ", "VRAM GiB", w = cols.bar + cols.memory + 1);
     if cols.spark > 0 {
         text += &format!("{:<w$} ", "vram", w = cols.spark);
     }
-    text += &format!("{:>4} {:>5} ", "TEMP", "POWER");
+    text += &format!("{:>4} ", "TEMP");
+    if cols.power {
+        text += &format!("{:>5} ", "POWER");
+    }
     if cols.extras {
         text += &format!("{:>4} {:>3} ", "FAN", "P");
     }
     text += "OWNERS";
     let total = state.model.gpus().len();
-    let mut spans = vec![Span::styled(text.clone(), theme.table_header)];
-    if let Some((shown, start)) = range.filter(|(shown, _)| *shown < total) {
-        let range = format!(" {}-{} of {total} ([ ] scroll) ", start + 1, start + shown);
-        let pad = (width as usize).saturating_sub(text.chars().count() + range.chars().count());
-        spans.push(Span::raw(" ".repeat(pad)));
-        spans.push(Span::styled(range, theme.warning));
-    }
-    Line::from(spans)
+    let Some((shown, start)) = range.filter(|(shown, _)| *shown < total) else {
+        return Line::styled(text, theme.table_header);
+    };
+    // How many GPUs are out of view and the keys that bring them, in the longest words
+    // that fit beside the titles; in a column of its own (not the first, which has the
+    // titles) the words may take the whole line; a single column cuts its titles instead.
+    let hidden = total - shown;
+    let words = [
+        format!(
+            " {}-{} of {total}, {hidden} hidden ([ ] scroll) ",
+            start + 1,
+            start + shown
+        ),
+        format!(" {hidden} hidden ([ ] scroll) "),
+        format!(" +{hidden} ([ ]) "),
+    ];
+    let width = width as usize;
+    let fits = |w: &String| text.chars().count() + w.chars().count() <= width;
+    let (text, words) = match words.iter().find(|w| fits(w)) {
+        Some(w) => (text, w.clone()),
+        None if first_column => {
+            let w = words[2].clone();
+            (truncate(&text, width.saturating_sub(w.chars().count())), w)
+        }
+        None => {
+            let w = words.iter().find(|w| w.chars().count() <= width);
+            (String::new(), w.unwrap_or(&words[2]).clone())
+        }
+    };
+    let pad = width.saturating_sub(text.chars().count() + words.chars().count());
+    Line::from(vec![
+        Span::styled(text, theme.table_header),
+        Span::raw(" ".repeat(pad)),
+        Span::styled(words, theme.warning),
+    ])
 }
 
 /// One GPU's line: label and name, its readings, then who holds it in what room is left.
@@ -197,10 +242,15 @@ fn reading_spans(
 ) -> Vec<Span<'static>> {
     let util = g.util.map(|u| u.ratio());
     let mem = g.memory_ratio();
-    let mut spans = vec![
-        Span::styled(bar(util, cols.bar), theme.good),
-        Span::raw(format!(" {:>4} ", or_na(g.util, |u| format!("{}%", u.0)))),
-    ];
+    let mut spans = Vec::new();
+    if cols.bar > 0 {
+        spans.push(Span::styled(bar(util, cols.bar), theme.good));
+    }
+    spans.push(Span::raw(format!(
+        "{}{:>4} ",
+        if cols.bar > 0 { " " } else { "" },
+        or_na(g.util, |u| format!("{}%", u.0))
+    )));
     let history = state.model.history(&g.id).filter(|_| cols.spark > 0);
     if let Some(h) = history {
         let util_cols = h.columns(Key::Util, cols.spark, super::charts::percent);
@@ -209,9 +259,11 @@ fn reading_spans(
             theme.spark_util,
         ));
     }
-    spans.push(Span::styled(bar(mem, cols.bar), theme.level(mem)));
+    if cols.bar > 0 {
+        spans.push(Span::styled(bar(mem, cols.bar), theme.level(mem)));
+    }
     spans.push(Span::styled(
-        format!(" {:>11} ", memory_text(g, "")),
+        format!(" {:>w$} ", memory_text(g, ""), w = cols.memory),
         theme.level(mem),
     ));
     if let Some(h) = history {
@@ -223,13 +275,16 @@ fn reading_spans(
             theme.level(mem),
         ));
     }
-    spans.extend([
-        Span::styled(format!("{:>4} ", temp_text(g)), temp_style(state, g, theme)),
-        Span::raw(format!(
+    spans.push(Span::styled(
+        format!("{:>4} ", temp_text(g)),
+        temp_style(state, g, theme),
+    ));
+    if cols.power {
+        spans.push(Span::raw(format!(
             "{:>5} ",
             or_na(g.power, |w| format!("{:.0}W", w.0))
-        )),
-    ]);
+        )));
+    }
     if cols.extras {
         spans.push(Span::raw(format!(
             "{:>4} ",
