@@ -3,7 +3,7 @@
 //! workload (`slurm 48121 train-llama`, `docker trainer-1`, `k8s ml/bert-7f9c`,
 //! `svc jupyter`); a login session has none, the user says it all. Pure.
 
-use crate::source::workload::{ContainerNames, Engine, SlurmNames, Workload};
+use crate::source::workload::{ContainerNames, Engine, PodNames, SlurmNames, Workload};
 
 /// Characters of a container id or pod UID shown when no name is known (as `docker ps`).
 const SHORT_ID: usize = 12;
@@ -85,6 +85,15 @@ fn short(id: &str) -> String {
     id.chars().take(SHORT_ID).collect()
 }
 
+/// A pod's `namespace/name`, when both are known.
+fn qualified(names: &PodNames) -> Option<String> {
+    names
+        .namespace
+        .as_ref()
+        .zip(names.name.as_ref())
+        .map(|(n, p)| format!("{n}/{p}"))
+}
+
 /// Which facet of a workload a filter term names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Facet {
@@ -120,13 +129,7 @@ pub fn matches(w: &Workload, facet: Facet, needle: &str) -> bool {
             id.starts_with(needle) || is(&names.name) || is(&names.compose_service)
         }
         (Facet::Job, Workload::Pod { uid, names, .. }) => {
-            uid.starts_with(needle)
-                || is(&names.name)
-                || is(&names
-                    .namespace
-                    .as_ref()
-                    .zip(names.name.as_ref())
-                    .map(|(n, p)| format!("{n}/{p}")))
+            uid.starts_with(needle) || is(&names.name) || is(&qualified(names))
         }
         (Facet::JobText, _) if label(w).is_some_and(|l| l.to_lowercase().contains(needle)) => true,
         (Facet::JobText, Workload::Slurm { job, .. }) => job.to_string().starts_with(needle),
@@ -137,13 +140,7 @@ pub fn matches(w: &Workload, facet: Facet, needle: &str) -> bool {
                 || has(&names.image)
         }
         (Facet::JobText | Facet::Pod, Workload::Pod { uid, names, .. }) => {
-            uid.starts_with(needle)
-                || has(&names.name)
-                || has(&names
-                    .namespace
-                    .as_ref()
-                    .zip(names.name.as_ref())
-                    .map(|(n, p)| format!("{n}/{p}")))
+            uid.starts_with(needle) || has(&names.name) || has(&qualified(names))
         }
         (
             Facet::Container,

@@ -235,6 +235,9 @@ pub struct PodAllocation {
     pub namespace: String,
     pub pod: String,
     pub container: String,
+    /// The GPU's MIG instance (`MIG-…`) allocated, when the pod was given an instance and
+    /// not the whole GPU.
+    pub instance: Option<crate::source::GpuId>,
 }
 
 /// What runs a process beyond its user: its workload (from the cgroup) and the GPU-related
