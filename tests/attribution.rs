@@ -288,18 +288,7 @@ fn pick_counts_the_callers_other_job_as_someone_else_and_its_own_job_as_its_own(
         let enter = cgroup.map_or(String::new(), |c| {
             format!("echo $$ > {}/cgroup.procs && ", c.display())
         });
-        let script = format!(
-            "{enter}exec {} --nvml-lib {} pick -n 2",
-            env!("CARGO_BIN_EXE_gpuwatch"),
-            common::fake_lib().display()
-        );
-        let out = StdCommand::new("sh")
-            .args(["-c", &script])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
-            .output()
-            .expect("run pick");
+        let out = common::cgroups::gpuwatch_in(&enter, "", "pick -n 2", &path, &[]);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).trim().to_string(),

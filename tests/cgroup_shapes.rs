@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::sync::{Arc, Mutex};
 
-use common::cgroups::{Placed, writable_hierarchy};
+use common::cgroups::{Placed, gpuwatch_in, writable_hierarchy};
 use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(
@@ -51,20 +51,7 @@ fn scenario(dir: &Path, pids: &[u32]) -> PathBuf {
 
 /// `gpuwatch --once --json` run by `sh -c "{enter}exec {wrap}gpuwatch …"`, with `env`.
 fn once_json(scenario: &Path, enter: &str, wrap: &str, env: &[(&str, &str)]) -> Value {
-    let script = format!(
-        "{enter}exec {wrap}{} --nvml-lib {} --once --json",
-        env!("CARGO_BIN_EXE_gpuwatch"),
-        common::fake_lib().display()
-    );
-    let out = StdCommand::new("sh")
-        .args(["-c", &script])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", "/nonexistent")
-        .env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
-        .envs(env.iter().copied())
-        .output()
-        .expect("run gpuwatch");
+    let out = gpuwatch_in(enter, wrap, "--once --json", scenario, env);
     assert!(
         out.status.success(),
         "{}",

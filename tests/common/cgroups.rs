@@ -76,3 +76,29 @@ impl Drop for Placed {
         }
     }
 }
+
+/// `gpuwatch --nvml-lib <fake NVML> ARGS` run as `sh -c "{enter}exec {wrap}gpuwatch …"` (so
+/// `enter` can move the shell into a cgroup first, `wrap` can be `unshare --cgroup `), with
+/// only `PATH`, an absent `HOME`, the scenario and `env` in its environment.
+pub fn gpuwatch_in(
+    enter: &str,
+    wrap: &str,
+    args: &str,
+    scenario: &Path,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let script = format!(
+        "{enter}exec {wrap}{} --nvml-lib {} {args}",
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        super::fake_lib().display()
+    );
+    StdCommand::new("sh")
+        .args(["-c", &script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", "/nonexistent")
+        .env("GPUWATCH_FAKE_NVML_SCENARIO", scenario)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run gpuwatch")
+}
