@@ -1,6 +1,6 @@
 //! The process filter typed after `/`: plain words match user, job, command, PID, or the
 //! MIG instance a process runs on (its `MIG-` UUID or profile, e.g. `3g.40gb`); fields
-//! `user:` `gpu:` `cmd:` `pid:` `job:` `container:` `pod:` and comparisons `vram>10G`
+//! `user:` `gpu:` `cmd:` `pid:` `job:` (an id, exactly) `job~` (text) `container:` `pod:` and comparisons `vram>10G`
 //! `vram<1G` narrow further; all terms must hold (AND). Parsing and matching only; invalid text is an error to show, never a crash.
 
 use super::jobs::{self, Facet};
@@ -15,7 +15,7 @@ enum Term {
     Gpu(Vec<u32>),
     Command(String),
     Pid(u32),
-    /// `job:`, `container:`, `pod:` — a workload by name or id (see `jobs::matches`).
+    /// `job:`, `job~`, `container:`, `pod:` — a workload by name or id (see `jobs::matches`).
     Workload(Facet, String),
     /// `vram>SIZE` (strictly) or `vram>=SIZE`; `inclusive` tells which.
     VramAbove(Bytes, bool),
@@ -27,8 +27,8 @@ pub struct Filter {
     terms: Vec<Term>,
 }
 
-const HELP: &str = "use words, user:NAME, gpu:N[,N], cmd:TEXT, pid:N, job:ID, container:NAME, \
-                    pod:NAME, vram>SIZE, vram<SIZE";
+const HELP: &str = "use words, user:NAME, gpu:N[,N], cmd:TEXT, pid:N, job:ID, job~TEXT, \
+                    container:NAME, pod:NAME, vram>SIZE, vram<SIZE";
 
 impl Filter {
     /// Parses the filter line; an empty line is the empty filter (matches everything).
@@ -100,6 +100,13 @@ fn parse_term(word: &str) -> Result<Term, String> {
                 Term::VramBelow(size, inclusive)
             });
         }
+    }
+    // `job~text`: the workload's label, names and ids as text (`job:` wants an id).
+    if let Some(text) = ["job~", "j~"].iter().find_map(|p| lower.strip_prefix(p)) {
+        if text.is_empty() {
+            return Err(format!("job~: needs a value ({HELP})"));
+        }
+        return Ok(Term::Workload(Facet::JobText, text.to_string()));
     }
     let Some((field, value)) = lower.split_once(':') else {
         return Ok(Term::Text(lower));
@@ -273,6 +280,7 @@ mod tests {
                         name: Some("trainer-1".into()),
                         ..Default::default()
                     },
+                    delegated_to: None,
                 },
             ),
             row(3, 2, "carol", "python notebook.py", 1.0),
@@ -285,7 +293,14 @@ mod tests {
                 .collect()
         };
         assert_eq!(pids("job:48121"), vec![1]);
-        assert_eq!(pids("job:trainer"), vec![2], "job: names any workload");
+        assert_eq!(pids("job:trainer-1"), vec![2], "job: names any workload");
+        // `job:` is an id or a name exactly (it once matched 4812 and `trainer` too);
+        // `job~` searches the text.
+        assert_eq!(pids("job:4812"), Vec::<u32>::new());
+        assert_eq!(pids("job:trainer"), Vec::<u32>::new());
+        assert_eq!(pids("job~trainer"), vec![2]);
+        assert_eq!(pids("job~llama"), vec![1]);
+        assert!(Filter::parse("job~").is_err());
         assert_eq!(pids("container:trainer"), vec![2]);
         assert_eq!(pids("container:ab12ab"), vec![2], "an id prefix");
         assert_eq!(pids("container:48121"), Vec::<u32>::new());

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::procs::ProcRow;
+use crate::source::workload::PodAllocation;
 use crate::source::{GpuId, GpuReading};
 use crate::units::Bytes;
 
@@ -22,51 +23,104 @@ pub struct Holders {
 }
 
 /// Who a row counts as on the owners line: its job with the user in brackets
-/// (`slurm 48121 (alice)`), the user, or the PID when neither is known.
+/// (`slurm 48121 (alice)`: a Slurm job's own user, whoever runs the process), the user, or
+/// the PID when neither is known.
 pub fn owner_name(row: &ProcRow) -> String {
     let job = row
         .context
         .workload
         .as_deref()
         .and_then(super::jobs::short_label);
-    match (job, &row.user) {
+    let user = super::owners::job_user(row).or(row.user.as_deref());
+    match (job, user) {
         (Some(job), Some(user)) => format!("{job} ({user})"),
         (Some(job), None) => job,
-        (None, Some(user)) => user.clone(),
+        (None, Some(user)) => user.to_string(),
         (None, None) => format!("pid {}", row.key.pid),
     }
 }
 
 /// Adds the GPUs' pod allocations that no listed process accounts for: the pod is an owner
-/// (with the VRAM no listed process accounts for), and the GPU is held, not free.
-pub fn add_pods(holders: &mut HashMap<GpuId, Holders>, gpus: &[GpuReading]) {
+/// (with the VRAM no listed process accounts for), and the GPU is held, not free. A MIG
+/// instance's allocation holds that instance (as `pick` asks about it). On a GPU allocated
+/// whole to one pod, the processes not visible from here (gpuwatch in its own container) are
+/// that pod's: they count for it, not as anonymous `pid N` owners.
+pub fn add_pods(holders: &mut HashMap<GpuId, Holders>, gpus: &[GpuReading], rows: &[ProcRow]) {
     for gpu in gpus.iter().filter(|g| !g.allocations.is_empty()) {
+        let whole: Vec<&PodAllocation> = gpu
+            .allocations
+            .iter()
+            .filter(|a| a.instance.is_none())
+            .collect();
         let h = holders.entry(gpu.id.clone()).or_insert_with(|| Holders {
             listed: Some(Bytes(0)),
             ..Holders::default()
         });
-        for alloc in &gpu.allocations {
-            let label = format!("k8s {}/{}", alloc.namespace, alloc.pod);
-            // A listed process of the pod already names it (`k8s ml/bert-7f9c (alice)`).
-            let listed = |name: &String| {
-                name == &label
-                    || name
-                        .strip_prefix(&label)
-                        .is_some_and(|r| r.starts_with(" ("))
-            };
-            if h.owners.iter().any(|(name, _)| listed(name)) || h.pods.contains(&label) {
-                continue;
+        if let [alloc] = whole.as_slice() {
+            let hidden = rows.iter().filter(|r| {
+                r.key.gpu == gpu.id && r.user.is_none() && r.context.workload.is_none()
+            });
+            for row in hidden {
+                let name = owner_name(row);
+                h.owners.retain(|(n, _)| *n != name);
+                let label = pod_label(alloc);
+                match h.owners.iter_mut().find(|(n, _)| *n == label) {
+                    Some((_, total)) => *total = *total + row.vram.unwrap_or_default(),
+                    None => h.owners.push((label, row.vram.unwrap_or_default())),
+                }
             }
-            let rest = gpu
-                .memory_used
-                .zip(h.listed)
-                .map_or(Bytes(0), |(used, listed)| used.saturating_sub(listed));
-            h.owners.push((label.clone(), rest));
-            h.pods.push(label);
         }
+        for alloc in &whole {
+            add_pod(h, gpu.memory_used, alloc);
+        }
+        for alloc in gpu.allocations.iter().filter(|a| a.instance.is_some()) {
+            let Some(instance) = &alloc.instance else {
+                continue;
+            };
+            let used = gpu
+                .mig_devices
+                .iter()
+                .find(|m| m.id == *instance)
+                .and_then(|m| m.memory_used);
+            let h = holders.entry(instance.clone()).or_insert_with(|| Holders {
+                listed: Some(Bytes(0)),
+                ..Holders::default()
+            });
+            add_pod(h, used, alloc);
+        }
+    }
+    for h in holders.values_mut() {
         h.owners
             .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     }
+}
+
+fn pod_label(alloc: &PodAllocation) -> String {
+    format!("k8s {}/{}", alloc.namespace, alloc.pod)
+}
+
+/// One allocation on a holder of `used` VRAM: an owner unless a listed process names it.
+fn add_pod(h: &mut Holders, used: Option<Bytes>, alloc: &PodAllocation) {
+    let label = pod_label(alloc);
+    // A listed process of the pod already names it (`k8s ml/bert-7f9c (alice)`).
+    let listed = |name: &String| {
+        name == &label
+            || name
+                .strip_prefix(&label)
+                .is_some_and(|r| r.starts_with(" ("))
+    };
+    if h.owners.iter().any(|(name, _)| listed(name)) || h.pods.contains(&label) {
+        // Hidden processes counted for it above: it is listed, and held.
+        if !h.pods.contains(&label) && h.owners.iter().any(|(n, _)| *n == label) {
+            h.pods.push(label);
+        }
+        return;
+    }
+    let rest = used
+        .zip(h.listed)
+        .map_or(Bytes(0), |(used, listed)| used.saturating_sub(listed));
+    h.owners.push((label.clone(), rest));
+    h.pods.push(label);
 }
 
 /// Who holds each GPU, and each MIG instance (keyed by its `MIG-` UUID) as well: the
@@ -117,9 +171,10 @@ mod tests {
             namespace: "ml".into(),
             pod: "trainer-0".into(),
             container: "trainer".into(),
+            instance: None,
         }];
         let mut holders = by_gpu(&[]);
-        add_pods(&mut holders, std::slice::from_ref(&gpu));
+        add_pods(&mut holders, std::slice::from_ref(&gpu), &[]);
         let h = &holders[&gpu.id];
         assert_eq!(
             h.owners,
@@ -127,7 +182,7 @@ mod tests {
         );
         assert_eq!(h.pods, ["k8s ml/trainer-0"]);
         // Twice is still once.
-        add_pods(&mut holders, std::slice::from_ref(&gpu));
+        add_pods(&mut holders, std::slice::from_ref(&gpu), &[]);
         assert_eq!(holders[&gpu.id].owners.len(), 1);
         // A listed process of another pod whose name merely starts the same is not this pod.
         let mut other = by_gpu(&[]);
@@ -140,7 +195,71 @@ mod tests {
                 pods: Vec::new(),
             },
         );
-        add_pods(&mut other, std::slice::from_ref(&gpu));
+        add_pods(&mut other, std::slice::from_ref(&gpu), &[]);
         assert_eq!(other[&gpu.id].pods, ["k8s ml/trainer-0"]);
+    }
+
+    fn hidden(pid: u32, gpu: &GpuId, gib: f64) -> ProcRow {
+        use crate::source::{HostProc, ProcKind, ProcReading};
+        let reading = ProcReading {
+            peak_gpu_memory: None,
+            pid,
+            gpu: gpu.clone(),
+            kind: ProcKind::Compute,
+            gpu_memory: Some(Bytes::from_gib(gib)),
+            sm_util: None,
+            host: HostProc::OtherNamespace,
+        };
+        ProcRow::from_reading(&reading, 0, std::time::SystemTime::UNIX_EPOCH)
+    }
+
+    /// gpuwatch in its own container without `--pid=host`: the pod's own process on the GPU
+    /// allocated to it was an anonymous `pid 4124` owner, the pod only the leftover.
+    #[test]
+    fn invisible_processes_on_a_gpu_allocated_whole_to_one_pod_are_that_pods() {
+        let mut gpu = GpuReading::absent(GpuId("GPU-a".into()), 0, "g");
+        gpu.memory_used = Some(Bytes::from_gib(3.5));
+        gpu.allocations = vec![PodAllocation {
+            namespace: "ml".into(),
+            pod: "trainer-0".into(),
+            container: "trainer".into(),
+            instance: None,
+        }];
+        let rows = [hidden(4124, &gpu.id, 3.25)];
+        let mut holders = by_gpu(&rows);
+        add_pods(&mut holders, std::slice::from_ref(&gpu), &rows);
+        let h = &holders[&gpu.id];
+        assert_eq!(
+            h.owners,
+            [("k8s ml/trainer-0".to_string(), Bytes::from_gib(3.25))]
+        );
+        assert_eq!(h.pods, ["k8s ml/trainer-0"]);
+        // Two pods on the GPU: whose the hidden process is cannot be told.
+        gpu.allocations.push(PodAllocation {
+            pod: "other".into(),
+            ..gpu.allocations[0].clone()
+        });
+        let mut holders = by_gpu(&rows);
+        add_pods(&mut holders, std::slice::from_ref(&gpu), &rows);
+        assert!(holders[&gpu.id].owners.iter().any(|(n, _)| n == "pid 4124"));
+    }
+
+    #[test]
+    fn a_mig_instance_allocated_to_a_pod_is_held_by_it() {
+        let mig = GpuId("MIG-33333333-cccc".into());
+        let mut gpu = GpuReading::absent(GpuId("GPU-a".into()), 0, "g");
+        gpu.allocations = vec![PodAllocation {
+            namespace: "serving".into(),
+            pod: "infer-7f9c".into(),
+            container: "server".into(),
+            instance: Some(mig.clone()),
+        }];
+        let mut holders = by_gpu(&[]);
+        add_pods(&mut holders, std::slice::from_ref(&gpu), &[]);
+        assert_eq!(holders[&mig].pods, ["k8s serving/infer-7f9c"]);
+        assert!(
+            holders[&gpu.id].pods.is_empty(),
+            "the rest of the GPU is not the pod's"
+        );
     }
 }

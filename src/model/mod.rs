@@ -264,7 +264,7 @@ impl Model {
             })
             .collect();
         self.holders = holders::by_gpu(&rows);
-        holders::add_pods(&mut self.holders, &sample.gpus);
+        holders::add_pods(&mut self.holders, &sample.gpus, &rows);
         self.any_job = rows.iter().any(|r| r.job.is_some());
         self.procs.set_rows(rows);
         self.gpus = sample.gpus;

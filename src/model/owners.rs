@@ -4,7 +4,9 @@
 
 use super::Model;
 use super::activity::FREE_MAX_UTIL;
+use super::procs::ProcRow;
 use crate::source::mig::MigReading;
+use crate::source::workload::Workload;
 use crate::source::{GpuReading, GpuStatus};
 use crate::units::Bytes;
 
@@ -106,4 +108,27 @@ pub fn free_labels(model: &Model) -> Vec<String> {
 /// (owner, VRAM) for each owner with a process on this MIG instance, largest first.
 pub fn instance_owners<'a>(model: &'a Model, m: &MigReading) -> &'a [(String, Bytes)] {
     model.holders(&m.id).map_or(&[], |h| h.owners.as_slice())
+}
+
+/// The user of the Slurm job a process runs in, when Slurm (or the job's environment) said:
+/// the process counts as theirs whatever its own UID (the `extern` step and prolog run as
+/// root; a job may run a helper under another account), so one job is one owner.
+pub fn job_user(row: &ProcRow) -> Option<&str> {
+    match row.context.workload.as_deref()? {
+        Workload::Slurm { names, .. } => names.user.as_deref(),
+        _ => None,
+    }
+}
+
+/// The Unix user a process counts for: its Slurm job's user when known, else its effective
+/// user (without the ` (real …)` note a setuid program carries); `None` when not known here
+/// (another PID namespace). Never a job, a pod or a PID: per-user sums add these up.
+pub fn unix_user(row: &ProcRow) -> Option<&str> {
+    job_user(row).or_else(|| {
+        let user = row.user.as_deref()?;
+        Some(
+            user.split_once(" (real ")
+                .map_or(user, |(effective, _)| effective),
+        )
+    })
 }

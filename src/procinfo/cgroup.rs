@@ -30,20 +30,52 @@ fn rank(w: &Workload) -> u8 {
     }
 }
 
-/// One cgroup path.
+/// One cgroup path. Below a user's service manager (`user@UID.service`, a subtree systemd
+/// delegates to that user, who may make any cgroup there) nothing is a pod, a Slurm job or
+/// a system engine's container, whatever its name says: a container there is that user's
+/// rootless engine's, asked of that engine only (issue 26, point 3).
 fn classify(path: &str) -> Option<Workload> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    if let Some(uid) = delegated_to(&parts) {
+        return match container(&parts) {
+            Some(Workload::Container {
+                engine, id, names, ..
+            }) => Some(Workload::Container {
+                engine,
+                id,
+                names,
+                delegated_to: Some(uid),
+            }),
+            _ => systemd(&parts),
+        };
+    }
     pod(&parts)
         .or_else(|| container(&parts))
         .or_else(|| slurm(&parts))
         .or_else(|| systemd(&parts))
 }
 
+/// The user whose service manager's subtree the path is in (`user@1000.service` → 1000).
+fn delegated_to(parts: &[&str]) -> Option<u32> {
+    parts.iter().find_map(|p| {
+        p.strip_prefix("user@")?
+            .strip_suffix(".service")?
+            .parse::<u32>()
+            .ok()
+    })
+}
+
 /// Kubernetes, both cgroup drivers and all QoS classes:
 /// systemd `kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope`,
 /// cgroupfs `kubepods/besteffort/pod<uid>/<id>` (guaranteed pods sit right under `kubepods`).
+/// Read from inside a private cgroup namespace (every pod, gpuwatch's own DaemonSet pod
+/// included) another pod's path is relative to ours and `kubepods` is cut off:
+/// `/../../../besteffort/pod<uid>/<id>`; a `pod<uid>` component is enough there.
 fn pod(parts: &[&str]) -> Option<Workload> {
-    let start = parts.iter().position(|p| p.starts_with("kubepods"))?;
+    let start = parts
+        .iter()
+        .position(|p| p.starts_with("kubepods"))
+        .or_else(|| (parts.first() == Some(&"..")).then_some(0))?;
     let below = &parts[start..];
     let (index, uid) = below.iter().enumerate().find_map(|(i, p)| {
         let name = p.strip_suffix(".slice").unwrap_or(p);
@@ -75,25 +107,35 @@ fn pod(parts: &[&str]) -> Option<Workload> {
 
 /// A container outside Kubernetes: `docker-<id>.scope` (systemd driver), `docker/<id>`
 /// (cgroupfs), `libpod-<id>.scope` (Podman, rootful or rootless, also with a `/container`
-/// child), `cri-containerd-<id>.scope`, `crio-<id>.scope`. The `conmon` monitors are not
-/// the container.
+/// child), `libpod_parent/libpod-<id>` and, in a Podman pod, `libpod_parent/<podid>/libpod-<id>`
+/// (the container is the `libpod-` component, never the pod's id), `cri-containerd-<id>.scope`,
+/// `crio-<id>.scope`. The `conmon` monitors are not the container. From inside a private
+/// cgroup namespace (Docker's default on cgroup v2) a cgroupfs sibling reads `/../<id>`:
+/// a bare id right below `..` is taken as Docker's, whose cgroupfs driver makes that shape.
 fn container(parts: &[&str]) -> Option<Workload> {
-    let found = parts.iter().enumerate().find_map(|(i, p)| {
-        scope_container(p).or_else(|| {
+    let cgroupfs = || {
+        parts.iter().enumerate().find_map(|(i, p)| {
             let engine = match *p {
-                "docker" => Engine::Docker,
+                "docker" | ".." => Engine::Docker,
                 "libpod_parent" => Engine::Podman,
                 _ => return None,
             };
-            let next = parts.get(i + 1)?;
-            let id = bare_id(next).or_else(|| scope_container(next).map(|(_, id)| id))?;
-            Some((engine, id))
+            // After `..` only as the leaf: `/../<id>/x` is some other shape.
+            if *p == ".." && i + 2 != parts.len() {
+                return None;
+            }
+            Some((engine, bare_id(parts.get(i + 1)?)?))
         })
-    })?;
+    };
+    let (engine, id) = parts
+        .iter()
+        .find_map(|p| scope_container(p))
+        .or_else(cgroupfs)?;
     Some(Workload::Container {
-        engine: found.0,
-        id: found.1,
+        engine,
+        id,
         names: ContainerNames::default(),
+        delegated_to: None,
     })
 }
 
@@ -128,9 +170,14 @@ fn is_uid(text: &str) -> bool {
 }
 
 /// Slurm: v1 `slurm/uid_1000/job_48121/step_0/task_0`, v2
-/// `system.slice/slurmstepd.scope/job_48121/step_0/user/task_0`.
+/// `system.slice/slurmstepd.scope/job_48121/step_0/user/task_0`. Debian and Ubuntu build
+/// Slurm with `MULTIPLE_SLURMD`, which puts the node's name in: v2
+/// `system.slice/<nodename>_slurmstepd.scope/job_…`, v1 `slurm_<nodename>/uid_…/job_…`
+/// (the `slurm` prefix covers it).
 fn slurm(parts: &[&str]) -> Option<Workload> {
-    let start = parts.iter().position(|p| p.starts_with("slurm"))?;
+    let start = parts
+        .iter()
+        .position(|p| p.starts_with("slurm") || p.ends_with("_slurmstepd.scope"))?;
     let below = &parts[start..];
     let job = below
         .iter()

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::source::workload::ProcContext;
+use crate::source::workload::{ProcContext, Workload};
 use crate::source::{HostProc, ProcDetails};
 use crate::units::Bytes;
 pub use files::Uids;
@@ -387,12 +387,13 @@ impl ProcInfo {
             .map(|raw| join_cmdline(&raw))
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| format!("[{}]", stat.comm));
+        let env = read_env(dir);
+        let from_cgroup = std::fs::read_to_string(dir.join("cgroup"))
+            .ok()
+            .and_then(|text| cgroup::workload(&text));
         let context = ProcContext {
-            workload: std::fs::read_to_string(dir.join("cgroup"))
-                .ok()
-                .and_then(|text| cgroup::workload(&text))
-                .map(Arc::new),
-            env: read_env(dir).map(Arc::new),
+            workload: workload(from_cgroup, env.as_ref()).map(Arc::new),
+            env: env.map(Arc::new),
             parents: Some(Arc::new(self.parents(stat.ppid))),
         };
         Ok(Known {
@@ -462,6 +463,24 @@ impl ProcInfo {
         boot + Duration::from_secs(start_ticks / tps)
             + Duration::from_nanos((start_ticks % tps) * 1_000_000_000 / tps)
     }
+}
+
+/// The workload the cgroup names; where it names none, or only Slurm's own daemon (under
+/// `proctrack/linuxproc` or `pgid` a job's tasks stay in slurmd's cgroup, or the root one),
+/// the Slurm job the process's environment names, when it was readable.
+fn workload(
+    from_cgroup: Option<Workload>,
+    env: Option<&crate::source::workload::ProcEnv>,
+) -> Option<Workload> {
+    let slurm_daemon = matches!(
+        &from_cgroup,
+        Some(Workload::Service { name, user: None }) if name == "slurmd" || name == "slurmstepd"
+    );
+    if from_cgroup.is_some() && !slurm_daemon {
+        return from_cgroup;
+    }
+    env.and_then(names::slurm::workload_from_env)
+        .or(from_cgroup)
 }
 
 #[cfg(test)]

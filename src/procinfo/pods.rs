@@ -7,7 +7,8 @@
 //! failure is kept as the lookup's status (`status`) and said once per change (`news`):
 //! a swallowed failure once let `pick` offer a GPU the kubelet had given to a pod.
 
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -15,10 +16,21 @@ use std::time::Duration;
 
 use super::kubelet::{self, GpuDevice, PodGpus};
 use crate::source::lookup::{LookupKind, LookupState, LookupStatus};
-use crate::source::workload::PodAllocation;
+use crate::source::workload::{PodAllocation, Workload};
+use crate::source::{GpuId, GpuReading, HostProc, ProcReading};
 
 /// How often the kubelet is asked (pods come and go in minutes, not seconds).
 pub const POLL_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Where the kubelet keeps each pod's logs, in a directory named `<namespace>_<pod>_<uid>`:
+/// the one record on a node that ties a pod's UID (what a cgroup path gives) to its name.
+pub const LOG_ROOT: &str = "/var/log/pods";
+
+/// At most this many pod log directories are read (a node runs at most a few hundred pods).
+const MAX_LOG_DIRS: usize = 10_000;
+
+/// Pod UID → (namespace, name), as the kubelet's log directories tie them.
+pub type PodsByUid = HashMap<String, (String, String)>;
 
 /// The latest answer, shared between the poller and the sampler.
 #[derive(Default)]
@@ -26,6 +38,8 @@ struct Answer {
     pods: Arc<Vec<PodGpus>>,
     /// `None` until the socket is first seen: off Kubernetes there is nothing to report.
     status: Option<LookupStatus>,
+    /// The pods whose UID is known to belong to a name (`LOG_ROOT`).
+    uids: Arc<PodsByUid>,
 }
 
 type Latest = Arc<Mutex<Answer>>;
@@ -34,6 +48,8 @@ pub struct PodDirectory {
     latest: Latest,
     /// The state last said by `news`, so each change is said once.
     said: Option<LookupState>,
+    /// (GPU, pod UID) squatters said, so each is said once while it lasts.
+    squatters_said: HashSet<(GpuId, String)>,
     /// Dropping the sender stops the poller; `None` when disabled.
     stop: Option<mpsc::Sender<()>>,
     poller: Option<JoinHandle<()>>,
@@ -45,6 +61,7 @@ impl PodDirectory {
         PodDirectory {
             latest: Arc::default(),
             said: None,
+            squatters_said: HashSet::new(),
             stop: None,
             poller: None,
         }
@@ -59,39 +76,67 @@ impl PodDirectory {
     /// (at most the call's 200 ms, and only where the socket exists), so the first sample —
     /// often the only one: `--once`, `pick` — already knows the pods.
     pub fn new(socket: PathBuf, interval: Duration) -> Self {
+        Self::with_logs(socket, LOG_ROOT.into(), interval)
+    }
+
+    /// As `new`, reading pod names by UID from `logs` (the kubelet's `/var/log/pods`).
+    pub fn with_logs(socket: PathBuf, logs: PathBuf, interval: Duration) -> Self {
         let mut first = Answer::default();
-        ask(&socket, &mut first);
+        ask(&socket, &logs, &mut first);
         let latest: Latest = Arc::new(Mutex::new(first));
         let (stop, stopped) = mpsc::channel::<()>();
         let shared = Arc::clone(&latest);
         let poller = std::thread::Builder::new()
             .name("gpuwatch-kubelet".into())
-            .spawn(move || poll(&socket, interval, &shared, &stopped))
+            .spawn(move || poll(&socket, &logs, interval, &shared, &stopped))
             .ok();
         PodDirectory {
             latest,
             said: Some(LookupState::Ok),
+            squatters_said: HashSet::new(),
             stop: Some(stop),
             poller,
         }
     }
 
-    /// The pods the GPU with this UUID and index is allocated to, as last answered.
-    pub fn allocations(&self, uuid: &str, index: u32) -> Vec<PodAllocation> {
+    /// The pods the GPU with this UUID and index is allocated to, as last answered: the
+    /// whole GPU, or one of its MIG `instances` (the kubelet lists an instance by its own
+    /// `MIG-` UUID, so asking with the GPU's alone missed every MIG allocation).
+    pub fn allocations(&self, uuid: &str, index: u32, instances: &[GpuId]) -> Vec<PodAllocation> {
         let latest = self
             .latest
             .lock()
             .map(|l| Arc::clone(&l.pods))
             .unwrap_or_default();
-        latest
-            .iter()
-            .filter(|p| p.gpus.iter().any(|d| names(d, uuid, index)))
-            .map(|p| PodAllocation {
-                namespace: p.namespace.clone(),
-                pod: p.pod.clone(),
-                container: p.container.clone(),
-            })
-            .collect()
+        let alloc = |p: &PodGpus, instance: Option<&GpuId>| PodAllocation {
+            namespace: p.namespace.clone(),
+            pod: p.pod.clone(),
+            container: p.container.clone(),
+            instance: instance.cloned(),
+        };
+        let mut out = Vec::new();
+        for p in latest.iter() {
+            if p.gpus.iter().any(|d| names(d, uuid, index)) {
+                out.push(alloc(p, None));
+            }
+            for m in instances {
+                if p.gpus
+                    .iter()
+                    .any(|d| matches!(d, GpuDevice::Uuid(u) if *u == m.0))
+                {
+                    out.push(alloc(p, Some(m)));
+                }
+            }
+        }
+        out
+    }
+
+    /// The pods whose UID is known to belong to a name, as last read.
+    pub fn uids(&self) -> Arc<PodsByUid> {
+        self.latest
+            .lock()
+            .map(|l| Arc::clone(&l.uids))
+            .unwrap_or_default()
     }
 
     /// How the latest call to the kubelet went; `None` while no socket was ever seen.
@@ -115,6 +160,64 @@ impl PodDirectory {
     }
 }
 
+impl PodDirectory {
+    /// A sentence for each pod process newly seen on a GPU allocated to other pods only
+    /// (`GPU 0 is allocated to ml/trainer-0, but pod ml/squatter holds 2.7 GiB on it`): the
+    /// squatter that "who really holds a GPU" must expose. Only pods whose UID the kubelet's
+    /// log directories name: one whose name is unknown cannot be told from the allocated
+    /// pod itself. Each (GPU, pod) is said once while it lasts.
+    pub fn squatters(&mut self, gpus: &[GpuReading], procs: &[ProcReading]) -> Vec<String> {
+        let uids = self.uids();
+        let mut now: HashMap<(GpuId, String), u64> = HashMap::new();
+        for p in procs {
+            let Some(Workload::Pod { uid, .. }) =
+                p.details().and_then(|d| d.context.workload.as_deref())
+            else {
+                continue;
+            };
+            let (Some(gpu), Some((ns, name))) =
+                (gpus.iter().find(|g| g.id == p.gpu), uids.get(uid))
+            else {
+                continue;
+            };
+            let allocated = !gpu.allocations.is_empty();
+            let its_own = gpu
+                .allocations
+                .iter()
+                .any(|a| a.namespace == *ns && a.pod == *name);
+            if allocated && !its_own {
+                *now.entry((gpu.id.clone(), uid.clone())).or_default() +=
+                    p.gpu_memory.map_or(0, |b| b.0);
+            }
+        }
+        self.squatters_said.retain(|k| now.contains_key(k));
+        let mut out = Vec::new();
+        for ((gpu_id, uid), bytes) in now {
+            if !self.squatters_said.insert((gpu_id.clone(), uid.clone())) {
+                continue;
+            }
+            let Some(gpu) = gpus.iter().find(|g| g.id == gpu_id) else {
+                continue;
+            };
+            let owners: Vec<String> = gpu
+                .allocations
+                .iter()
+                .map(|a| format!("{}/{}", a.namespace, a.pod))
+                .collect();
+            let (ns, name) = &uids[&uid];
+            out.push(format!(
+                "GPU {} is allocated to {}, but pod {ns}/{name} ({}) holds {:.1} GiB on it",
+                gpu.index,
+                owners.join(", "),
+                &uid[..8],
+                bytes as f64 / (1u64 << 30) as f64
+            ));
+        }
+        out.sort();
+        out
+    }
+}
+
 /// Whether a device id the kubelet gave names this GPU: its UUID (MIG slices are listed by
 /// their own UUIDs, so they never match a whole GPU), or its index under the device
 /// plugin's `deviceIDStrategy=index`.
@@ -126,7 +229,8 @@ fn names(device: &GpuDevice, uuid: &str, index: u32) -> bool {
 }
 
 fn poll(
-    socket: &std::path::Path,
+    socket: &Path,
+    logs: &Path,
     interval: Duration,
     latest: &Latest,
     stopped: &mpsc::Receiver<()>,
@@ -141,9 +245,10 @@ fn poll(
             .map(|l| Answer {
                 pods: Arc::clone(&l.pods),
                 status: l.status.clone(),
+                uids: Arc::clone(&l.uids),
             })
             .unwrap_or_default();
-        ask(socket, &mut answer);
+        ask(socket, logs, &mut answer);
         if let Ok(mut l) = latest.lock() {
             *l = answer;
         }
@@ -154,11 +259,12 @@ fn poll(
 /// was never there is the normal case off Kubernetes: nothing to ask, nothing to say; once
 /// seen, its going away is a failure like any other. A failure means "no pods" (a stale
 /// answer would name the wrong owner once pods move), and is kept to be said.
-fn ask(socket: &std::path::Path, answer: &mut Answer) {
+fn ask(socket: &Path, logs: &Path, answer: &mut Answer) {
     if answer.status.is_none() && !socket.exists() {
         answer.pods = Arc::default();
         return;
     }
+    answer.uids = Arc::new(read_log_dirs(logs));
     let errors = answer.status.as_ref().map_or(0, |s| s.errors);
     let (pods, state, errors) = match kubelet::list_gpu_pods(socket, kubelet::DEFAULT_TIMEOUT) {
         Ok(pods) => (pods, LookupState::Ok, errors),
@@ -172,6 +278,66 @@ fn ask(socket: &std::path::Path, answer: &mut Answer) {
     });
 }
 
+/// Pod UID → (namespace, name) from the kubelet's `<namespace>_<pod>_<uid>` log
+/// directories (Kubernetes names hold no `_`, so the split is exact). Unreadable: none.
+pub fn read_log_dirs(root: &Path) -> PodsByUid {
+    let Ok(dir) = std::fs::read_dir(root) else {
+        return PodsByUid::new();
+    };
+    dir.flatten()
+        .take(MAX_LOG_DIRS)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let mut parts = name.splitn(3, '_');
+            let (ns, pod, uid) = (parts.next()?, parts.next()?, parts.next()?);
+            let ok = !ns.is_empty() && !pod.is_empty() && uid.len() == 36;
+            ok.then(|| (uid.to_string(), (ns.to_string(), pod.to_string())))
+        })
+        .collect()
+}
+
+/// A pod process's names, when nothing named it yet (the engine's labels do, for its own
+/// containers): only from a record tying its pod's UID to a name (`uids`), never from the
+/// GPU's allocation alone. A second pod that asked for no GPU but sees them all
+/// (`NVIDIA_VISIBLE_DEVICES=all`, the classic squatter) on trainer-0's GPU is not trainer-0:
+/// it stays `k8s pod <uid>` until its UID is known. The container's name comes from the
+/// allocation when exactly that pod's one allocation is on the GPU.
+pub fn name_pod(mut p: ProcReading, gpus: &[GpuReading], uids: &PodsByUid) -> ProcReading {
+    let HostProc::Visible(d) = &mut p.host else {
+        return p;
+    };
+    let Some(Workload::Pod { uid, names, .. }) = d.context.workload.as_deref() else {
+        return p;
+    };
+    if names.name.is_some() {
+        return p;
+    }
+    let Some((namespace, name)) = uids.get(uid) else {
+        return p;
+    };
+    let own: Vec<&PodAllocation> = gpus
+        .iter()
+        .filter(|g| g.id == p.gpu)
+        .flat_map(|g| &g.allocations)
+        .filter(|a| a.namespace == *namespace && a.pod == *name)
+        .collect();
+    let mut named = d
+        .context
+        .workload
+        .as_deref()
+        .cloned()
+        .expect("a pod, above");
+    if let Workload::Pod { names, .. } = &mut named {
+        names.name = Some(name.clone());
+        names.namespace = Some(namespace.clone());
+        if let [a] = own.as_slice() {
+            names.container = Some(a.container.clone());
+        }
+    }
+    d.context.workload = Some(Arc::new(named));
+    p
+}
+
 impl Drop for PodDirectory {
     fn drop(&mut self) {
         self.stop.take();
@@ -182,83 +348,4 @@ impl Drop for PodDirectory {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::procinfo::kubelet::stand_in::{grpc_ok, serve};
-    use crate::procinfo::kubelet::tests::node_response;
-
-    /// Waits (bounded) until the poller has stored an answer.
-    fn settled(dir: &PodDirectory, uuid: &str) -> Vec<PodAllocation> {
-        for _ in 0..100 {
-            let got = dir.allocations(uuid, 99);
-            if !got.is_empty() {
-                return got;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Vec::new()
-    }
-
-    #[test]
-    fn gpus_map_to_the_pods_the_kubelet_allocated_them_to() {
-        let kubelet = serve(grpc_ok(&node_response()));
-        let dir = PodDirectory::new(kubelet.socket.clone(), Duration::from_secs(60));
-        let trainer = settled(&dir, "GPU-11111111-aaaa");
-        assert_eq!(
-            trainer,
-            [PodAllocation {
-                namespace: "ml".into(),
-                pod: "trainer-0".into(),
-                container: "trainer".into(),
-            }]
-        );
-        assert_eq!(dir.allocations("GPU-22222222-bbbb", 1), trainer);
-        assert!(dir.allocations("GPU-99999999-none", 3).is_empty());
-    }
-
-    /// A kubelet that answers once and then goes away: the failure is the status, said
-    /// once however many polls fail, and counted per failed poll.
-    #[test]
-    fn a_failure_is_kept_and_said_once_per_change() {
-        let kubelet = serve(grpc_ok(&node_response()));
-        let mut dir = PodDirectory::new(kubelet.socket.clone(), Duration::from_millis(20));
-        let first = dir.status().expect("the socket was there");
-        assert_eq!(first.state, LookupState::Ok);
-        assert_eq!(dir.news(), None, "a working kubelet is not news");
-        let mut failed = None;
-        for _ in 0..200 {
-            match dir.status() {
-                Some(s) if s.errors >= 2 => {
-                    failed = Some(s);
-                    break;
-                }
-                _ => std::thread::sleep(Duration::from_millis(10)),
-            }
-        }
-        let failed = failed.expect("later polls fail: nothing listens any more");
-        let why = failed.error().expect("the error is kept").to_string();
-        assert!(why.contains("nothing listens on"), "{why}");
-        assert_eq!(dir.news(), Some(format!("kubelet lookup failed: {why}")));
-        assert_eq!(dir.news(), None, "said once, not every poll");
-        assert!(dir.allocations("GPU-11111111-aaaa", 0).is_empty());
-    }
-
-    #[test]
-    fn no_socket_means_no_pods_and_stopping_is_prompt() {
-        let dir = tempfile::tempdir().unwrap();
-        let pods = PodDirectory::new(dir.path().join("kubelet.sock"), Duration::from_secs(60));
-        assert!(pods.allocations("GPU-11111111-aaaa", 0).is_empty());
-        assert_eq!(
-            pods.status(),
-            None,
-            "off Kubernetes there is nothing to report"
-        );
-        let start = std::time::Instant::now();
-        drop(pods);
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "the poller stops on drop"
-        );
-        assert!(PodDirectory::disabled().allocations("GPU-x", 0).is_empty());
-    }
-}
+mod tests;

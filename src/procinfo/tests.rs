@@ -357,6 +357,7 @@ fn the_first_sample_waits_briefly_for_names_and_later_ones_reuse_them() {
         slurm: Box::new(|_: u64, _: Duration| {
             Err(names::LookupError::Unavailable("no scontrol".into()))
         }),
+        ..Lookups::none()
     };
     let resolver = NameResolver::new(lookups, Policy::default(), Arc::new(Instant::now));
     let mut info = fx.proc_info().with_names(resolver);
@@ -438,4 +439,58 @@ fn the_parent_chain_is_read_up_to_init_outermost_first() {
     .unwrap();
     let d = visible(p.lookup(60, Instant::now()));
     assert_eq!(d.context.parents.expect("read").len(), 16);
+}
+
+/// Slurm without cgroups (`proctrack/linuxproc`): the job's tasks sit in the root cgroup
+/// or slurmd's service; the job comes from the task's environment (with its step and array
+/// task). A cgroup that names a workload is never overridden by a variable.
+#[test]
+fn slurm_without_cgroups_takes_the_job_from_the_environment() {
+    let fx = Fixture::new();
+    let env = b"SLURM_JOB_ID=9\0SLURM_STEP_ID=0\0SLURM_ARRAY_JOB_ID=5\0SLURM_ARRAY_TASK_ID=1\0";
+    for (pid, cgroup) in [
+        (50, "0::/\n".to_string()),
+        (51, "0::/system.slice/slurmd.service\n".to_string()),
+        (52, "0::/system.slice/jupyter.service\n".to_string()),
+    ] {
+        fx.process(pid, "python3", 1000, b"python3\0x.py\0", 0, 5);
+        let d = fx.dir.path().join(pid.to_string());
+        std::fs::write(d.join("cgroup"), cgroup).unwrap();
+        std::fs::write(d.join("environ"), env).unwrap();
+    }
+    let mut info = fx.proc_info();
+    let t0 = Instant::now();
+    for pid in [50, 51] {
+        let d = visible(info.lookup(pid, t0));
+        match d.context.workload.as_deref() {
+            Some(Workload::Slurm { job: 9, step, .. }) => {
+                assert_eq!(step.as_deref(), Some("0"), "pid {pid}")
+            }
+            other => panic!("pid {pid}: {other:?}"),
+        }
+    }
+    let svc = visible(info.lookup(52, t0));
+    assert!(
+        matches!(
+            svc.context.workload.as_deref(),
+            Some(Workload::Service { name, .. }) if name == "jupyter"
+        ),
+        "{:?}",
+        svc.context.workload
+    );
+    // With a resolver, the array task comes from the environment too.
+    let mut resolver = names::NameResolver::new(
+        names::Lookups::none(),
+        names::Policy::default(),
+        Arc::new(Instant::now),
+    );
+    let w = visible(info.lookup(50, t0)).context;
+    let filled = resolver.fill(w.workload.as_deref().unwrap(), w.env.as_deref());
+    match filled.workload {
+        Workload::Slurm { names, .. } => assert_eq!(
+            names.array,
+            Some(crate::source::workload::ArrayTask { job: 5, task: 1 })
+        ),
+        other => panic!("{other:?}"),
+    }
 }

@@ -263,7 +263,8 @@ fn unknown_readings_are_left_out_not_zero() {
             "gpuwatch_gpu_lost",
             "gpuwatch_gpu_processes",
             "gpuwatch_gpu_owners_info",
-            // A real 0: the (empty) process list is known.
+            // Real 0s: the (empty) process list is known.
+            "gpuwatch_user_series_left_out",
             "gpuwatch_process_series_left_out",
         ],
         "{text}"
@@ -434,6 +435,85 @@ fn every_per_gpu_series_names_the_vendor_when_it_is_known() {
     assert!(on(r#"{gpu="1","#).len() > 30);
     assert!(
         on(r#"{gpu="1","#).iter().all(|l| !l.contains("vendor=")),
+        "{text}"
+    );
+}
+
+/// Issue 22: the `user` label is a Unix user. A Slurm job's processes count for the job's
+/// user (a root-owned extern step too), two jobs of one person add up under one user, a
+/// process of unknown user is left out (and counted), and a bare Docker container is named
+/// in `docker_container`, never in dcgm-exporter's Kubernetes `container` label.
+#[test]
+fn user_series_carry_unix_users_only_and_bare_containers_their_own_label() {
+    use crate::source::workload::{ContainerNames, Engine, ProcContext, SlurmNames, Workload};
+    use std::sync::Arc;
+    let in_job = |pid, user: &str, uid, job| {
+        let mut host = visible("python3 x.py");
+        if let HostProc::Visible(d) = &mut host {
+            d.user = user.into();
+            d.uid = uid;
+            d.context = ProcContext {
+                workload: Some(Arc::new(Workload::Slurm {
+                    job,
+                    step: Some("extern".into()),
+                    uid: None,
+                    names: SlurmNames {
+                        user: Some("ralice".into()),
+                        ..SlurmNames::default()
+                    },
+                })),
+                ..ProcContext::default()
+            };
+        }
+        proc_on(FULL, pid, host)
+    };
+    let mut docker = visible("python3 serve.py");
+    if let HostProc::Visible(d) = &mut docker {
+        d.user = "root".into();
+        d.uid = 0;
+        d.context.workload = Some(Arc::new(Workload::Container {
+            engine: Engine::Docker,
+            id: "ab12".repeat(16),
+            names: ContainerNames {
+                name: Some("trainer-1".into()),
+                ..ContainerNames::default()
+            },
+            delegated_to: None,
+        }));
+    }
+    let procs = vec![
+        in_job(10, "root", 0, 2),
+        in_job(11, "ralice", 1001, 2),
+        in_job(12, "ralice", 1001, 9),
+        proc_on(FULL, 13, docker),
+        proc_on(FULL, 14, HostProc::OtherNamespace),
+    ];
+    let text = render(&state_with(vec![full()], procs), MetricOptions::default());
+    let gpu = r#"gpu="0",uuid="GPU-full",name="NVIDIA H100 80GB HBM3""#;
+    let users = samples(&text, "gpuwatch_user_gpu_memory_bytes");
+    assert_eq!(
+        users,
+        [
+            format!("gpuwatch_user_gpu_memory_bytes{{{gpu},user=\"ralice\"}} 12884901888"),
+            format!("gpuwatch_user_gpu_memory_bytes{{{gpu},user=\"root\"}} 4294967296"),
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        samples(&text, "gpuwatch_user_series_left_out"),
+        ["gpuwatch_user_series_left_out 1"]
+    );
+    let workloads = samples(&text, "gpuwatch_workload_gpu_memory_bytes");
+    assert!(
+        workloads.contains(
+            &format!("gpuwatch_workload_gpu_memory_bytes{{{gpu},docker_container=\"trainer-1\"}} 4294967296").as_str()
+        ),
+        "{workloads:#?}"
+    );
+    assert!(!text.contains(",container=\"trainer-1\""), "{text}");
+    // The owners line: one job is one owner, with the job's user.
+    assert!(
+        text.contains("slurm 2 (ralice)") && !text.contains("slurm 2 (root)"),
         "{text}"
     );
 }

@@ -43,6 +43,11 @@ const WORKLOAD_PROCESSES: Family = Family {
     kind: Kind::Gauge,
     help: "Processes of a workload (a container, pod or Slurm job) with a context on the GPU.",
 };
+const USER_LEFT_OUT: Family = Family {
+    name: "gpuwatch_user_series_left_out",
+    kind: Kind::Gauge,
+    help: "GPU processes in no per-user series: their Unix user is not known here (another PID namespace).",
+};
 const LEFT_OUT: Family = Family {
     name: "gpuwatch_process_series_left_out",
     kind: Kind::Gauge,
@@ -52,16 +57,7 @@ const LEFT_OUT: Family = Family {
 /// The per-user and per-workload totals: as many series as owners, not processes.
 pub(super) fn render_totals(e: &mut Exposition, state: &State, redact: bool) {
     if !redact {
-        let users = state.model.gpus().iter().flat_map(|g| {
-            crate::model::owners::owners(&state.model, g)
-                .iter()
-                .map(move |(user, vram)| {
-                    let mut labels = gpu_labels(g);
-                    labels.push(("user", user.clone()));
-                    (labels, vram.0 as f64)
-                })
-        });
-        e.family(USER_MEMORY, users);
+        render_users(e, state);
     }
     // (GPU position, workload labels) → (VRAM when every process's is known, processes).
     let mut jobs: BTreeMap<(usize, Labels), (Option<u64>, u32)> = BTreeMap::new();
@@ -91,6 +87,36 @@ pub(super) fn render_totals(e: &mut Exposition, state: &State, redact: bool) {
     e.family(
         WORKLOAD_PROCESSES,
         jobs.iter().map(|(k, (_, n))| (labelled(k), f64::from(*n))),
+    );
+}
+
+/// VRAM per GPU and Unix user (a Slurm job's processes count for the job's user), so
+/// `sum by (user)` adds up one person across jobs; jobs and pods have the workload series.
+/// Processes whose user is not known here are counted as left out, never a `pid N` user.
+fn render_users(e: &mut Exposition, state: &State) {
+    let mut users: BTreeMap<(usize, &str), u64> = BTreeMap::new();
+    let mut left_out = 0usize;
+    for r in &state.model.procs().all {
+        let gpu = state.model.gpus().iter().position(|g| g.id == r.key.gpu);
+        match (gpu, crate::model::owners::unix_user(r)) {
+            (Some(gpu), Some(user)) => {
+                *users.entry((gpu, user)).or_default() += r.vram.map_or(0, |b| b.0);
+            }
+            _ => left_out += 1,
+        }
+    }
+    e.family(
+        USER_MEMORY,
+        users.iter().map(|((gpu, user), vram)| {
+            let mut labels = gpu_labels(&state.model.gpus()[*gpu]);
+            labels.push(("user", user.to_string()));
+            (labels, *vram as f64)
+        }),
+    );
+    let known = state.model.now().is_some();
+    e.family(
+        USER_LEFT_OUT,
+        known.then(|| (Labels::new(), left_out as f64)),
     );
 }
 

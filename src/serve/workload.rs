@@ -1,6 +1,8 @@
 //! Workload labels on the exported series, named as dcgm-exporter names them so existing
-//! dashboards and alerts keep working: `container`, `pod`, `namespace` for Kubernetes (and
-//! `container` for bare containers), `hpc_job` for Slurm. Per-process series carry their
+//! dashboards and alerts keep working: `container`, `pod`, `namespace` for Kubernetes,
+//! `hpc_job` for Slurm. A bare container (Docker, Podman, outside Kubernetes) is
+//! `docker_container`: dcgm-exporter's `container` is a pod's container, and a dashboard
+//! joining on it must not meet a name no pod has. Per-process series carry their
 //! process's; per-GPU series carry a pod's when one pod holds the whole GPU (dcgm-exporter
 //! attaches the pod a GPU is allocated to). Pure.
 
@@ -25,7 +27,7 @@ pub(super) fn labels(w: &Workload) -> Labels {
             l
         }
         Workload::Container { id, names, .. } => {
-            vec![("container", jobs::container_name(id, names))]
+            vec![("docker_container", jobs::container_name(id, names))]
         }
         Workload::Slurm { job, .. } => vec![("hpc_job", job.to_string())],
         Workload::Service { .. } | Workload::Session { .. } => Vec::new(),

@@ -57,6 +57,22 @@ pub struct SlurmNames {
     pub name: Option<String>,
     pub user: Option<String>,
     pub account: Option<String>,
+    /// The array job and task this job is (`ArrayJobId`, `ArrayTaskId`): users know task 1
+    /// of array 5 as `5_1`, not by its own job id.
+    pub array: Option<ArrayTask>,
+}
+
+/// One task of a Slurm job array: `5_1` is task 1 of array job 5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArrayTask {
+    pub job: u64,
+    pub task: u32,
+}
+
+impl std::fmt::Display for ArrayTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}_{}", self.job, self.task)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +83,10 @@ pub enum Workload {
         /// The full container id (64 hex digits).
         id: String,
         names: ContainerNames,
+        /// The user whose delegated cgroup subtree (`user@UID.service`) holds it: a
+        /// rootless engine's container, named by that user's engine only, never the
+        /// system's. `None` for a container of the system's engines.
+        delegated_to: Option<u32>,
     },
     /// A Kubernetes pod's container.
     Pod {
@@ -129,7 +149,7 @@ impl ProcEnv {
 
     /// The variables gpuwatch reads (pinning, CUDA's device order, a Slurm job's names):
     /// kept before any other when the budget below runs short.
-    pub const USED: [&'static str; 12] = [
+    pub const USED: [&'static str; 15] = [
         "CUDA_VISIBLE_DEVICES",
         "CUDA_DEVICE_ORDER",
         "NVIDIA_VISIBLE_DEVICES",
@@ -142,6 +162,9 @@ impl ProcEnv {
         "SLURM_JOB_NAME",
         "SLURM_JOB_USER",
         "SLURM_JOB_ACCOUNT",
+        "SLURM_STEP_ID",
+        "SLURM_ARRAY_JOB_ID",
+        "SLURM_ARRAY_TASK_ID",
     ];
     /// The longest value kept; a longer one is cut there and ends with `…`. Real values
     /// are a few dozen bytes (eight GPU UUIDs are 360).
@@ -212,6 +235,9 @@ pub struct PodAllocation {
     pub namespace: String,
     pub pod: String,
     pub container: String,
+    /// The GPU's MIG instance (`MIG-…`) allocated, when the pod was given an instance and
+    /// not the whole GPU.
+    pub instance: Option<crate::source::GpuId>,
 }
 
 /// What runs a process beyond its user: its workload (from the cgroup) and the GPU-related

@@ -1,6 +1,7 @@
 //! Shared test fixtures: a deterministic demo state driven through the real update path.
 #![allow(dead_code)]
 
+pub mod cgroups;
 pub mod pty;
 pub mod tmux;
 

@@ -7,8 +7,10 @@ use crate::common;
 use crate::serve_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as StdCommand};
+use std::process::Command as StdCommand;
 use std::time::Duration;
+
+use common::cgroups::{Placed, writable_hierarchy};
 
 use serde_json::{Value, json};
 
@@ -18,77 +20,6 @@ const FIXTURE: &str = concat!(
 );
 const CONTAINER: &str = "7d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e";
 const POD_UID: &str = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
-
-/// A cgroup hierarchy this process may create groups in: cgroup v2 (at the usual mount
-/// point or the hybrid `unified` one) or, on a v1 host, the `pids` controller.
-fn writable_hierarchy() -> Result<PathBuf, String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root: creating cgroups needs root".into());
-    }
-    for root in [
-        "/sys/fs/cgroup/unified",
-        "/sys/fs/cgroup",
-        "/sys/fs/cgroup/pids",
-    ] {
-        let probe = Path::new(root).join(format!("gpuwatch-probe-{}", std::process::id()));
-        if std::fs::create_dir(&probe).is_ok() && probe.join("cgroup.procs").exists() {
-            let _ = std::fs::remove_dir(&probe);
-            return Ok(root.into());
-        }
-        let _ = std::fs::remove_dir(&probe);
-    }
-    Err("no writable cgroup hierarchy under /sys/fs/cgroup".into())
-}
-
-/// A `sleep` in a cgroup at `root/rel`; on drop it is killed and the cgroups it made removed.
-struct Placed {
-    child: Child,
-    dirs: Vec<PathBuf>,
-}
-
-impl Placed {
-    fn new(root: &Path, rel: &str) -> Placed {
-        let mut sleep = StdCommand::new("sleep");
-        sleep.arg("60");
-        Placed::spawn(sleep, root, rel)
-    }
-
-    /// `command`, started and moved into the cgroup `root/rel` (made as needed).
-    fn spawn(mut command: StdCommand, root: &Path, rel: &str) -> Placed {
-        let child = command.spawn().expect("spawn");
-        let mut dirs = Vec::new();
-        let mut at = root.to_path_buf();
-        for part in rel.split('/') {
-            at.push(part);
-            if std::fs::create_dir(&at).is_ok() {
-                dirs.push(at.clone());
-            }
-        }
-        std::fs::write(at.join("cgroup.procs"), child.id().to_string()).expect("move into cgroup");
-        Placed { child, dirs }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Placed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        // A cgroup can be removed once empty; innermost first.
-        for dir in self.dirs.iter().rev() {
-            for _ in 0..50 {
-                if std::fs::remove_dir(dir).is_ok() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
-}
 
 /// Three sleepers in Docker-, Slurm- and kubepods-shaped cgroups on the first fake GPU.
 fn placed(root: &Path) -> [Placed; 3] {
@@ -240,7 +171,7 @@ fn the_json_document_and_the_exporter_carry_the_same_workloads() {
             .to_string()
     };
     assert!(
-        series(procs[0].pid()).contains("container=\"7d9e0f1a2b3c\""),
+        series(procs[0].pid()).contains("docker_container=\"7d9e0f1a2b3c\""),
         "{metrics}"
     );
     assert!(
@@ -357,18 +288,7 @@ fn pick_counts_the_callers_other_job_as_someone_else_and_its_own_job_as_its_own(
         let enter = cgroup.map_or(String::new(), |c| {
             format!("echo $$ > {}/cgroup.procs && ", c.display())
         });
-        let script = format!(
-            "{enter}exec {} --nvml-lib {} pick -n 2",
-            env!("CARGO_BIN_EXE_gpuwatch"),
-            common::fake_lib().display()
-        );
-        let out = StdCommand::new("sh")
-            .args(["-c", &script])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("GPUWATCH_FAKE_NVML_SCENARIO", &path)
-            .output()
-            .expect("run pick");
+        let out = common::cgroups::gpuwatch_in(&enter, "", "pick -n 2", &path, &[]);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).trim().to_string(),

@@ -273,7 +273,8 @@ fn the_exporter_serves_an_amd_card_with_its_owners_over_a_socket() {
     assert_eq!(
         series(
             "gpuwatch_user_gpu_memory_bytes",
-            "user=\"slurm 12345 (root)\""
+            // A Unix user, not the job (issue 22): the job is in the workload series.
+            "user=\"root\""
         ),
         (96u64 << 30) as f64
     );

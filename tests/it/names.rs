@@ -217,6 +217,7 @@ fn container(kind: char) -> Workload {
         engine: Engine::Docker,
         id: id(kind),
         names: ContainerNames::default(),
+        delegated_to: None,
     }
 }
 
@@ -301,6 +302,7 @@ fn scontrol_names_a_job_and_fails_on_exit_codes_and_garbage() {
             name: Some("llama ft".into()),
             user: Some("alice".into()),
             account: Some("nlp-lab".into()),
+            array: None,
         }
     );
     for job in [2, 4] {

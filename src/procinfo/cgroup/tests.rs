@@ -10,6 +10,7 @@ fn container(engine: Engine) -> Option<Workload> {
         engine,
         id: ID.into(),
         names: ContainerNames::default(),
+        delegated_to: None,
     })
 }
 
@@ -49,7 +50,16 @@ fn podman_rootful_and_rootless_but_not_conmon() {
     let rootless = format!(
         "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{ID}.scope/container\n"
     );
-    assert_eq!(workload(&rootless), container(Engine::Podman));
+    assert_eq!(
+        workload(&rootless),
+        Some(Workload::Container {
+            engine: Engine::Podman,
+            id: ID.into(),
+            names: ContainerNames::default(),
+            delegated_to: Some(1000),
+        }),
+        "a rootless container is its user's"
+    );
     let cgroupfs = format!("0::/libpod_parent/libpod-{ID}\n");
     assert_eq!(workload(&cgroupfs), container(Engine::Podman));
     let conmon = format!("0::/machine.slice/libpod-conmon-{ID}.scope\n");
@@ -210,4 +220,107 @@ fn the_most_specific_hierarchy_wins() {
         "12:memory:/docker/{ID}\n1:name=systemd:/user.slice/user-1000.slice/session-3.scope\n"
     );
     assert_eq!(workload(&mixed), container(Engine::Docker));
+}
+
+/// Debian and Ubuntu build Slurm with `MULTIPLE_SLURMD`: the node's name is in the step
+/// scope on v2 (`vm_slurmstepd.scope`, which gave no workload) and in the v1 root.
+#[test]
+fn debian_slurm_with_the_node_name_in_the_path() {
+    let job = |job, step: &str, uid| {
+        Some(Workload::Slurm {
+            job,
+            step: Some(step.into()),
+            uid,
+            names: SlurmNames::default(),
+        })
+    };
+    let v2 = "0::/system.slice/vm_slurmstepd.scope/job_8/step_0/user/task_0\n";
+    assert_eq!(workload(v2), job(8, "0", None));
+    let v2_batch =
+        "0::/system.slice/gpu-node-07_slurmstepd.scope/job_48121/step_batch/user/task_0\n";
+    assert_eq!(workload(v2_batch), job(48121, "batch", None));
+    assert_eq!(
+        workload("0::/system.slice/vm_slurmstepd.scope/system\n"),
+        None,
+        "slurmstepd's own cgroup names no job"
+    );
+    let v1 = "10:freezer:/slurm_vm/uid_1000/job_8/step_0\n\
+              4:memory:/slurm_vm/uid_1000/job_8/step_0/task_0\n\
+              1:name=systemd:/system.slice/slurmd.service\n";
+    assert_eq!(workload(v1), job(8, "0", Some(1000)));
+}
+
+/// In a private cgroup namespace (Docker's default on cgroup v2, every pod) other
+/// containers' paths are relative to ours.
+#[test]
+fn paths_relative_to_a_private_cgroup_namespace() {
+    // A cgroupfs Docker sibling.
+    assert_eq!(
+        workload(&format!("0::/../{ID}\n")),
+        container(Engine::Docker)
+    );
+    // A systemd-driver sibling keeps its scope name.
+    assert_eq!(
+        workload(&format!("0::/../docker-{ID}.scope\n")),
+        container(Engine::Docker)
+    );
+    // Another pod, seen from inside a pod: `kubepods` is above our own root.
+    let v1 = format!("6:freezer:/../../../besteffort/pod{UID}/{ID}\n");
+    assert_eq!(
+        workload(&v1),
+        pod(PodQos::BestEffort, Some((Engine::Containerd, ID)))
+    );
+    let v2 = format!("0::/../../pod{UID}/{ID}\n");
+    assert_eq!(
+        workload(&v2),
+        pod(PodQos::Guaranteed, Some((Engine::Containerd, ID)))
+    );
+    // Our own cgroup, and shapes that are not a container.
+    assert_eq!(workload("0::/\n"), None);
+    assert_eq!(workload(&format!("0::/../{ID}/extra\n")), None);
+    assert_eq!(workload("0::/../not-an-id\n"), None);
+}
+
+/// A Podman pod's container sits below the pod's cgroup: the `libpod-` component is the
+/// container (the pod's id, taken before, is unknown to the API: 404).
+#[test]
+fn a_podman_pod_container_is_its_libpod_component() {
+    let pod_id = "9".repeat(64);
+    let in_pod = format!("0::/libpod_parent/{pod_id}/libpod-{ID}\n");
+    assert_eq!(workload(&in_pod), container(Engine::Podman));
+    let v1 = format!("4:memory:/libpod_parent/{pod_id}/libpod-{ID}\n");
+    assert_eq!(workload(&v1), container(Engine::Podman));
+}
+
+/// Issue 26, point 3: a user may create any cgroup in their delegated subtree; one named
+/// like a system container or a pod is theirs, not the system engine's or the kubelet's.
+#[test]
+fn container_and_pod_shapes_in_a_users_subtree_are_that_users() {
+    let base = "0::/user.slice/user-65534.slice/user@65534.service/app.slice";
+    assert_eq!(
+        workload(&format!("{base}/docker-{ID}.scope\n")),
+        Some(Workload::Container {
+            engine: Engine::Docker,
+            id: ID.into(),
+            names: ContainerNames::default(),
+            delegated_to: Some(65534),
+        })
+    );
+    let fake_pod = format!("{base}/kubepods/burstable/pod{UID}/{ID}\n");
+    let got = workload(&fake_pod);
+    assert!(
+        !matches!(got, Some(Workload::Pod { .. })),
+        "not a pod: {got:?}"
+    );
+    let fake_job = format!("{base}/slurmstepd.scope/job_5/step_0\n");
+    let got = workload(&fake_job);
+    assert!(
+        !matches!(got, Some(Workload::Slurm { .. })),
+        "not a Slurm job: {got:?}"
+    );
+    // The system's paths are unchanged.
+    assert_eq!(
+        workload(&format!("0::/system.slice/docker-{ID}.scope\n")),
+        container(Engine::Docker)
+    );
 }

@@ -67,6 +67,9 @@ impl ContainerLookup for EngineApi {
         id: &str,
         timeout: Duration,
     ) -> Result<ContainerFacts, LookupError> {
+        if engine == Engine::Containerd {
+            return self.cri_dockerd(id, timeout);
+        }
         let sockets = self.sockets(engine);
         if sockets.is_empty() {
             return Err(LookupError::Unsupported);
@@ -109,6 +112,60 @@ impl ContainerLookup for EngineApi {
                     .join(", ")
             )),
         })
+    }
+}
+
+/// Users' rootless Docker and Podman engines, at `<runtime_root>/<uid>/docker.sock` and
+/// `<runtime_root>/<uid>/podman/podman.sock` (`/run/user`, systemd's `XDG_RUNTIME_DIR`).
+/// Only the user's own engine is asked: its answer for the id is the engine saying the
+/// container is its own; the system's engine is never asked about a user's cgroup.
+#[derive(Debug, Clone)]
+pub struct Rootless {
+    pub runtime_root: PathBuf,
+}
+
+impl Rootless {
+    pub fn system() -> Self {
+        Rootless {
+            runtime_root: "/run/user".into(),
+        }
+    }
+}
+
+impl super::RootlessLookup for Rootless {
+    fn container(
+        &self,
+        uid: u32,
+        engine: Engine,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<ContainerFacts, LookupError> {
+        let dir = self.runtime_root.join(uid.to_string());
+        let api = EngineApi {
+            docker: vec![dir.join("docker.sock")],
+            podman: vec![dir.join("podman/podman.sock")],
+        };
+        let facts = ContainerLookup::container(&api, engine, id, timeout)?;
+        // A user's engine makes no pods: labels claiming one name nothing here.
+        Ok(ContainerFacts {
+            names: facts.names,
+            pod: PodNames::default(),
+        })
+    }
+}
+
+impl EngineApi {
+    /// A container taken to be containerd's (a pod container's bare id on the cgroupfs
+    /// driver) that Docker may know after all: cri-dockerd's pod containers have that shape,
+    /// and Docker answers with the `io.kubernetes.*` labels it put on them. Docker not being
+    /// there, or not knowing the id, is the usual case and no failure: no names.
+    fn cri_dockerd(&self, id: &str, timeout: Duration) -> Result<ContainerFacts, LookupError> {
+        match ContainerLookup::container(self, Engine::Docker, id, timeout) {
+            Err(LookupError::NotFound | LookupError::Unavailable(_)) => {
+                Err(LookupError::Unsupported)
+            }
+            other => other,
+        }
     }
 }
 

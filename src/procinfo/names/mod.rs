@@ -71,6 +71,34 @@ where
     }
 }
 
+/// Names a container of one user's rootless engine (the user whose delegated cgroup
+/// subtree holds it), within `timeout`. Never the system's engine: a user can make a cgroup
+/// named after any container id in their own subtree.
+pub trait RootlessLookup: Send {
+    fn container(
+        &self,
+        uid: u32,
+        engine: Engine,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<ContainerFacts, LookupError>;
+}
+
+impl<F> RootlessLookup for F
+where
+    F: Fn(u32, Engine, &str, Duration) -> Result<ContainerFacts, LookupError> + Send,
+{
+    fn container(
+        &self,
+        uid: u32,
+        e: Engine,
+        id: &str,
+        t: Duration,
+    ) -> Result<ContainerFacts, LookupError> {
+        self(uid, e, id, t)
+    }
+}
+
 /// Names a Slurm job within `timeout`.
 pub trait SlurmLookup: Send {
     fn job(&self, job: u64, timeout: Duration) -> Result<SlurmNames, LookupError>;
@@ -88,6 +116,8 @@ where
 /// Every outside source of names, injected.
 pub struct Lookups {
     pub containers: Box<dyn ContainerLookup>,
+    /// Users' rootless engines, for containers in their delegated subtrees.
+    pub rootless: Box<dyn RootlessLookup>,
     pub slurm: Box<dyn SlurmLookup>,
 }
 
@@ -102,6 +132,7 @@ impl Lookups {
                 std::env::var("DOCKER_HOST").ok().as_deref(),
                 runtime_dir.as_deref(),
             )),
+            rootless: Box::new(docker::Rootless::system()),
             slurm: Box::new(slurm::Scontrol::new(path)),
         }
     }
@@ -110,6 +141,9 @@ impl Lookups {
     pub fn none() -> Self {
         Lookups {
             containers: Box::new(|_: Engine, _: &str, _: Duration| Err(LookupError::Unsupported)),
+            rootless: Box::new(|_: u32, _: Engine, _: &str, _: Duration| {
+                Err(LookupError::Unsupported)
+            }),
             slurm: Box::new(|_: u64, _: Duration| Err(LookupError::Unsupported)),
         }
     }
@@ -119,6 +153,8 @@ impl Lookups {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
     Container(Engine, String),
+    /// A container in a user's delegated subtree: asked of that user's rootless engine.
+    UserContainer(u32, Engine, String),
     Slurm(u64),
 }
 
@@ -126,7 +162,9 @@ impl Key {
     /// The answer for an id nothing can name.
     fn unnamed(&self) -> Names {
         match self {
-            Key::Container(..) => Names::Container(ContainerFacts::default()),
+            Key::Container(..) | Key::UserContainer(..) => {
+                Names::Container(ContainerFacts::default())
+            }
             Key::Slurm(_) => Names::Slurm(SlurmNames::default()),
         }
     }
@@ -222,7 +260,18 @@ impl NameResolver {
             return filled;
         };
         let key = match workload {
-            Workload::Container { engine, id, .. } => Key::Container(*engine, id.clone()),
+            Workload::Container {
+                engine,
+                id,
+                delegated_to: None,
+                ..
+            } => Key::Container(*engine, id.clone()),
+            Workload::Container {
+                engine,
+                id,
+                delegated_to: Some(uid),
+                ..
+            } => Key::UserContainer(*uid, *engine, id.clone()),
             Workload::Pod {
                 container: Some((engine, id)),
                 ..
@@ -249,6 +298,7 @@ impl NameResolver {
                     name: asked.name.or(from_env.name),
                     user: asked.user.or(from_env.user),
                     account: asked.account.or(from_env.account),
+                    array: asked.array.or(from_env.array),
                 };
             }
             _ => {}

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::{LookupError, SlurmLookup};
-use crate::source::workload::{ProcEnv, SlurmNames};
+use crate::source::workload::{ArrayTask, ProcEnv, SlurmNames, Workload};
 
 /// One job's line is well under a kilobyte; a job array prints one per task.
 const MAX_OUTPUT: u64 = 256 * 1024;
@@ -130,19 +130,24 @@ fn kill(child: &mut Child) {
 /// JobName, which is free text, runs up to ` UserId=`, its fixed successor.
 pub fn parse_job(output: &str, job: u64) -> Result<SlurmNames, LookupError> {
     let wanted = job.to_string();
-    output
-        .lines()
-        .map(pairs)
-        .find(|pairs| {
-            let id = value(pairs, "JobId");
-            id == Some(&wanted) || value(pairs, "ArrayJobId") == Some(&wanted)
-        })
-        .map(|pairs| SlurmNames {
-            name: value(&pairs, "JobName").map(str::to_string),
-            user: value(&pairs, "UserId").and_then(user_name),
-            account: value(&pairs, "Account").map(str::to_string),
-        })
-        .ok_or_else(|| LookupError::Failed(format!("no line for job {job} in scontrol's output")))
+    let lines: Vec<_> = output.lines().map(pairs).collect();
+    // The job's own line first: an array's first task has the array's id as its JobId,
+    // and its line need not come first.
+    let own = lines
+        .iter()
+        .find(|pairs| value(pairs, "JobId") == Some(&wanted));
+    own.or_else(|| {
+        lines
+            .iter()
+            .find(|pairs| value(pairs, "ArrayJobId") == Some(&wanted))
+    })
+    .map(|pairs| SlurmNames {
+        name: value(pairs, "JobName").map(str::to_string),
+        user: value(pairs, "UserId").and_then(user_name),
+        account: value(pairs, "Account").map(str::to_string),
+        array: array_task(value(pairs, "ArrayJobId"), value(pairs, "ArrayTaskId")),
+    })
+    .ok_or_else(|| LookupError::Failed(format!("no line for job {job} in scontrol's output")))
 }
 
 fn pairs(line: &str) -> Vec<(&str, &str)> {
@@ -207,7 +212,43 @@ pub fn from_env(env: &ProcEnv, job: u64) -> SlurmNames {
         name: var("SLURM_JOB_NAME"),
         user: var("SLURM_JOB_USER"),
         account: var("SLURM_JOB_ACCOUNT"),
+        array: array_task(
+            env.get("SLURM_ARRAY_JOB_ID"),
+            env.get("SLURM_ARRAY_TASK_ID"),
+        ),
     }
+}
+
+/// An array task from its array job id and task id, both plain numbers (a pending array's
+/// `ArrayTaskId=1-10` names many tasks, none of them this one).
+fn array_task(job: Option<&str>, task: Option<&str>) -> Option<ArrayTask> {
+    Some(ArrayTask {
+        job: job?.trim().parse().ok()?,
+        task: task?.trim().parse().ok()?,
+    })
+}
+
+/// The Slurm job a process's environment says it runs in (`SLURM_JOB_ID`, `SLURM_STEP_ID`),
+/// for Slurm without cgroups (`proctrack/linuxproc` or `pgid`, common on small clusters),
+/// where a job's processes sit in slurmd's cgroup or the root one and the path names no
+/// job. Only asked when the cgroup names no workload: a variable is easier to set than a
+/// cgroup path.
+pub fn workload_from_env(env: &ProcEnv) -> Option<Workload> {
+    let job = env
+        .get("SLURM_JOB_ID")
+        .or_else(|| env.get("SLURM_JOBID"))?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(Workload::Slurm {
+        job,
+        step: env
+            .get("SLURM_STEP_ID")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        uid: None,
+        names: SlurmNames::default(),
+    })
 }
 
 #[cfg(test)]
@@ -259,6 +300,18 @@ mod tests {
         assert_eq!(names.user, None);
         assert_eq!(names.account, None);
         assert_eq!(user_name("1000(1000)"), None);
+        // A task is known as `array_task`; the one asked about, wherever its line is.
+        let task = parse_job(out, 7002).unwrap();
+        assert_eq!(task.array, Some(ArrayTask { job: 7000, task: 2 }));
+        assert_eq!(task.array.unwrap().to_string(), "7000_2");
+        let first = "JobId=7001 ArrayJobId=7000 ArrayTaskId=1 JobName=a UserId=bob(1)\n\
+                     JobId=7000 ArrayJobId=7000 ArrayTaskId=3 JobName=a UserId=bob(1)\n";
+        assert_eq!(
+            parse_job(first, 7000).unwrap().array,
+            Some(ArrayTask { job: 7000, task: 3 })
+        );
+        let pending = "JobId=7100 ArrayJobId=7100 ArrayTaskId=1-10 JobName=a UserId=bob(1)\n";
+        assert_eq!(parse_job(pending, 7100).unwrap().array, None);
     }
 
     #[test]

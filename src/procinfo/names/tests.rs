@@ -26,6 +26,7 @@ fn container(id: &str) -> Workload {
         engine: Engine::Docker,
         id: id.into(),
         names: ContainerNames::default(),
+        delegated_to: None,
     }
 }
 
@@ -150,6 +151,7 @@ fn slurm_jobs_take_the_environment_until_scontrol_answers() {
                 name: Some(format!("job{job}")),
                 user: None,
                 account: Some("nlp".into()),
+                array: None,
             })
         }),
         ..Lookups::none()
@@ -185,6 +187,7 @@ fn slurm_jobs_take_the_environment_until_scontrol_answers() {
             name: Some("job7".into()),
             user: Some("bob".into()),
             account: Some("nlp".into()),
+            array: None,
         },
         "scontrol first, the environment for what it left out"
     );
@@ -311,6 +314,7 @@ fn what_nothing_can_name_is_answered_once_and_never_retried() {
         engine: Engine::Containerd,
         id: ID.into(),
         names: ContainerNames::default(),
+        delegated_to: None,
     };
     assert!(!r.fill(&on_containerd, None).complete);
     assert!(r.settle(SETTLE));

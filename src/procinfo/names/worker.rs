@@ -120,6 +120,10 @@ fn look_up(lookups: &Lookups, key: &Key, timeout: Duration) -> Result<Names, sup
             .containers
             .container(*engine, id, timeout)
             .map(Names::Container),
+        Key::UserContainer(uid, engine, id) => lookups
+            .rootless
+            .container(*uid, *engine, id, timeout)
+            .map(Names::Container),
         Key::Slurm(job) => lookups.slurm.job(*job, timeout).map(Names::Slurm),
     }
 }

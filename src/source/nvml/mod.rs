@@ -24,7 +24,6 @@ use super::{
 };
 use crate::procinfo::ProcInfo;
 use crate::procinfo::pods::PodDirectory;
-use crate::source::workload::Workload;
 use crate::units::{Bytes, Percent};
 use read::read_gpu;
 
@@ -170,6 +169,8 @@ pub struct NvmlSource {
     host_load: crate::procinfo::host::HostReader,
     /// Which pod each GPU is allocated to (Kubernetes nodes only).
     pods: PodDirectory,
+    /// Pods on GPUs allocated to other pods, found by the latest sample, to be said once.
+    squatters: Vec<String>,
 }
 
 impl NvmlSource {
@@ -202,6 +203,7 @@ impl NvmlSource {
             procinfo: ProcInfo::system(),
             host_load: crate::procinfo::host::HostReader::new("/proc"),
             pods: PodDirectory::disabled(),
+            squatters: Vec::new(),
         })
     }
 
@@ -256,7 +258,9 @@ impl GpuSource for NvmlSource {
             };
             let mut reading = match read {
                 Ok((mut reading, procs)) => {
-                    reading.allocations = self.pods.allocations(&reading.id.0, index);
+                    let instances: Vec<GpuId> =
+                        reading.mig_devices.iter().map(|m| m.id.clone()).collect();
+                    reading.allocations = self.pods.allocations(&reading.id.0, index, &instances);
                     listed.extend(procs.into_iter().map(|p| (reading.id.clone(), p)));
                     reading
                 }
@@ -283,7 +287,12 @@ impl GpuSource for NvmlSource {
                     .unwrap_or(HostProc::OtherNamespace),
             })
             .collect();
-        let processes = processes.into_iter().map(|p| name_pod(p, &gpus)).collect();
+        let uids = self.pods.uids();
+        let processes: Vec<ProcReading> = processes
+            .into_iter()
+            .map(|p| crate::procinfo::pods::name_pod(p, &gpus, &uids))
+            .collect();
+        self.squatters = self.pods.squatters(&gpus, &processes);
         let mut host = self.host.clone();
         host.load = self.host_load.read();
         host.lookups = self.pods.status().into_iter().collect();
@@ -300,7 +309,9 @@ impl GpuSource for NvmlSource {
     /// The kubelet lookup's changes of state, each said once (a lasting failure is not
     /// repeated every sample).
     fn notices(&mut self) -> Vec<String> {
-        self.pods.news().into_iter().collect()
+        let mut out: Vec<String> = self.pods.news().into_iter().collect();
+        out.append(&mut self.squatters);
+        out
     }
 }
 
@@ -313,91 +324,9 @@ impl Drop for NvmlSource {
     }
 }
 
-/// A pod process's names from the kubelet: its cgroup gives the pod's UID, the kubelet
-/// the name of the pod its GPU is allocated to; when exactly one pod holds that GPU, that
-/// is the process's pod. Names the engine already gave are kept.
-fn name_pod(mut p: ProcReading, gpus: &[GpuReading]) -> ProcReading {
-    let Some(gpu) = gpus.iter().find(|g| g.id == p.gpu) else {
-        return p;
-    };
-    let [alloc] = gpu.allocations.as_slice() else {
-        return p;
-    };
-    if let HostProc::Visible(d) = &mut p.host
-        && let Some(workload) = d.context.workload.as_deref()
-        && let Workload::Pod { names, .. } = workload
-        && names.name.is_none()
-    {
-        let mut named = workload.clone();
-        if let Workload::Pod { names, .. } = &mut named {
-            names.name = Some(alloc.pod.clone());
-            names.namespace = Some(alloc.namespace.clone());
-            names.container = Some(alloc.container.clone());
-        }
-        d.context.workload = Some(std::sync::Arc::new(named));
-    }
-    p
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_pod_process_takes_its_names_from_the_one_pod_its_gpu_is_allocated_to() {
-        use crate::source::workload::{PodAllocation, PodNames, PodQos, ProcContext};
-        use crate::source::{GpuId, ProcDetails, ProcKind};
-        let id = GpuId("GPU-a".into());
-        let mut gpu = GpuReading::absent(id.clone(), 0, "g");
-        gpu.allocations = vec![PodAllocation {
-            namespace: "ml".into(),
-            pod: "trainer-0".into(),
-            container: "trainer".into(),
-        }];
-        let pod = Workload::Pod {
-            uid: "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f".into(),
-            qos: PodQos::Burstable,
-            container: None,
-            names: PodNames::default(),
-        };
-        let p = ProcReading {
-            peak_gpu_memory: None,
-            pid: 7,
-            gpu: id,
-            kind: ProcKind::Compute,
-            gpu_memory: None,
-            sm_util: None,
-            host: HostProc::Visible(ProcDetails {
-                user: "root".into(),
-                uid: 0,
-                command: "python".into(),
-                cpu_percent: None,
-                host_memory: None,
-                started: SystemTime::UNIX_EPOCH,
-                context: ProcContext {
-                    workload: Some(std::sync::Arc::new(pod)),
-                    env: None,
-                    parents: None,
-                },
-            }),
-        };
-        let named = name_pod(p.clone(), std::slice::from_ref(&gpu));
-        match named.details().and_then(|d| d.context.workload.as_deref()) {
-            Some(Workload::Pod { names, .. }) => {
-                assert_eq!(names.name.as_deref(), Some("trainer-0"));
-                assert_eq!(names.namespace.as_deref(), Some("ml"));
-                assert_eq!(names.container.as_deref(), Some("trainer"));
-            }
-            other => panic!("{other:?}"),
-        }
-        // Two pods on one GPU (time-slicing): which is whose cannot be told; no names.
-        gpu.allocations.push(gpu.allocations[0].clone());
-        let unnamed = name_pod(p, std::slice::from_ref(&gpu));
-        assert!(matches!(
-            unnamed.details().and_then(|d| d.context.workload.as_deref()),
-            Some(Workload::Pod { names, .. }) if names.name.is_none()
-        ));
-    }
 
     #[test]
     fn unsupported_queries_are_asked_once_and_transient_errors_again() {

@@ -342,6 +342,7 @@ fn fill_identity(
             namespace: namespace.clone(),
             pod: pod.clone(),
             container: get("container").cloned().unwrap_or_default(),
+            instance: None,
         });
     }
 }

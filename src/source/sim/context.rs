@@ -90,6 +90,7 @@ fn workload(runs: Runs, block: usize, (user, uid): (&str, u32)) -> Option<Worklo
                 name: Some(name.into()),
                 user: None,
                 account: Some("ml".into()),
+                array: None,
             },
         },
         Runs::Docker { name, image } => Workload::Container {
@@ -100,6 +101,7 @@ fn workload(runs: Runs, block: usize, (user, uid): (&str, u32)) -> Option<Worklo
                 image: Some(image.into()),
                 ..ContainerNames::default()
             },
+            delegated_to: None,
         },
         Runs::Pod {
             namespace,

@@ -352,6 +352,7 @@ impl Gpu {
                 namespace: p.namespace,
                 pod: p.pod,
                 container: p.container,
+                instance: None,
             })
             .collect();
         g.health = health;

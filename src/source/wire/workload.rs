@@ -93,8 +93,14 @@ impl WorkloadDoc {
     pub fn from_workload(w: &Workload) -> WorkloadDoc {
         let mut d = WorkloadDoc::default();
         match w {
-            Workload::Container { engine, id, names } => {
+            Workload::Container {
+                engine,
+                id,
+                names,
+                delegated_to,
+            } => {
                 d.kind = Some(Kind::Container);
+                d.unit_uid = *delegated_to;
                 d.engine = Some(engine.name().into());
                 d.container_id = Some(id.clone());
                 d.container = names.name.clone();
@@ -158,6 +164,7 @@ impl WorkloadDoc {
                     compose_project: self.compose_project,
                     compose_service: self.compose_service,
                 },
+                delegated_to: self.unit_uid,
             },
             Kind::Pod => Workload::Pod {
                 uid: self.pod_uid?,
@@ -181,6 +188,7 @@ impl WorkloadDoc {
                     name: self.hpc_job_name,
                     user: self.hpc_job_user,
                     account: self.hpc_account,
+                    array: None,
                 },
             },
             Kind::Service => Workload::Service {
