@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 pub use cache::Policy;
 
+use crate::source::lookup::{LookupKind, LookupStatus};
 use crate::source::workload::{ContainerNames, Engine, PodNames, ProcEnv, SlurmNames, Workload};
 use cache::Lookup;
 use worker::{Book, Shared, Worker};
@@ -123,6 +124,25 @@ pub enum Key {
 }
 
 impl Key {
+    /// The outside service asked for this key, where one is (containerd and CRI-O outside
+    /// Kubernetes have no API asked).
+    fn lookup_kind(&self) -> Option<LookupKind> {
+        match self {
+            Key::Container(Engine::Docker, _) => Some(LookupKind::Docker),
+            Key::Container(Engine::Podman, _) => Some(LookupKind::Podman),
+            Key::Container(..) => None,
+            Key::Slurm(_) => Some(LookupKind::Slurm),
+        }
+    }
+
+    /// What was being named, for a failure's message: `container 0029e24d93de`, `job 8`.
+    fn subject(&self) -> String {
+        match self {
+            Key::Container(_, id) => format!("naming container {}", &id[..id.len().min(12)]),
+            Key::Slurm(job) => format!("naming job {job}"),
+        }
+    }
+
     /// The answer for an id nothing can name.
     fn unnamed(&self) -> Names {
         match self {
@@ -267,6 +287,15 @@ impl NameResolver {
         self.inner
             .as_ref()
             .is_none_or(|inner| inner.shared.settle(timeout))
+    }
+
+    /// How the latest call of each kind of lookup (Docker, Podman, Slurm) went; empty until
+    /// one was made.
+    pub fn statuses(&self) -> Vec<LookupStatus> {
+        self.inner
+            .as_ref()
+            .map(|inner| inner.shared.book().statuses.clone())
+            .unwrap_or_default()
     }
 
     /// Why the latest lookup of `key` failed, while that failure is cached.

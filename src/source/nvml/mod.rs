@@ -170,6 +170,8 @@ pub struct NvmlSource {
     host_load: crate::procinfo::host::HostReader,
     /// Which pod each GPU is allocated to (Kubernetes nodes only).
     pods: PodDirectory,
+    /// What was last said of the engine and Slurm lookups (the kubelet's is `pods`').
+    said: crate::source::lookup::Said,
 }
 
 impl NvmlSource {
@@ -202,6 +204,7 @@ impl NvmlSource {
             procinfo: ProcInfo::system(),
             host_load: crate::procinfo::host::HostReader::new("/proc"),
             pods: PodDirectory::disabled(),
+            said: Default::default(),
         })
     }
 
@@ -287,6 +290,7 @@ impl GpuSource for NvmlSource {
         let mut host = self.host.clone();
         host.load = self.host_load.read();
         host.lookups = self.pods.status().into_iter().collect();
+        host.lookups.extend(self.procinfo.names().statuses());
         Ok(Sample {
             time: SystemTime::now(),
             host,
@@ -297,10 +301,12 @@ impl GpuSource for NvmlSource {
         })
     }
 
-    /// The kubelet lookup's changes of state, each said once (a lasting failure is not
-    /// repeated every sample).
+    /// The lookups' changes of state (the kubelet, engines, Slurm), each said once (a
+    /// lasting failure is not repeated every sample).
     fn notices(&mut self) -> Vec<String> {
-        self.pods.news().into_iter().collect()
+        let mut lines: Vec<String> = self.pods.news().into_iter().collect();
+        lines.extend(self.said.news(&self.procinfo.names().statuses()));
+        lines
     }
 }
 
