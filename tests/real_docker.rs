@@ -90,7 +90,7 @@ fn start() -> Result<Engine, String> {
          cat >/dev/null
          DOCKER_HOST=unix://{d}/docker.sock docker rm -f gpuwatch-trainer ml-worker-1 >/dev/null 2>&1
          kill $engine; wait $engine
-         rm -rf {d}/root {d}/exec"
+         rm -rf {d}"
     );
     let mut keeper = Command::new("sh")
         .args(["-c", &script])
