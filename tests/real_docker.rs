@@ -15,25 +15,20 @@ mod serve_support;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::real::{self, Keeper};
 use serde_json::{Value, json};
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/nvml/two_gpus.json"
-);
 const IMAGE: &str = "gpuwatch-test/sleep:1";
 
 /// The engine of this test binary and its two containers' host PIDs.
 struct Engine {
     dir: tempfile::TempDir,
-    /// A shell that stops the containers and dockerd when its stdin closes (at exit:
-    /// statics are never dropped).
-    _keeper: Child,
-    _stdin: ChildStdin,
+    /// Stops the containers and dockerd when the test binary exits.
+    _keeper: Keeper,
     trainer: u32,
     worker: u32,
 }
@@ -87,21 +82,17 @@ fn start() -> Result<Engine, String> {
            --exec-opt native.cgroupdriver=cgroupfs --data-root {d}/root --exec-root {d}/exec \
            --pidfile {d}/docker.pid -H unix://{d}/docker.sock >{d}/dockerd.log 2>&1 &
          engine=$!
+         echo started
          cat >/dev/null
          DOCKER_HOST=unix://{d}/docker.sock docker rm -f gpuwatch-trainer ml-worker-1 >/dev/null 2>&1
          kill $engine; wait $engine
          rm -rf {d}"
     );
-    let mut keeper = Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("sh: {e}"))?;
-    let stdin = keeper.stdin.take().expect("piped");
+    let (keeper, _) = Keeper::start(Command::new("sh").args(["-c", &script]))?;
     let socket = dir.path().join("docker.sock");
     let deadline = Instant::now() + Duration::from_secs(90);
     while docker(&socket, &["version"]).is_err() {
-        if Instant::now() > deadline || keeper.try_wait().ok().flatten().is_some() {
+        if Instant::now() > deadline {
             let log = std::fs::read_to_string(dir.path().join("dockerd.log")).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(5).collect();
             return Err(format!("dockerd did not start here: {tail:?}"));
@@ -111,7 +102,6 @@ fn start() -> Result<Engine, String> {
     let mut engine = Engine {
         dir,
         _keeper: keeper,
-        _stdin: stdin,
         trainer: 0,
         worker: 0,
     };
@@ -193,41 +183,22 @@ fn engine_or_skip() -> Option<&'static Engine> {
 
 /// The fake NVML listing both containers' `sleep`s on the H100.
 fn scenario(engine: &Engine) -> PathBuf {
-    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
-    s["gpus"][0]["processes"] = json!([
-        {"pid": engine.trainer, "kind": "compute", "used_memory": 4_294_967_296u64},
-        {"pid": engine.worker, "kind": "compute", "used_memory": 2_147_483_648u64},
-    ]);
-    s["gpus"][1]["processes"] = json!([]);
-    let path = engine.dir.path().join("scenario.json");
-    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
-    std::fs::set_permissions(
+    real::scenario(
         engine.dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        json!([
+            {"pid": engine.trainer, "kind": "compute", "used_memory": 4_294_967_296u64},
+            {"pid": engine.worker, "kind": "compute", "used_memory": 2_147_483_648u64},
+        ]),
     )
-    .unwrap();
-    path
 }
 
 /// `gpuwatch --once --json` with `DOCKER_HOST` at `socket`, as `uid` when given.
 fn once_json(engine: &Engine, socket: &Path, uid: Option<u32>) -> (Value, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuwatch"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", common::EMPTY_HOME)
-        .env("DOCKER_HOST", format!("unix://{}", socket.display()))
-        .env("GPUWATCH_FAKE_NVML_SCENARIO", scenario(engine))
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .args(["--once", "--json"]);
-    if let Some(uid) = uid {
-        std::os::unix::process::CommandExt::uid(&mut cmd, uid);
-        std::os::unix::process::CommandExt::gid(&mut cmd, uid);
-    }
-    let out = cmd.output().expect("run gpuwatch");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+    real::json_doc(
+        real::gpuwatch(&scenario(engine), uid)
+            .env("DOCKER_HOST", format!("unix://{}", socket.display()))
+            .args(["--once", "--json"]),
+    )
 }
 
 fn workload_of(doc: &Value, pid: u32) -> Value {

@@ -9,18 +9,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use common::real::{self, Keeper};
 use serde_json::{Value, json};
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/nvml/two_gpus.json"
-);
 const SERVER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/kubelet/server.py"
@@ -31,8 +27,7 @@ const H100: &str = "GPU-0e8f6c1a-7d55-4b3e-9a5c-1f2e3d4c5b6a";
 /// (at exit) stops it.
 struct Server {
     dir: tempfile::TempDir,
-    _child: Child,
-    _stdin: ChildStdin,
+    _keeper: Keeper,
 }
 
 impl Server {
@@ -66,25 +61,18 @@ fn start() -> Result<Server, String> {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .map_err(|e| e.to_string())?;
-    let mut child = Command::new("python3")
-        .arg(SERVER)
-        .arg(dir.path())
-        .arg(H100)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {SERVER}: {e}"))?;
-    let stdin = child.stdin.take().expect("piped");
-    let mut ready = String::new();
-    let _ = BufReader::new(child.stdout.take().expect("piped")).read_line(&mut ready);
-    if ready.trim() != "ready" {
-        let status = child.wait().map_err(|e| e.to_string())?;
-        return Err(format!("{SERVER} did not start ({status})"));
+    let (keeper, ready) = Keeper::start(
+        Command::new("python3")
+            .arg(SERVER)
+            .arg(dir.path())
+            .arg(H100),
+    )?;
+    if ready != "ready" {
+        return Err(format!("{SERVER} did not start"));
     }
     Ok(Server {
         dir,
-        _child: child,
-        _stdin: stdin,
+        _keeper: keeper,
     })
 }
 
@@ -98,17 +86,7 @@ fn scenario() -> &'static Path {
     static SCENARIO: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_, path) = SCENARIO.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let mut s: Value =
-            serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
-        s["gpus"][0]["processes"] = json!([]);
-        s["gpus"][1]["processes"] = json!([]);
-        let path = dir.path().join("scenario.json");
-        std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+        let path = real::scenario(dir.path(), json!([]));
         (dir, path)
     });
     path
@@ -117,25 +95,12 @@ fn scenario() -> &'static Path {
 /// `gpuwatch --once --json` on the fake NVML asking the kubelet at `socket`, as `uid` when
 /// given: its document and stderr.
 fn once_json(socket: &Path, uid: Option<u32>) -> (Value, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuwatch"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", common::EMPTY_HOME)
-        .env("GPUWATCH_FAKE_NVML_SCENARIO", scenario())
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .arg("--kubelet-socket")
-        .arg(socket)
-        .args(["--once", "--json"]);
-    if let Some(uid) = uid {
-        std::os::unix::process::CommandExt::uid(&mut cmd, uid);
-        std::os::unix::process::CommandExt::gid(&mut cmd, uid);
-    }
-    let out = cmd.output().expect("run gpuwatch");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
-    (doc, stderr)
+    real::json_doc(
+        real::gpuwatch(scenario(), uid)
+            .arg("--kubelet-socket")
+            .arg(socket)
+            .args(["--once", "--json"]),
+    )
 }
 
 /// What the server allocated the H100 to.

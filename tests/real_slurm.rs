@@ -11,24 +11,20 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::real::{self, Keeper};
 use serde_json::{Value, json};
-
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/nvml/two_gpus.json"
-);
 
 /// The cluster of this test binary and its one job.
 struct Cluster {
     dir: tempfile::TempDir,
-    /// A shell that stops the job and the daemons when its stdin closes (at exit).
-    _keeper: Child,
-    _stdin: ChildStdin,
+    /// Stops the job and the daemons when the test binary exits.
+    _keeper: Keeper,
     job: u64,
     /// The job's `sleep`, as the host sees it.
     pid: u32,
@@ -122,19 +118,8 @@ fn start() -> Result<Cluster, String> {
          sleep 2
          rm -rf {d}"
     );
-    let mut keeper = Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("sh: {e}"))?;
-    let stdin = keeper.stdin.take().expect("piped");
-    let mut started = String::new();
-    let _ = std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(keeper.stdout.take().expect("piped")),
-        &mut started,
-    );
-    if started.trim() != "started" {
+    let (keeper, started) = Keeper::start(Command::new("sh").args(["-c", &script]))?;
+    if started != "started" {
         return Err(format!("the cluster did not start: {}", log_tail(&d)));
     }
     let job = submit(&d)?;
@@ -142,7 +127,6 @@ fn start() -> Result<Cluster, String> {
     Ok(Cluster {
         dir,
         _keeper: keeper,
-        _stdin: stdin,
         job,
         pid,
     })
@@ -188,8 +172,6 @@ fn submit(d: &str) -> Result<u64, String> {
         })
 }
 
-use std::os::unix::process::CommandExt;
-
 /// The job's `sleep`, once slurmd has started it (`scontrol listpids`).
 fn job_sleep(d: &str, job: u64) -> Result<u32, String> {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -219,26 +201,16 @@ fn job_sleep(d: &str, job: u64) -> Result<u32, String> {
 
 /// gpuwatch on the fake NVML listing the job's sleep, with `path` as PATH (scontrol).
 fn gpuwatch(cluster: &Cluster, path: &std::ffi::OsStr, args: &[&str]) -> (String, String) {
-    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
-    s["gpus"][0]["processes"] =
-        json!([{"pid": cluster.pid, "kind": "compute", "used_memory": 4_294_967_296u64}]);
-    s["gpus"][1]["processes"] = json!([]);
-    let scenario = cluster.dir.path().join("scenario.json");
-    std::fs::write(&scenario, serde_json::to_string(&s).unwrap()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuwatch"))
-        .env_clear()
-        .env("PATH", path)
-        .env("HOME", common::EMPTY_HOME)
-        .env("SLURM_CONF", cluster.conf())
-        .env("GPUWATCH_FAKE_NVML_SCENARIO", &scenario)
-        .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .args(args)
-        .output()
-        .expect("run gpuwatch");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    let scenario = real::scenario(
+        cluster.dir.path(),
+        json!([{"pid": cluster.pid, "kind": "compute", "used_memory": 4_294_967_296u64}]),
+    );
+    real::output(
+        real::gpuwatch(&scenario, None)
+            .env("PATH", path)
+            .env("SLURM_CONF", cluster.conf())
+            .args(args),
+    )
 }
 
 fn system_path() -> std::ffi::OsString {

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod pty;
+pub mod real;
 pub mod tmux;
 
 /// A HOME with no config file in it, so a developer's own ~/.config/gpuwatch never changes
