@@ -355,3 +355,31 @@ fn the_exporter_counts_the_failed_engine_lookup() {
         "{stderr}"
     );
 }
+
+/// The TUI says a failed engine lookup too (its status line), as it says the kubelet's.
+#[test]
+fn the_tui_says_the_failed_engine_lookup() {
+    let Some(engine) = engine_or_skip() else {
+        return;
+    };
+    let Some(t) = common::tmux::Tmux::start("real-docker", 200, 40) else {
+        return;
+    };
+    let forbidden: &[u8] = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+    let (_dir, socket) = stand_in(Some(forbidden));
+    let cmd = format!(
+        "DOCKER_HOST=unix://{} GPUWATCH_FAKE_NVML_SCENARIO={} {} --nvml-lib {}",
+        socket.display(),
+        scenario(engine).display(),
+        env!("CARGO_BIN_EXE_gpuwatch"),
+        common::fake_lib().display()
+    );
+    t.send(&[&cmd, "Enter"]);
+    let screen = t.wait_for(
+        "docker lookup failed: naming container",
+        Duration::from_secs(20),
+    );
+    assert!(screen.contains("docker API answered HTTP 403"), "{screen}");
+    t.send(&["q"]);
+    t.wait_restored();
+}
