@@ -26,8 +26,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The first call's budget, which `--once`, `pick` and the first frame wait for: a cold
 /// kubelet (its gRPC server's first answer since start, thousands of pods) is slower than
-/// a warm one. Measured on 2 loaded cores against a cold grpcio server
-/// (tests/real_kubelet.rs): ~600 KB of pods in 0.15–0.4 s; 200 ms, the old budget, lost it.
+/// a warm one. A cold grpcio server's ~600 KB of pods took 35–70 ms on 2 loaded cores here
+/// (tests/real_kubelet.rs prints it) and 153 ms in issue 22's measurement: 200 ms, the old
+/// budget, left no margin; 2 s leaves a real kubelet under load ten times that.
 pub const FIRST_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The largest response message read: the kubelet's own pod-resources client allows
