@@ -480,6 +480,12 @@ pub struct PickArgs {
     /// pick always says).
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Pick even when this is a Kubernetes node (the kubelet's pod-resources socket exists)
+    /// whose kubelet could not be asked which pods hold GPUs; by default pick refuses (exit
+    /// 1), since a GPU allocated to a pod whose processes are not visible would look free.
+    #[arg(long)]
+    pub ignore_kubelet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -442,6 +442,7 @@ fn pick_request(args: &PickArgs, env: Env) -> Result<PickRequest, SettingsError>
         wait: args.wait,
         timeout,
         verbose: args.verbose,
+        ignore_kubelet: args.ignore_kubelet,
     })
 }
 

@@ -36,6 +36,8 @@ pub struct Request {
     pub timeout: Option<Duration>,
     /// Also explain the skipped GPUs when the pick succeeds.
     pub verbose: bool,
+    /// Pick even when the kubelet of this Kubernetes node could not be asked.
+    pub ignore_kubelet: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -430,7 +432,8 @@ impl<'a> Choice<'a> {
 }
 
 /// Which GPUs qualify and why the others do not, detached from the state it came from.
-#[derive(Debug, Clone)]
+/// The default (none qualify, none skipped) stands for "nothing could be judged".
+#[derive(Debug, Clone, Default)]
 pub struct Reasons {
     qualifying: Vec<GpuId>,
     skipped: Vec<(GpuId, Skip)>,
@@ -447,6 +450,27 @@ impl Reasons {
                 .zip(&other.skipped)
                 .all(|((a, x), (b, y))| a == b && x.same_kind(y))
     }
+}
+
+/// Why nothing may be picked from this sample: on a Kubernetes node (the kubelet's socket
+/// is there, so a status was kept) whose kubelet could not be asked, a GPU allocated to a
+/// pod whose processes are invisible here looks free, and a non-root `pick` once handed
+/// such a GPU out (issue 22). `None` when the kubelet answered, off Kubernetes, or when the
+/// caller said `--ignore-kubelet`.
+pub fn kubelet_unasked(model: &Model, req: &Request) -> Option<String> {
+    if req.ignore_kubelet {
+        return None;
+    }
+    let failed = model
+        .host()
+        .lookups
+        .iter()
+        .filter(|l| l.kind == crate::source::lookup::LookupKind::Kubelet)
+        .find_map(|l| l.error())?;
+    Some(format!(
+        "not picking on a Kubernetes node whose kubelet could not be asked which pods hold \
+         GPUs (a GPU allocated to a pod would look free): {failed}; --ignore-kubelet picks anyway"
+    ))
 }
 
 /// The line `pick` prints for the chosen slots. Indices name GPUs only: a MIG instance is

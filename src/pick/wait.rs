@@ -9,7 +9,7 @@ use std::future::Future;
 
 use tokio::sync::mpsc::Receiver;
 
-use super::{Choice, Reasons, Request, choose, format};
+use super::{Choice, Reasons, Request, choose, format, kubelet_unasked};
 use crate::sampler::{Decide, SamplerEvent, until};
 use crate::source::{GpuId, Sample};
 use crate::state::{Msg, State, update};
@@ -170,6 +170,14 @@ fn decide(
     allowed: Option<&HashSet<GpuId>>,
 ) -> Verdict {
     update(state, Msg::Sample(Box::new(sample)));
+    if let Some(why) = kubelet_unasked(&state.model, req) {
+        return Verdict::Short {
+            status: format!("waiting: {why}"),
+            explain: Vec::new(),
+            reasons: Reasons::default(),
+            why,
+        };
+    }
     let choice: Choice = choose(state, &req.criteria, allowed);
     match choice.picked(&req.criteria) {
         Some(gpus) => Verdict::Picked(match format(gpus, req.format) {
@@ -237,6 +245,7 @@ mod tests {
             wait,
             timeout,
             verbose: false,
+            ignore_kubelet: false,
         }
     }
 

@@ -19,14 +19,23 @@ pub use proto::{DecodeError, is_gpu_resource};
 /// Where the kubelet serves the pod-resources API on every node (since Kubernetes 1.13).
 pub const DEFAULT_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
 
-/// The whole call — connect, request, response — within this: the kubelet answers from
-/// memory in a few milliseconds, so a slower answer means a stuck kubelet, not a big node.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(200);
+/// The whole call — connect, request, response — within this, for every poll after the
+/// first: the kubelet answers from memory in milliseconds, and the polls run on their own
+/// thread, so a slow answer delays no sample; a call this slow means a stuck kubelet.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The largest response message read. A node's pods (110 by default, a few containers
-/// each, with device IDs, CPU IDs and memory blocks) come to tens of KiB; 1 MiB is ample
-/// and, held only for the call, keeps the monitor within its memory budget.
-pub const MAX_RESPONSE: usize = 1 << 20;
+/// The first call's budget, which `--once`, `pick` and the first frame wait for: a cold
+/// kubelet (its gRPC server's first answer since start, thousands of pods) is slower than
+/// a warm one. A cold grpcio server's ~600 KB of pods took 35–70 ms on 2 loaded cores here
+/// (tests/it/real_kubelet.rs prints it) and 153 ms in issue 22's measurement: 200 ms, the old
+/// budget, left no margin; 2 s leaves a real kubelet under load ten times that.
+pub const FIRST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The largest response message read: the kubelet's own pod-resources client allows
+/// 16 MiB (`podresources.DefaultMaxMsgSize`), and a node near that is one the kubelet
+/// itself can serve, so a smaller cap would lose exactly the big nodes. The buffer grows
+/// with what arrives and lives only for the call.
+pub const MAX_RESPONSE: usize = 16 << 20;
 
 /// One container that holds GPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Which pod each GPU is allocated to, from the kubelet's pod-resources API: the one place
 //! that knows a GPU belongs to a pod even when none of the pod's PIDs is visible from here
 //! (gpuwatch in its own container). One background thread asks the kubelet every
-//! `interval` (each call bounded by `kubelet::DEFAULT_TIMEOUT`) and keeps the latest
+//! `interval` (each call bounded by `kubelet::DEFAULT_TIMEOUT`, the first by `FIRST_TIMEOUT`) and keeps the latest
 //! answer; the sampler only reads it, so a slow, absent or broken kubelet never delays a
 //! sample. Without the socket (not a Kubernetes node) it just looks again later. Every
 //! failure is kept as the lookup's status (`status`) and said once per change (`news`):
@@ -73,7 +73,7 @@ impl PodDirectory {
     }
 
     /// Polls the kubelet at `socket` every `interval`. The first answer is waited for
-    /// (at most the call's 200 ms, and only where the socket exists), so the first sample —
+    /// (at most `kubelet::FIRST_TIMEOUT`, only where the socket may exist), so the first sample —
     /// often the only one: `--once`, `pick` — already knows the pods.
     pub fn new(socket: PathBuf, interval: Duration) -> Self {
         Self::with_logs(socket, LOG_ROOT.into(), interval)
@@ -82,7 +82,7 @@ impl PodDirectory {
     /// As `new`, reading pod names by UID from `logs` (the kubelet's `/var/log/pods`).
     pub fn with_logs(socket: PathBuf, logs: PathBuf, interval: Duration) -> Self {
         let mut first = Answer::default();
-        ask(&socket, &logs, &mut first);
+        ask(&socket, &logs, kubelet::FIRST_TIMEOUT, &mut first);
         let latest: Latest = Arc::new(Mutex::new(first));
         let (stop, stopped) = mpsc::channel::<()>();
         let shared = Arc::clone(&latest);
@@ -248,7 +248,7 @@ fn poll(
                 uids: Arc::clone(&l.uids),
             })
             .unwrap_or_default();
-        ask(socket, logs, &mut answer);
+        ask(socket, logs, kubelet::DEFAULT_TIMEOUT, &mut answer);
         if let Ok(mut l) = latest.lock() {
             *l = answer;
         }
@@ -258,15 +258,18 @@ fn poll(
 /// One question to the kubelet, its outcome written into `answer`. A missing socket that
 /// was never there is the normal case off Kubernetes: nothing to ask, nothing to say; once
 /// seen, its going away is a failure like any other. A failure means "no pods" (a stale
-/// answer would name the wrong owner once pods move), and is kept to be said.
-fn ask(socket: &Path, logs: &Path, answer: &mut Answer) {
-    if answer.status.is_none() && !socket.exists() {
+/// answer would name the wrong owner once pods move), and is kept to be said. A socket
+/// that cannot be looked at (the kubelet's directory is `0750 root`, gpuwatch is not root)
+/// may well be there: it is asked, so the refusal is said rather than taken for "not a
+/// Kubernetes node" (`Path::exists` says false on EACCES).
+fn ask(socket: &Path, logs: &Path, timeout: Duration, answer: &mut Answer) {
+    if answer.status.is_none() && !may_exist(socket) {
         answer.pods = Arc::default();
         return;
     }
     answer.uids = Arc::new(read_log_dirs(logs));
     let errors = answer.status.as_ref().map_or(0, |s| s.errors);
-    let (pods, state, errors) = match kubelet::list_gpu_pods(socket, kubelet::DEFAULT_TIMEOUT) {
+    let (pods, state, errors) = match kubelet::list_gpu_pods(socket, timeout) {
         Ok(pods) => (pods, LookupState::Ok, errors),
         Err(e) => (Vec::new(), LookupState::Failed(e.to_string()), errors + 1),
     };
@@ -336,6 +339,12 @@ pub fn name_pod(mut p: ProcReading, gpus: &[GpuReading], uids: &PodsByUid) -> Pr
     }
     d.context.workload = Some(Arc::new(named));
     p
+}
+
+/// False only when the path is known not to be there: an error looking (EACCES on a
+/// parent directory) is no proof of absence.
+pub fn may_exist(socket: &std::path::Path) -> bool {
+    socket.try_exists().unwrap_or(true)
 }
 
 impl Drop for PodDirectory {

@@ -3,6 +3,7 @@
 
 pub mod cgroups;
 pub mod pty;
+pub mod real;
 pub mod tmux;
 
 /// A HOME with no config file in it, so a developer's own ~/.config/gpuwatch never changes

@@ -325,8 +325,13 @@ fn a_trailers_only_refusal_is_reported_with_its_status() {
 
 /// A message of exactly `len` bytes that decodes to no pods: one unknown field.
 fn filler(len: usize) -> Vec<u8> {
-    // Key (1 byte) and a 3-byte length: right for any len from 2^14 to 2^21.
-    Msg::default().bytes(9, &vec![0; len - 4]).0
+    // Key (1 byte) and the length's varint (7 bits a byte), which counts in `len` too.
+    let varint = |n: usize| (usize::BITS - n.leading_zeros()).div_ceil(7).max(1) as usize;
+    let mut payload = len - 1 - varint(len);
+    if 1 + varint(payload) + payload != len {
+        payload += 1;
+    }
+    Msg::default().bytes(9, &vec![0; payload]).0
 }
 
 #[test]

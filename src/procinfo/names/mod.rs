@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 pub use cache::Policy;
 
+use crate::source::lookup::{LookupKind, LookupStatus};
 use crate::source::workload::{ContainerNames, Engine, PodNames, ProcEnv, SlurmNames, Workload};
 use cache::Lookup;
 use worker::{Book, Shared, Worker};
@@ -159,6 +160,32 @@ pub enum Key {
 }
 
 impl Key {
+    /// The outside service asked for this key, where one is (containerd and CRI-O outside
+    /// Kubernetes have no API asked).
+    fn lookup_kind(&self) -> Option<LookupKind> {
+        match self {
+            Key::Container(Engine::Docker, _) => Some(LookupKind::Docker),
+            Key::Container(Engine::Podman, _) => Some(LookupKind::Podman),
+            Key::Container(..) => None,
+            // A user's own rootless engine runs only while they want it (often not at all,
+            // or not while they are logged out): its silence is theirs, not a failure of
+            // gpuwatch's to report; the container still shows as theirs, by id.
+            Key::UserContainer(..) => None,
+            Key::Slurm(_) => Some(LookupKind::Slurm),
+        }
+    }
+
+    /// What was being named, for a failure's message: `container 0029e24d93de`, `job 8`.
+    fn subject(&self) -> String {
+        match self {
+            Key::Container(_, id) => format!("naming container {}", &id[..id.len().min(12)]),
+            Key::UserContainer(uid, _, id) => {
+                format!("naming user {uid}'s container {}", &id[..id.len().min(12)])
+            }
+            Key::Slurm(job) => format!("naming job {job}"),
+        }
+    }
+
     /// The answer for an id nothing can name.
     fn unnamed(&self) -> Names {
         match self {
@@ -317,6 +344,15 @@ impl NameResolver {
         self.inner
             .as_ref()
             .is_none_or(|inner| inner.shared.settle(timeout))
+    }
+
+    /// How the latest call of each kind of lookup (Docker, Podman, Slurm) went; empty until
+    /// one was made.
+    pub fn statuses(&self) -> Vec<LookupStatus> {
+        self.inner
+            .as_ref()
+            .map(|inner| inner.shared.book().statuses.clone())
+            .unwrap_or_default()
     }
 
     /// Why the latest lookup of `key` failed, while that failure is cached.

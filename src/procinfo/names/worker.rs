@@ -8,7 +8,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::cache::{Cache, Policy};
-use super::{Clock, Key, Lookups, Names};
+use super::{Clock, Key, LookupError, Lookups, Names};
+use crate::source::lookup::LookupStatus;
 
 /// What the resolver and its worker share.
 pub struct Shared {
@@ -28,6 +29,28 @@ pub struct Book {
     /// Lookups performed since start (tests check that failures are not re-asked).
     pub performed: u64,
     pub stopping: bool,
+    /// How the latest call of each kind of lookup went (issue 22: failures are said).
+    pub statuses: Vec<LookupStatus>,
+}
+
+impl Book {
+    /// Keeps how a call of `key`'s lookup went: an id the engine does not know, or one
+    /// nothing can name, is an answer; no socket, a refusal, a timeout or garbage is not.
+    fn note(&mut self, key: &Key, outcome: &Result<Names, LookupError>) {
+        let Some(kind) = key.lookup_kind() else {
+            return;
+        };
+        let call = match outcome {
+            Ok(_) | Err(LookupError::NotFound | LookupError::Unsupported) => Ok(()),
+            Err(e) => Err(format!("{}: {e}", key.subject())),
+        };
+        let at = self.statuses.iter().position(|s| s.kind == kind);
+        let status = LookupStatus::after(at.map(|i| &self.statuses[i]), kind, call);
+        match at {
+            Some(i) => self.statuses[i] = status,
+            None => self.statuses.push(status),
+        }
+    }
 }
 
 impl Shared {
@@ -106,6 +129,7 @@ fn run(shared: &Shared, lookups: &Lookups, jobs: &Receiver<Key>) {
             other => other,
         };
         let mut book = shared.book();
+        book.note(&key, &outcome);
         book.cache.answer(&key, outcome, (shared.clock)());
         book.in_flight = book.in_flight.saturating_sub(1);
         book.performed += 1;

@@ -202,3 +202,18 @@ fn no_socket_means_no_pods_and_stopping_is_prompt() {
             .is_empty()
     );
 }
+
+/// A socket that cannot be looked at is not proof of "not Kubernetes": the kubelet's
+/// directory is `0750 root`, and a non-root gpuwatch got EACCES, took it for absence and
+/// said nothing. (Root passes any mode, so the test makes stat fail another way: a
+/// file where a directory should be.)
+#[test]
+fn a_socket_that_cannot_be_looked_at_is_asked_and_its_failure_kept() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let socket = file.path().join("kubelet.sock");
+    assert!(!socket.exists(), "Path::exists says no");
+    let dir = PodDirectory::new(socket, Duration::from_secs(60));
+    let status = dir.status().expect("asked, so there is a status");
+    assert!(status.error().is_some(), "{status:?}");
+    assert_eq!(status.errors, 1);
+}

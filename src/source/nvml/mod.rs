@@ -171,6 +171,8 @@ pub struct NvmlSource {
     pods: PodDirectory,
     /// Pods on GPUs allocated to other pods, found by the latest sample, to be said once.
     squatters: Vec<String>,
+    /// What was last said of the engine and Slurm lookups (the kubelet's is `pods`').
+    said: crate::source::lookup::Said,
 }
 
 impl NvmlSource {
@@ -204,6 +206,7 @@ impl NvmlSource {
             host_load: crate::procinfo::host::HostReader::new("/proc"),
             pods: PodDirectory::disabled(),
             squatters: Vec::new(),
+            said: Default::default(),
         })
     }
 
@@ -296,6 +299,7 @@ impl GpuSource for NvmlSource {
         let mut host = self.host.clone();
         host.load = self.host_load.read();
         host.lookups = self.pods.status().into_iter().collect();
+        host.lookups.extend(self.procinfo.names().statuses());
         Ok(Sample {
             time: SystemTime::now(),
             host,
@@ -306,12 +310,13 @@ impl GpuSource for NvmlSource {
         })
     }
 
-    /// The kubelet lookup's changes of state, each said once (a lasting failure is not
-    /// repeated every sample).
+    /// The lookups' changes of state (the kubelet, engines, Slurm), each said once (a
+    /// lasting failure is not repeated every sample).
     fn notices(&mut self) -> Vec<String> {
-        let mut out: Vec<String> = self.pods.news().into_iter().collect();
-        out.append(&mut self.squatters);
-        out
+        let mut lines: Vec<String> = self.pods.news().into_iter().collect();
+        lines.append(&mut self.squatters);
+        lines.extend(self.said.news(&self.procinfo.names().statuses()));
+        lines
     }
 }
 

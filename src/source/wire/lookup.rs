@@ -7,7 +7,7 @@ use crate::source::lookup::{LookupState, LookupStatus};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Lookup {
-    /// `kubelet`.
+    /// `kubelet`, `docker`, `podman` or `slurm`.
     pub kind: &'static str,
     /// `ok` or `failed`.
     pub state: &'static str,

@@ -109,7 +109,13 @@ fn the_daemonset_is_locked_down_and_tolerates_every_taint() {
     );
     let container = &pod["containers"][0]["securityContext"];
     assert_eq!(container["allowPrivilegeEscalation"].as_bool(), Some(false));
-    assert_eq!(container["runAsNonRoot"].as_bool(), Some(true));
+    // Root with nothing else (issue 22): the kubelet's socket directory is `0750 root`, so
+    // a non-root exporter could never name a pod; no capability, no writable root fs.
+    assert_eq!(container["runAsUser"].as_u64(), Some(0));
+    assert_eq!(container["capabilities"]["drop"][0], "ALL");
+    assert!(container["capabilities"]["add"].is_null());
+    assert_eq!(container["readOnlyRootFilesystem"].as_bool(), Some(true));
+    assert!(container["privileged"].as_bool() != Some(true));
     // Commented out, with when to set it: only some clusters need it.
     let text = super::read(MANIFEST);
     let at = text
