@@ -16,7 +16,10 @@ const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     quiet_pipe::install();
-    let cli = Cli::parse();
+    // nvidia-smi's query flags (`--query-gpu`, `-L`, `-i`, `-lms`) as the `query` subcommand's.
+    let cli = Cli::parse_from(gpuwatch::query::argv::rewrite(
+        std::env::args_os().collect(),
+    ));
     if let Some(Command::Completions { shell }) = &cli.command {
         // Into memory first: clap_complete panics when its writer fails (`| head -1`).
         let mut script = Vec::new();
