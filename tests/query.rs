@@ -421,3 +421,14 @@ fn the_amd_fixture_answers_with_the_same_field_names() {
     assert!(lines[1].ends_with(", amd"), "{out}");
     assert!(lines[1].contains(" MiB, "), "{out}");
 }
+
+#[test]
+fn docs_query_md_lists_every_field() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/query.md")).unwrap();
+    let tables = gpuwatch::query::markdown_tables();
+    assert!(
+        doc.contains(&tables),
+        "docs/query.md's field tables differ from the catalogue; paste:\n{tables}"
+    );
+}

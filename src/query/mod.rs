@@ -9,24 +9,24 @@ pub mod app_fields;
 pub mod argv;
 pub mod csv;
 pub mod gpu_fields;
+mod ids;
 mod list;
+mod render;
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use crate::cli::QueryArgs;
-use crate::model::Model;
 use crate::sampler::{self, SamplerEvent};
-use crate::select::GpuSelector;
-use crate::source::{GpuReading, GpuSource, Sample};
+use crate::source::{GpuSource, Sample};
 use crate::state::{Msg, State, ViewConfig, update};
 use app_fields::{AppField, app_field};
-use csv::{Column, Format};
-use gpu_fields::{Ctx, Get, GpuField, gpu_field};
+use csv::Format;
+use gpu_fields::{GpuField, gpu_field};
 
 /// The shortest loop: the sampler's floor (`--interval`'s minimum).
 const MIN_LOOP: Duration = Duration::from_millis(100);
@@ -40,13 +40,8 @@ pub enum What {
     List,
 }
 
-/// One `-i` entry: an index or UUID (as `--only` takes them) or a PCI bus id.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Id {
-    Gpu(GpuSelector),
-    /// Lower-case, without the leading zeros of the domain (`0:17:00.0`).
-    Bus(String),
-}
+pub use ids::Id;
+pub use render::{markdown_tables, render};
 
 /// A query, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +104,7 @@ pub fn request(args: &QueryArgs) -> Result<Request, (&'static str, String)> {
     let ids = args
         .id
         .as_deref()
-        .map(parse_ids)
+        .map(ids::parse_ids)
         .transpose()
         .map_err(|why| ("--id", why))?;
     Ok(Request {
@@ -168,170 +163,6 @@ fn fields<F: 'static>(
             })
         })
         .collect()
-}
-
-fn parse_ids(text: &str) -> Result<Vec<Id>, String> {
-    text.split(',')
-        .map(|entry| {
-            let entry = entry.trim();
-            if entry.contains(':') {
-                Ok(Id::Bus(bus_key(entry)))
-            } else {
-                let mut one = crate::select::parse_gpu_list(entry)?;
-                Ok(Id::Gpu(one.remove(0)))
-            }
-        })
-        .collect()
-}
-
-/// A PCI bus id compared as nvidia-smi accepts it: any case, any width of domain
-/// (`00000000:17:00.0`, `0000:17:00.0`, `17:00.0` all name the same GPU).
-fn bus_key(id: &str) -> String {
-    let id = id.trim().to_ascii_lowercase();
-    let mut parts: Vec<&str> = id.split(':').collect();
-    if parts.len() == 2 {
-        parts.insert(0, "0");
-    }
-    let domain = parts[0].trim_start_matches('0');
-    let domain = if domain.is_empty() { "0" } else { domain };
-    format!("{domain}:{}", parts[1..].join(":"))
-}
-
-impl Id {
-    fn matches(&self, g: &GpuReading) -> bool {
-        match self {
-            Id::Gpu(s) => s.matches(g),
-            Id::Bus(bus) => g.pci_bus_id.as_deref().map(bus_key).as_deref() == Some(bus),
-        }
-    }
-}
-
-/// The GPUs `-i` selects (all without it); `Err` names an entry that selects none.
-fn selected<'a>(ids: Option<&[Id]>, gpus: &'a [GpuReading]) -> Result<Vec<&'a GpuReading>, String> {
-    let Some(ids) = ids else {
-        return Ok(gpus.iter().collect());
-    };
-    if let Some(missing) = ids.iter().find(|id| !gpus.iter().any(|g| id.matches(g))) {
-        let name = match missing {
-            Id::Gpu(s) => s.to_string(),
-            Id::Bus(b) => b.clone(),
-        };
-        return Err(format!("{name} matches no GPU"));
-    }
-    Ok(gpus
-        .iter()
-        .filter(|g| ids.iter().any(|id| id.matches(g)))
-        .collect())
-}
-
-/// One sample as nvidia-smi prints it; `header` says whether this block carries the header
-/// (the first of a loop). `Err` when `-i` names no GPU.
-pub fn render(
-    req: &Request,
-    model: &Model,
-    offset: chrono::FixedOffset,
-    header: bool,
-) -> Result<String, String> {
-    let gpus = selected(req.ids.as_deref(), model.gpus())?;
-    let ctx = Ctx {
-        model,
-        time: model.now().unwrap_or_else(SystemTime::now),
-        offset,
-        count: gpus.len(),
-    };
-    // Several hosts' GPUs share indices: a script needs to know whose each row is.
-    let hosts = {
-        let mut h: Vec<&str> = gpus.iter().filter_map(|g| g.host.as_deref()).collect();
-        h.sort_unstable();
-        h.dedup();
-        h.len()
-    };
-    let f = Format {
-        header: req.format.header && header,
-        ..req.format
-    };
-    Ok(match &req.what {
-        What::List => list::render(&gpus, hosts > 1),
-        What::Gpus(fields) => gpu_rows(&ctx, &gpus, fields, hosts > 1, f),
-        What::Apps(fields) => app_rows(&ctx, &gpus, fields, hosts > 1, f),
-    })
-}
-
-const HOST: Column = Column {
-    name: "gpuwatch.host",
-    unit: None,
-};
-
-/// The columns, with the host first when several hosts show and it was not asked for.
-fn columns(named: impl Iterator<Item = Column>, with_host: bool) -> (Vec<Column>, bool) {
-    let mut cols: Vec<Column> = named.collect();
-    let add = with_host && !cols.contains(&HOST);
-    if add {
-        cols.insert(0, HOST);
-    }
-    (cols, add)
-}
-
-fn gpu_rows(
-    ctx: &Ctx,
-    gpus: &[&GpuReading],
-    fields: &[&GpuField],
-    hosts: bool,
-    f: Format,
-) -> String {
-    let named = fields.iter().map(|x| Column {
-        name: x.name,
-        unit: x.unit,
-    });
-    let (cols, host) = columns(named, hosts);
-    let mut out = if f.header {
-        csv::header(&cols, f)
-    } else {
-        String::new()
-    };
-    for g in gpus {
-        let mut values: Vec<Option<String>> = Vec::with_capacity(cols.len());
-        if host {
-            values.push(g.host.clone());
-        }
-        values.extend(fields.iter().map(|x| match x.get {
-            Get::Table(key, shown) => gpu_fields::shown(key, shown, g),
-            Get::Other(get) => get(ctx, g),
-        }));
-        out += &csv::row(&cols, &values, f);
-    }
-    out
-}
-
-fn app_rows(
-    ctx: &Ctx,
-    gpus: &[&GpuReading],
-    fields: &[&AppField],
-    hosts: bool,
-    f: Format,
-) -> String {
-    let named = fields.iter().map(|x| Column {
-        name: x.name,
-        unit: x.unit,
-    });
-    let (cols, host) = columns(named, hosts);
-    let mut out = if f.header {
-        csv::header(&cols, f)
-    } else {
-        String::new()
-    };
-    for g in gpus {
-        let rows = ctx.model.procs().all.iter();
-        for r in rows.filter(|r| r.key.gpu == g.id && app_fields::listed(r)) {
-            let mut values: Vec<Option<String>> = Vec::with_capacity(cols.len());
-            if host {
-                values.push(g.host.clone());
-            }
-            values.extend(fields.iter().map(|x| (x.get)(ctx, r, g)));
-            out += &csv::row(&cols, &values, f);
-        }
-    }
-    out
 }
 
 /// Where the output goes: stdout, or `-f FILE` (created or truncated, as nvidia-smi does).

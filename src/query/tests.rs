@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::source::fields::TABLE;
+use gpu_fields::Get;
+use std::time::SystemTime;
 
 fn args(gpu: Option<&str>) -> QueryArgs {
     QueryArgs {
@@ -52,10 +54,10 @@ fn loops_parse_in_seconds_or_milliseconds_with_a_floor() {
 
 #[test]
 fn bus_ids_match_whatever_the_domains_width_and_case() {
-    assert_eq!(bus_key("00000000:3B:00.0"), "0:3b:00.0");
-    assert_eq!(bus_key("0000:3b:00.0"), "0:3b:00.0");
-    assert_eq!(bus_key("3B:00.0"), "0:3b:00.0");
-    assert_eq!(bus_key("0001:3B:00.0"), "1:3b:00.0");
+    assert_eq!(ids::bus_key("00000000:3B:00.0"), "0:3b:00.0");
+    assert_eq!(ids::bus_key("0000:3b:00.0"), "0:3b:00.0");
+    assert_eq!(ids::bus_key("3B:00.0"), "0:3b:00.0");
+    assert_eq!(ids::bus_key("0001:3B:00.0"), "1:3b:00.0");
 }
 
 #[test]
