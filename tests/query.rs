@@ -432,3 +432,33 @@ fn docs_query_md_lists_every_field() {
         "docs/query.md's field tables differ from the catalogue; paste:\n{tables}"
     );
 }
+
+/// Compute and persistence mode from their NVML calls; PCIe replays and corrected ECC from
+/// `nvmlDeviceGetPcieReplayCounter` / `nvmlDeviceGetTotalEccErrors` on a driver whose field
+/// values do not answer (they were `N/A` there, in the TUI and JSON too).
+#[test]
+fn modes_and_counters_come_from_their_own_nvml_calls() {
+    let mut s = fixture();
+    let h100 = &mut s["gpus"][0]["fields"];
+    h100["compute_mode"] = json!(3);
+    h100["persistence_mode"] = json!(1);
+    h100["pcie_replay_counter"] = json!(7);
+    h100["field_values"] = json!(0);
+    s["gpus"][1]["fields"]["compute_mode"] = json!(0);
+    s["gpus"][1]["fields"]["persistence_mode"] = json!(0);
+    let fake = Fake::new(&s);
+    let (code, out, err) = fake.run(&[
+        "--query-gpu=compute_mode,persistence_mode,ecc.errors.corrected.volatile.total",
+        "--format=csv,noheader",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "Exclusive_Process, Enabled, 12\nDefault, Disabled, [N/A]\n"
+    );
+    let (code, out, err) = fake.run(&["--once", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["gpus"][0]["pcie_replay_counter"], json!(7));
+    assert_eq!(doc["gpus"][0]["ecc_errors_corrected_volatile"], json!(12));
+}

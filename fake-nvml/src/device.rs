@@ -82,7 +82,12 @@ pub(crate) fn with_gpu(
 }
 
 /// The common shape: one scenario field into one integer out-pointer.
-fn field<T: TryFrom<u64>>(symbol: &'static str, device: Device, name: &str, out: *mut T) -> u32 {
+pub(crate) fn field<T: TryFrom<u64>>(
+    symbol: &'static str,
+    device: Device,
+    name: &str,
+    out: *mut T,
+) -> u32 {
     with_gpu(symbol, device, |gpu, tick| match gpu.field(name, tick) {
         Step::Value(v) => match T::try_from(v) {
             // SAFETY: NVML's contract: `out` points to a T.

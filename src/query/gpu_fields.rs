@@ -135,6 +135,8 @@ pub const GPU_FIELDS: &[GpuField] = &[
     table("pcie.link.width.max", &[], None, Key::PcieWidthMax, Whole, "Widest PCIe link of GPU and slot."),
     table("ecc.errors.corrected.volatile.total", &[], None, Key::EccCorrected, Whole, "Corrected ECC errors since the driver loaded."),
     table("ecc.errors.uncorrected.volatile.total", &[], None, Key::EccUncorrected, Whole, "Uncorrected ECC errors since the driver loaded."),
+    other("compute_mode", &[], |_, g| g.compute_mode.map(|m| m.nvidia_smi_name().into()), "Default, Exclusive_Process, Prohibited or Exclusive_Thread."),
+    other("persistence_mode", &[], |_, g| g.persistence_mode.map(|on| enabled(on).into()), "Enabled or Disabled."),
     other("mig.mode.current", &[], |_, g| g.mig_enabled.map(|on| enabled(on).into()), "Enabled or Disabled."),
     other("gpuwatch.host", &[], |_, g| g.host.clone(), "The host the GPU is on (--remote, --prometheus)."),
     other("gpuwatch.vendor", &[], |_, g| g.vendor.map(|v| v.name().into()), "nvidia, amd or intel."),
