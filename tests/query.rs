@@ -462,3 +462,60 @@ fn modes_and_counters_come_from_their_own_nvml_calls() {
     assert_eq!(doc["gpus"][0]["pcie_replay_counter"], json!(7));
     assert_eq!(doc["gpus"][0]["ecc_errors_corrected_volatile"], json!(12));
 }
+
+/// Serves `body` as the JSON snapshot to every request on `bind`:0; returns the port.
+fn snapshot_server(bind: &str, body: String) -> u16 {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind(format!("{bind}:0")).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while head.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// Two `--remote` hosts (named 127.0.0.1 and localhost) and one that is down: a host column
+/// leads (indices repeat across hosts), the answering hosts' rows are printed, the dead host
+/// is named on stderr and the exit status is 1, as `--once` does.
+#[test]
+fn remote_hosts_get_a_host_column_and_a_dead_one_is_said() {
+    let (_, snapshot, _) = demo(&["--demo-gpus", "2", "--once", "--json"]);
+    let a = snapshot_server("127.0.0.1", snapshot.clone());
+    let b = snapshot_server("127.0.0.1", snapshot);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let remote = format!("127.0.0.1:{a},localhost:{b},127.0.0.1:{dead_port}");
+    let mut cmd = common::clean_command();
+    cmd.args(["--remote", &remote, "--query-gpu=index,memory.total"]);
+    cmd.args(["--format=csv,nounits"]);
+    let (code, out, err) = output(cmd);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains(&format!("127.0.0.1:{dead_port}")) && err.contains("not answering"),
+        "{err}"
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "gpuwatch.host, index, memory.total [MiB]");
+    let hosts: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(", ").next().unwrap())
+        .collect();
+    assert!(
+        hosts.contains(&"localhost") && hosts.iter().any(|h| h.starts_with("127.0.0.1")),
+        "{out}"
+    );
+    let gpus = lines[1..].iter().filter(|l| !l.contains("[N/A]")).count();
+    assert_eq!(gpus, 4, "two GPUs from each answering host: {out}");
+}
