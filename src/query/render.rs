@@ -65,28 +65,15 @@ fn gpu_rows(
     hosts: bool,
     f: Format,
 ) -> String {
-    let named = fields.iter().map(|x| Column {
-        name: x.name,
-        unit: x.unit,
-    });
-    let (cols, host) = columns(named, hosts);
-    let mut out = if f.header {
-        csv::header(&cols, f)
-    } else {
-        String::new()
-    };
-    for g in gpus {
-        let mut values: Vec<Option<String>> = Vec::with_capacity(cols.len());
-        if host {
-            values.push(g.host.clone());
-        }
-        values.extend(fields.iter().map(|x| match x.get {
+    let named = fields.iter().map(|x| column(x.name, x.unit));
+    let rows = gpus.iter().map(|g| {
+        let values = fields.iter().map(|x| match x.get {
             Get::Table(key, shown) => gpu_fields::shown(key, shown, g),
             Get::Other(get) => get(ctx, g),
-        }));
-        out += &csv::row(&cols, &values, f);
-    }
-    out
+        });
+        (*g, values.collect())
+    });
+    table(named, hosts, f, rows)
 }
 
 fn app_rows(
@@ -96,26 +83,42 @@ fn app_rows(
     hosts: bool,
     f: Format,
 ) -> String {
-    let named = fields.iter().map(|x| Column {
-        name: x.name,
-        unit: x.unit,
+    let named = fields.iter().map(|x| column(x.name, x.unit));
+    let procs = &ctx.model.procs().all;
+    let rows = gpus.iter().flat_map(|g| {
+        let on_it = procs
+            .iter()
+            .filter(|r| r.key.gpu == g.id && app_fields::listed(r));
+        on_it.map(|r| (*g, fields.iter().map(|x| (x.get)(ctx, r, g)).collect()))
     });
+    table(named, hosts, f, rows)
+}
+
+fn column(name: &'static str, unit: Option<&'static str>) -> Column {
+    Column { name, unit }
+}
+
+/// The header (unless `noheader`) and one line per row of values, each led by its GPU's
+/// host when the host column is there.
+fn table<'a>(
+    named: impl Iterator<Item = Column>,
+    hosts: bool,
+    f: Format,
+    rows: impl Iterator<Item = (&'a GpuReading, Vec<Option<String>>)>,
+) -> String {
     let (cols, host) = columns(named, hosts);
     let mut out = if f.header {
         csv::header(&cols, f)
     } else {
         String::new()
     };
-    for g in gpus {
-        let rows = ctx.model.procs().all.iter();
-        for r in rows.filter(|r| r.key.gpu == g.id && app_fields::listed(r)) {
-            let mut values: Vec<Option<String>> = Vec::with_capacity(cols.len());
-            if host {
-                values.push(g.host.clone());
-            }
-            values.extend(fields.iter().map(|x| (x.get)(ctx, r, g)));
-            out += &csv::row(&cols, &values, f);
+    for (g, values) in rows {
+        let mut cells: Vec<Option<String>> = Vec::with_capacity(cols.len());
+        if host {
+            cells.push(g.host.clone());
         }
+        cells.extend(values);
+        out += &csv::row(&cols, &cells, f);
     }
     out
 }
