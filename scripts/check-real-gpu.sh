@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compares what gpuwatch reads through NVML with what nvidia-smi says on the same machine,
-# and prints every field that differs (exit 1), or "no differences" (exit 0). Run it on any
+# Compares what gpuwatch reads through NVML (its JSON, and `gpuwatch query`'s nvidia-smi-shaped
+# CSV) with what nvidia-smi says on the same machine, and prints every field that differs (exit 1), or "no differences" (exit 0). Run it on any
 # machine with an NVIDIA GPU: the fake NVML in CI can only check gpuwatch against itself.
 #
 #   scripts/check-real-gpu.sh                  # builds the release binary first
@@ -28,6 +28,7 @@ query=$(echo "$FIELDS" | tr -s ' ' ',')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$GPUWATCH" --source nvml --once --json "$@" >"$tmp/gpuwatch.json"
+"$GPUWATCH" query --source nvml --query-gpu="$query" --format=csv,noheader,nounits "$@" >"$tmp/query.csv"
 "$SMI" --query-gpu="$query" --format=csv,noheader,nounits >"$tmp/gpus.csv"
 "$SMI" --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader,nounits >"$tmp/apps.csv"
 
@@ -116,6 +117,34 @@ for key in sorted(set(ours) | set(theirs)):
         diffs.append(f"process {pid} on {uuid}: gpuwatch lists it, nvidia-smi does not")
     elif not same(theirs[key], ours[key], lambda b: b / MIB, 64):
         diffs.append(f"process {pid} on {uuid} used_memory: nvidia-smi {theirs[key]!r} MiB, gpuwatch {ours[key]!r} bytes")
+
+# `gpuwatch query` against nvidia-smi cell by cell: the same question in the same shape and
+# units on both sides (docs/query.md), with the same tolerances for readings that move.
+queried = {}
+for r in csv.reader(open(f"{tmp}/query.csv")):
+    cells = [c.strip() for c in r]
+    if cells and cells[0].isdigit():
+        queried[int(cells[0])] = dict(zip(fields, cells))
+for row in rows:
+    smi = dict(zip(fields, row))
+    index = int(smi["index"])
+    q = queried.get(index)
+    if q is None:
+        diffs.append(f"query GPU {index}: nvidia-smi lists it, gpuwatch query does not")
+        continue
+    for f in fields:
+        theirs_v, ours_v, tol = smi[f], q.get(f, ""), MAP[f][2]
+        if theirs_v in ABSENT or ours_v in ABSENT:
+            ok = (theirs_v in ABSENT) == (ours_v in ABSENT)
+        elif tol is None:
+            ok = theirs_v.lower() == ours_v.lower()
+        else:
+            try:
+                ok = abs(float(theirs_v) - float(ours_v)) <= tol
+            except ValueError:
+                ok = False
+        if not ok:
+            diffs.append(f"query GPU {index} {f}: nvidia-smi {theirs_v!r}, gpuwatch query {ours_v!r}")
 
 for d in diffs:
     print(d)

@@ -57,10 +57,16 @@ NO_COLOR (non-empty) or --no-color forces the mono theme.";
 const GLOBALS_HINT: &str = "The global options (--config, --interval, --demo, --only, \
 --remote, ...) apply here too; `gpuwatch --help` lists them.";
 
-/// Parses the command line as `Cli::parse()` would, with each subcommand's help showing
-/// only its own options (see [`command`]); a bad command line exits 2 with clap's message.
-pub fn parse() -> Cli {
-    let mut matches = command().get_matches();
+/// Parses `args` (the first is the program's name; `main` passes the command line with
+/// nvidia-smi's query flags rewritten, `query::argv`) as `Cli::parse_from` would, with each
+/// subcommand's help showing only its own options (see [`command`]); a bad command line
+/// exits 2 with clap's message.
+pub fn parse_from<I, T>(args: I) -> Cli
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut matches = command().get_matches_from(args);
     Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.format(&mut command()).exit())
 }
 
@@ -396,11 +402,52 @@ pub enum Command {
     /// Block until a process's VRAM is gone from every GPU (--released PID) or a GPU is
     /// free (--gpu N --free), then exit 0; with --timeout, exit 1 naming what still holds it.
     Wait(WaitArgs),
+    /// nvidia-smi's query interface on every source: `gpuwatch query --query-gpu=index,memory.used
+    /// --format=csv`, `--query-compute-apps=pid,used_memory`, `-L`; nvidia-smi's own flags
+    /// (`--query-gpu`, `--query-compute-apps`, `-L`) work without the word `query`, and within
+    /// a query `-i` is the GPU id and `-lms` the loop in ms, as in nvidia-smi (docs/query.md).
+    Query(QueryArgs),
     /// Play a recording (from --record) in the monitor: p pauses, ←/→ jump 30 s, +/- change speed.
     Replay {
         /// The NDJSON recording.
         file: PathBuf,
     },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueryArgs {
+    /// GPU fields to print, comma-separated, as nvidia-smi names them, e.g.
+    /// index,uuid,memory.used,utilization.gpu (docs/query.md lists them).
+    #[arg(long, value_name = "FIELDS")]
+    pub query_gpu: Option<String>,
+
+    /// Compute-process fields to print, e.g. pid,process_name,used_memory,gpu_uuid.
+    #[arg(long, value_name = "FIELDS")]
+    pub query_compute_apps: Option<String>,
+
+    /// csv, then any of noheader, nounits and quoted (RFC 4180), comma-separated [default: csv].
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+
+    /// List the GPUs and their MIG devices, as nvidia-smi -L does.
+    #[arg(short = 'L', long)]
+    pub list_gpus: bool,
+
+    /// Only these GPUs: indices, UUIDs or PCI bus ids, comma-separated (-i in a query).
+    #[arg(long, value_name = "ID,...")]
+    pub id: Option<String>,
+
+    /// Print a block every SEC seconds until stopped.
+    #[arg(short = 'l', long = "loop", value_name = "SEC")]
+    pub loop_sec: Option<String>,
+
+    /// Print a block every MS milliseconds until stopped (-lms in a query).
+    #[arg(long, value_name = "MS")]
+    pub loop_ms: Option<String>,
+
+    /// Write to this file instead of stdout.
+    #[arg(short = 'f', long, value_name = "FILE")]
+    pub filename: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Subcommand)]

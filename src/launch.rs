@@ -355,6 +355,9 @@ fn own_job() -> Option<JobKey> {
 pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
     let config = view_config(settings, built.interval);
     let source = built.source;
+    if let Some(request) = &settings.query {
+        return crate::query::run(request, source, config, built.prelude).await;
+    }
     if let Some(request) = &settings.pick {
         return pick(source, config, request).await;
     }
@@ -424,7 +427,7 @@ async fn once(
 }
 
 /// `host H not answering: WHY` for each remote host that failed.
-fn hosts_down(state: &State) -> Vec<String> {
+pub(crate) fn hosts_down(state: &State) -> Vec<String> {
     let down = state
         .model
         .warnings()
@@ -439,7 +442,7 @@ fn hosts_down(state: &State) -> Vec<String> {
 }
 
 /// SIGINT or SIGTERM, as the signal number.
-fn stop_signal() -> Result<impl std::future::Future<Output = u8>> {
+pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = u8>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;

@@ -31,6 +31,7 @@ pub mod layout;
 pub mod model;
 pub mod pick;
 pub mod procinfo;
+pub mod query;
 pub mod quiet_pipe;
 pub mod record;
 pub mod safe_file;

@@ -18,7 +18,10 @@ fn main() -> ExitCode {
     // First, while this is the only thread: as a container's PID 1, become an init too.
     gpuwatch::init::reap_orphans_if_pid1();
     quiet_pipe::install();
-    let cli = gpuwatch::cli::parse();
+    // nvidia-smi's query flags (`--query-gpu`, `-L`, `-i`, `-lms`) as the `query` subcommand's.
+    let cli = gpuwatch::cli::parse_from(gpuwatch::query::argv::rewrite(
+        std::env::args_os().collect(),
+    ));
     if let Some(Command::Completions { shell }) = &cli.command {
         // Into memory first: clap_complete panics when its writer fails (`| head -1`).
         let mut script = Vec::new();

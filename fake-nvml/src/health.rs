@@ -53,6 +53,11 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
         return ERROR_INVALID_ARGUMENT;
     }
     with_gpu("nvmlDeviceGetFieldValues", device, |g, tick| {
+        // `"field_values": 0`: a driver without the call, where readers fall back on the
+        // counters' own calls (`modes::nvmlDeviceGetPcieReplayCounter`, TotalEccErrors).
+        if let Step::Value(0) = g.field("field_values", tick) {
+            return crate::ERROR_NOT_SUPPORTED;
+        }
         // SAFETY: NVML's contract: `values` holds `count` entries, their field ids set.
         let entries = unsafe { std::slice::from_raw_parts_mut(values, n) };
         for e in entries {

@@ -24,6 +24,7 @@ mod gpm;
 mod health;
 mod legacy;
 mod mig;
+mod modes;
 mod monitors;
 mod processes;
 mod scenario;

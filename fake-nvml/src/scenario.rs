@@ -121,6 +121,9 @@ pub const FIELDS: &[&str] = &[
     "remapped_rows_pending",       // 0/1
     "remapped_rows_failed",        // 0/1
     "supported_event_types",       // nvmlEventType* bit mask (8 = critical XID)
+    "compute_mode", // nvmlComputeMode_t: 0 default, 2 prohibited, 3 exclusive process
+    "persistence_mode", // 0/1
+    "field_values", // 0: nvmlDeviceGetFieldValues answers NOT_SUPPORTED
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

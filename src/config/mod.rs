@@ -207,6 +207,8 @@ pub struct Settings {
     pub pick: Option<PickRequest>,
     /// Hidden testing aid (`--debug-panic-after`).
     pub debug_panic_after: Option<u64>,
+    /// `gpuwatch query` (nvidia-smi's query interface); `None` for every other mode.
+    pub query: Option<crate::query::Request>,
 }
 
 /// Where the config file is, and what named it when that was explicit (then it must exist).
@@ -337,6 +339,13 @@ impl Settings {
                 _ => None,
             },
             debug_panic_after: cli.debug_panic_after,
+            query: match &cli.command {
+                Some(crate::cli::Command::Query(args)) => Some(
+                    crate::query::request(args)
+                        .map_err(|(flag, why)| SettingsError::new(flag.into(), why, None))?,
+                ),
+                _ => None,
+            },
         };
         ignored::check(cli, &r, &settings)?;
         Ok(settings)

@@ -146,6 +146,52 @@ impl Vendor {
     }
 }
 
+/// Which CUDA contexts a GPU accepts, as NVML and nvidia-smi name the modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ComputeMode {
+    /// Any number of contexts from any processes.
+    Default,
+    /// One context, from one thread (no longer supported by drivers; still reported).
+    ExclusiveThread,
+    /// No contexts at all.
+    Prohibited,
+    /// One context, from one process (a GPU a scheduler hands to one job).
+    ExclusiveProcess,
+}
+
+impl ComputeMode {
+    pub const ALL: [ComputeMode; 4] = [
+        ComputeMode::Default,
+        ComputeMode::ExclusiveThread,
+        ComputeMode::Prohibited,
+        ComputeMode::ExclusiveProcess,
+    ];
+
+    /// The public name (JSON): `default`, `exclusive_thread`, `prohibited`, `exclusive_process`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeMode::Default => "default",
+            ComputeMode::ExclusiveThread => "exclusive_thread",
+            ComputeMode::Prohibited => "prohibited",
+            ComputeMode::ExclusiveProcess => "exclusive_process",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ComputeMode> {
+        ComputeMode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// nvidia-smi's spelling (`--query-gpu=compute_mode`, `nvidia-smi -q`).
+    pub fn nvidia_smi_name(self) -> &'static str {
+        match self {
+            ComputeMode::Default => "Default",
+            ComputeMode::ExclusiveThread => "Exclusive_Thread",
+            ComputeMode::Prohibited => "Prohibited",
+            ComputeMode::ExclusiveProcess => "Exclusive_Process",
+        }
+    }
+}
+
 /// Whether a GPU answered this poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuStatus {
@@ -213,6 +259,10 @@ pub struct GpuReading {
     pub ecc_errors_uncorrected: Option<u64>,
     /// Whether MIG (multi-instance GPU) mode is on.
     pub mig_enabled: Option<bool>,
+    /// Which CUDA contexts the GPU accepts (nvidia-smi's compute mode).
+    pub compute_mode: Option<ComputeMode>,
+    /// Whether the driver stays loaded with no client (nvidia-smi's persistence mode).
+    pub persistence_mode: Option<bool>,
     /// Memory temperature, PCIe replays, corrected ECC, retired pages, remapped rows, XIDs.
     pub health: health::Health,
     /// Its MIG instances while MIG is on (empty otherwise, and from sources without MIG).
@@ -262,6 +312,8 @@ impl GpuReading {
             throttle_reasons: None,
             ecc_errors_uncorrected: None,
             mig_enabled: None,
+            compute_mode: None,
+            persistence_mode: None,
             health: health::Health::default(),
             mig_devices: Vec::new(),
             allocations: Vec::new(),

@@ -102,6 +102,9 @@ fn every_differing_field_and_process_is_printed() {
             &format!(
                 "process 3999999 on {H100} used_memory: nvidia-smi '8192' MiB, gpuwatch 4294967296 bytes"
             ),
+            // The same fields asked through `gpuwatch query`, in nvidia-smi's own shape.
+            "query GPU 0 memory.total: nvidia-smi '81559', gpuwatch query '81920'",
+            "query GPU 1 pcie.link.gen.current: nvidia-smi '3', gpuwatch query '[N/A]'",
         ]
     );
 }

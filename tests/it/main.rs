@@ -35,6 +35,7 @@ mod pick;
 mod pid_namespace;
 mod prometheus;
 mod prometheus_rules;
+mod query;
 mod readme;
 mod real_docker;
 mod real_kubelet;

@@ -46,6 +46,7 @@ pub enum Key {
     PcieRx,
     EccUncorrected,
     Mig,
+    PersistenceMode,
     MemoryTemperature,
     PcieReplays,
     EccCorrected,

@@ -460,4 +460,15 @@ const READINGS: &[Field] = &[
         ),
         dcgm: None,
     },
+    Field {
+        key: Key::PersistenceMode,
+        json: "persistence_mode",
+        get: |g| g.persistence_mode.map(flag),
+        set: Some(|g, v| g.persistence_mode = Some(v != 0.0)),
+        native: gauge(
+            "gpuwatch_gpu_persistence_mode",
+            "1 when persistence mode is on (the driver stays loaded with no client), else 0.",
+        ),
+        dcgm: None,
+    },
 ];

@@ -43,6 +43,7 @@ pub(crate) fn every_field_known() -> GpuReading {
     g.pcie_rx_per_second = Some(Bytes(987_654_321));
     g.ecc_errors_uncorrected = Some(3);
     g.mig_enabled = Some(false);
+    g.persistence_mode = Some(true);
     g.health = Health {
         memory_temperature: Some(Celsius(71)),
         pcie_replays: Some(11),

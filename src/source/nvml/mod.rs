@@ -75,6 +75,10 @@ enum Query {
     Throttle,
     Ecc,
     Mig,
+    ComputeMode,
+    Persistence,
+    PcieReplays,
+    EccCorrected,
     /// The health counters (`nvmlDeviceGetFieldValues`); each field is also remembered alone.
     FieldValues,
     ComputeProcs,

@@ -14,7 +14,7 @@ use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSampl
 
 use super::{GpuProc, Lost, Query, Slot};
 use crate::source::throttle::ThrottleReason;
-use crate::source::{GpuId, GpuReading, ProcKind};
+use crate::source::{ComputeMode, GpuId, GpuReading, ProcKind};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// Reads one GPU. Every query is independent: one the device cannot answer is `None`.
@@ -69,7 +69,9 @@ pub(super) fn read_gpu(
     // Corrected ECC errors come with the health counters (one field-values call).
     // NVML_DEVICE_MIG_ENABLE is 1.
     g.mig_enabled = s.ask(Query::Mig, || d.mig_mode())?.map(|m| m.current == 1);
+    read_modes(d, s, &mut g)?;
     super::health::read_health(d, s, &mut g)?;
+    read_counters_fallback(d, s, &mut g)?;
     let procs = read_processes(d, s, calls)?;
     if g.mig_enabled == Some(true) {
         g.mig_devices = super::mig::read_instances(d, &procs, &mut s.gpm);
@@ -77,6 +79,37 @@ pub(super) fn read_gpu(
         s.gpm.keep_only(d.nvml(), &[]);
     }
     Ok((g, procs))
+}
+
+/// Compute and persistence mode (nvidia-smi's `compute_mode`, `persistence_mode`).
+fn read_modes(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result<(), Lost> {
+    use nvml_wrapper::enum_wrappers::device::ComputeMode as Nvml;
+    g.compute_mode = s
+        .ask(Query::ComputeMode, || d.compute_mode())?
+        .map(|m| match m {
+            Nvml::Default => ComputeMode::Default,
+            Nvml::ExclusiveThread => ComputeMode::ExclusiveThread,
+            Nvml::Prohibited => ComputeMode::Prohibited,
+            Nvml::ExclusiveProcess => ComputeMode::ExclusiveProcess,
+        });
+    g.persistence_mode = s.ask(Query::Persistence, || d.is_in_persistent_mode())?;
+    Ok(())
+}
+
+/// PCIe replays and corrected ECC errors where the field values did not answer (drivers
+/// and boards that lack those field ids): from their own calls, as nvidia-smi reads them.
+fn read_counters_fallback(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result<(), Lost> {
+    if g.health.pcie_replays.is_none() {
+        g.health.pcie_replays = s
+            .ask(Query::PcieReplays, || d.pcie_replay_counter())?
+            .map(u64::from);
+    }
+    if g.health.ecc_corrected.is_none() {
+        g.health.ecc_corrected = s.ask(Query::EccCorrected, || {
+            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+        })?;
+    }
+    Ok(())
 }
 
 fn read_thermal_and_power(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result<(), Lost> {

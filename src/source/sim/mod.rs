@@ -301,6 +301,8 @@ fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64
     g.decoder_util = Some(Percent(0));
     g.ecc_errors_uncorrected = Some(0);
     g.mig_enabled = Some(false);
+    g.compute_mode = Some(crate::source::ComputeMode::Default);
+    g.persistence_mode = Some(true);
     let hot = g.temperature.is_some_and(|t| t.0 >= 90);
     let capped = g.power.is_some_and(|p| p.0 >= POWER_CAP_W - 15.0);
     let mut reasons = Vec::new();

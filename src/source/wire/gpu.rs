@@ -81,6 +81,12 @@ pub struct Gpu {
     /// Uncorrected ECC errors since the driver loaded (`ecc.errors.uncorrected.volatile.total`).
     pub ecc_errors_uncorrected_volatile: Option<u64>,
     pub mig_enabled: Option<bool>,
+    /// (2.3) `compute_mode`: `default`, `exclusive_process`, `prohibited`, `exclusive_thread`.
+    #[serde(default)]
+    pub compute_mode: Option<String>,
+    /// (2.3) `persistence_mode`.
+    #[serde(default)]
+    pub persistence_mode: Option<bool>,
     /// (2.2) Its MIG instances while MIG is on; `[]` otherwise.
     #[serde(default)]
     pub mig_devices: Vec<MigDoc>,
@@ -281,6 +287,8 @@ impl Gpu {
             clocks_throttle_reasons: throttle_reason_names(g),
             ecc_errors_uncorrected_volatile: g.ecc_errors_uncorrected,
             mig_enabled: g.mig_enabled,
+            compute_mode: g.compute_mode.map(|m| m.name().to_string()),
+            persistence_mode: g.persistence_mode,
             mig_devices: g.mig_devices.iter().map(MigDoc::from_reading).collect(),
             pods: g
                 .allocations
@@ -340,6 +348,12 @@ impl Gpu {
         g.throttle_reasons = throttle_reasons_from_names(self.clocks_throttle_reasons);
         g.ecc_errors_uncorrected = self.ecc_errors_uncorrected_volatile;
         g.mig_enabled = self.mig_enabled;
+        // A mode this version does not know is unknown, not an error (a newer writer).
+        g.compute_mode = self
+            .compute_mode
+            .as_deref()
+            .and_then(crate::source::ComputeMode::from_name);
+        g.persistence_mode = self.persistence_mode;
         g.mig_devices = self
             .mig_devices
             .into_iter()
