@@ -248,8 +248,9 @@ fn redact_leaves_no_string_field_that_names_a_person_or_a_command() {
     // metrics label it (container, pod, namespace, job id, system service) and the warnings'
     // typed codes. Container and pod names are their creators' choice and stay, as in the
     // metrics' `container`/`pod` labels.
-    const KEPT: [&str; 24] = [
+    const KEPT: [&str; 25] = [
         ".gpus[].clocks_throttle_reasons[]",
+        ".gpus[].compute_mode",
         ".gpus[].name",
         ".gpus[].pci_bus_id",
         ".gpus[].status",
