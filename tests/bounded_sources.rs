@@ -233,3 +233,30 @@ fn a_million_points_per_series_keep_what_a_chart_shows() {
     assert!(run.peak_mib < 200, "peak {} MiB", run.peak_mib);
     assert!(run.took < Duration::from_secs(60), "{:?}", run.took);
 }
+
+/// §11: `--history 1000000s` back-filled every second (> 120 s, 5 GB); now it opens about as
+/// fast as the default window and within a small memory budget.
+#[test]
+fn the_demo_opens_a_million_seconds_of_history_as_fast_as_the_default() {
+    let demo = |history: Option<&str>| {
+        let mut cmd = gpuwatch();
+        cmd.args(["--demo", "--once"]);
+        if let Some(h) = history {
+            cmd.args(["--history", h]);
+        }
+        measured(cmd)
+    };
+    let default = demo(None);
+    let long = demo(Some("1000000s"));
+    assert_eq!(long.code, Some(0), "{}", long.stderr);
+    println!(
+        "--history 1000000s: {:.2} s (default {:.2} s), peak {} MiB",
+        long.took.as_secs_f64(),
+        default.took.as_secs_f64(),
+        long.peak_mib
+    );
+    // Two seconds, or twice the default's time where the machine is that loaded.
+    let budget = Duration::from_secs(2).max(default.took * 2);
+    assert!(long.took < budget, "{:?} (budget {budget:?})", long.took);
+    assert!(long.peak_mib < 100, "peak {} MiB", long.peak_mib);
+}
