@@ -12,6 +12,7 @@ mod serve_support;
 mod alerts;
 mod app_loop;
 mod attribution;
+mod bounded_sources;
 mod cgroup_shapes;
 mod charts;
 mod check_real_gpu;

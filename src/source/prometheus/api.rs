@@ -3,10 +3,10 @@
 //! answers read into plain series. The real [`HttpApi`] sets basic-auth or bearer headers,
 //! times every request out, follows no redirects, and reads plain HTTP only.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Deserialize;
+pub use super::answer::Series;
+use super::answer::error_text;
 
 /// One GET against the server.
 pub trait Api: Send {
@@ -34,9 +34,10 @@ impl std::fmt::Debug for Auth {
     }
 }
 
-/// Most bytes one answer may have: 1,000 hosts × 8 GPUs of both exporters' series is about
-/// 60 MB of JSON; more than this is not a GPU fleet.
-pub const MAX_ANSWER: u64 = 512 << 20;
+/// Most bytes one answer may have: 1,000 hosts × 8 GPUs of gpuwatch's own series is about
+/// 45 MB of JSON. The body is held while it is read, so this bounds the memory an answer
+/// costs (a hostile server's 100 MB label is refused here, not parsed).
+pub const MAX_ANSWER: u64 = 64 << 20;
 
 /// The real server, over plain HTTP with ureq (the source runs on the blocking pool).
 pub struct HttpApi {
@@ -107,6 +108,15 @@ impl Api for HttpApi {
                 .unwrap_or_default();
             return Err(format!("HTTP {status} redirect{to} not followed"));
         }
+        // A length announced over the bound is refused before a byte of it is read.
+        let length = response
+            .headers()
+            .get("content-length")
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| l.trim().parse::<u64>().ok());
+        if length.is_some_and(|l| l > MAX_ANSWER) {
+            return Err(too_large());
+        }
         let body = response
             .body_mut()
             .with_config()
@@ -124,9 +134,17 @@ impl Api for HttpApi {
     }
 }
 
+fn too_large() -> String {
+    format!(
+        "answer larger than {} MiB left unread: narrow it with --selector",
+        MAX_ANSWER >> 20
+    )
+}
+
 fn describe(e: ureq::Error) -> String {
     match e {
         ureq::Error::Timeout(_) => "no answer in time".into(),
+        ureq::Error::BodyExceedsLimit(_) => too_large(),
         ureq::Error::Io(io) => io.to_string(),
         other => other.to_string(),
     }
@@ -172,75 +190,6 @@ pub fn encode_param(text: &str) -> String {
     out
 }
 
-/// One series of an answer: its labels (with `__name__` when the query kept it) and its
-/// points as (seconds since the epoch, value). An instant query gives one point.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Series {
-    pub labels: HashMap<String, String>,
-    pub points: Vec<(f64, f64)>,
-}
-
-#[derive(Deserialize)]
-struct Answer {
-    status: String,
-    data: Option<Data>,
-    error: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Data {
-    #[serde(rename = "resultType")]
-    result_type: String,
-    result: Vec<RawSeries>,
-}
-
-#[derive(Deserialize)]
-struct RawSeries {
-    metric: HashMap<String, String>,
-    value: Option<(f64, String)>,
-    values: Option<Vec<(f64, String)>>,
-}
-
-fn error_text(body: &str) -> Option<String> {
-    let a: Answer = serde_json::from_str(body).ok()?;
-    a.error.map(|e| format!("Prometheus: {e}"))
-}
-
-/// Reads a `vector` or `matrix` answer. Values Prometheus writes as `NaN` or `±Inf` are not
-/// readings, so those points are left out.
-pub fn parse_answer(body: &str) -> Result<Vec<Series>, String> {
-    let answer: Answer =
-        serde_json::from_str(body).map_err(|e| format!("not a Prometheus API answer ({e})"))?;
-    if answer.status != "success" {
-        return Err(format!(
-            "Prometheus: {}",
-            answer.error.unwrap_or(answer.status)
-        ));
-    }
-    let data = answer.data.ok_or("Prometheus answered without data")?;
-    if data.result_type != "vector" && data.result_type != "matrix" {
-        return Err(format!("unexpected {} answer", data.result_type));
-    }
-    let point = |(t, v): (f64, String)| {
-        v.parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .map(|v| (t, v))
-    };
-    Ok(data
-        .result
-        .into_iter()
-        .map(|raw| {
-            let mut points: Vec<(f64, f64)> = raw.value.into_iter().filter_map(point).collect();
-            points.extend(raw.values.into_iter().flatten().filter_map(point));
-            Series {
-                labels: raw.metric,
-                points,
-            }
-        })
-        .collect())
-}
-
 /// `/api/v1/query?query=…&time=…`.
 pub fn instant_path(promql: &str, time: f64) -> String {
     format!(
@@ -275,29 +224,6 @@ mod tests {
     #[test]
     fn params_are_percent_encoded() {
         assert_eq!(encode_param(r#"up{a="b c"}"#), "up%7Ba%3D%22b%20c%22%7D");
-    }
-
-    #[test]
-    fn answers_are_read_and_errors_named() {
-        let v = r#"{"status":"success","data":{"resultType":"vector","result":[
-            {"metric":{"__name__":"up","instance":"a:1"},"value":[10.5,"1"]},
-            {"metric":{"__name__":"up","instance":"b:1"},"value":[10.5,"NaN"]}]}}"#;
-        let s = parse_answer(v).unwrap();
-        assert_eq!(s[0].points, [(10.5, 1.0)]);
-        assert!(s[1].points.is_empty(), "NaN is no reading");
-        let m = r#"{"status":"success","data":{"resultType":"matrix","result":[
-            {"metric":{"uuid":"GPU-1"},"values":[[1,"2"],[2,"3"]]}]}}"#;
-        assert_eq!(parse_answer(m).unwrap()[0].points, [(1.0, 2.0), (2.0, 3.0)]);
-        let e = r#"{"status":"error","errorType":"bad_data","error":"parse error at char 3"}"#;
-        assert_eq!(
-            parse_answer(e).unwrap_err(),
-            "Prometheus: parse error at char 3"
-        );
-        assert!(
-            parse_answer("<html>")
-                .unwrap_err()
-                .starts_with("not a Prometheus API answer")
-        );
     }
 
     #[test]

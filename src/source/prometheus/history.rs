@@ -1,12 +1,15 @@
 //! A GPU's history from range queries: on the first refresh the whole window, after that the
 //! steps since the last refresh; one query per charted field of the field table
 //! (`fields::CHARTED`: both exporters' series, in base units), for every GPU at once, into
-//! the points the one history store keeps (panels and detail view alike). Steps are aligned to the interval, so two
-//! refreshes never fetch the same point twice.
+//! the points the one history store keeps (panels and detail view alike). Steps are aligned
+//! to the interval, so two refreshes never fetch the same point twice. The first refresh asks
+//! for no more steps than a chart can show (`history::SHOWN_POINTS`), however long the
+//! window: a million-step range is a million points per series for nothing.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
+use super::answer::{self, Cut};
 use super::api::{self, Api};
 use super::series;
 use crate::source::fields::{self, Key};
@@ -14,10 +17,12 @@ use crate::source::{GpuId, HistoryPoint};
 
 pub struct Window {
     step: Duration,
-    /// Points in the whole window.
+    /// Points the whole window has, up to what a chart shows.
     len: u32,
     /// The last step fetched, in seconds since the epoch.
     last_end: Option<f64>,
+    /// What the answers since the last [`Window::take_cut`] held beyond the limits.
+    cut: Cut,
 }
 
 impl Window {
@@ -25,12 +30,18 @@ impl Window {
         let step = step.max(Duration::from_millis(100));
         let len = (window.as_secs_f64() / step.as_secs_f64())
             .ceil()
-            .clamp(1.0, 1e6) as u32;
+            .clamp(1.0, crate::history::SHOWN_POINTS as f64) as u32;
         Window {
             step,
             len,
             last_end: None,
+            cut: Cut::default(),
         }
+    }
+
+    /// What was left out of the answers since the last call.
+    pub fn take_cut(&mut self) -> Cut {
+        std::mem::take(&mut self.cut)
     }
 
     /// The points since the last call, per GPU, oldest first; `Some` of an empty map when no
@@ -44,9 +55,11 @@ impl Window {
     ) -> Option<HashMap<GpuId, Vec<HistoryPoint>>> {
         let step = self.step.as_secs_f64();
         let end = (now / step).floor() * step;
+        // After a long outage, too, no more than the window's points.
+        let first = end - f64::from(self.len - 1) * step;
         let start = match self.last_end {
-            Some(last) => last + step,
-            None => end - f64::from(self.len - 1) * step,
+            Some(last) => (last + step).max(first),
+            None => first,
         };
         if start > end + step / 2.0 {
             return Some(HashMap::new());
@@ -60,8 +73,9 @@ impl Window {
             let body = api
                 .get(&api::range_path(&promql, start, end, self.step))
                 .ok()?;
-            let answer = api::parse_answer(&body).ok()?;
-            add_chart(&mut points, key, &answer);
+            let answer = answer::read(&body, &answer::LIMITS).ok()?;
+            self.cut.add(answer.cut);
+            add_chart(&mut points, key, &answer.series);
         }
         self.last_end = Some(end);
         Some(

@@ -6,8 +6,13 @@
 //! A host whose series vanish keeps its GPUs, shown lost, with the reason (`up` = 0, or no
 //! series); if Prometheus itself fails every GPU is shown lost. Processes are not in these
 //! metrics, so none are listed: unknown, not invented. The network and clock are injected.
+//! Everything is bounded: an answer's bytes (`api::MAX_ANSWER`), its series, labels and
+//! points (`answer::LIMITS`), the GPUs shown (`MAX_GPUS`) and the hosts remembered
+//! (`FORGET_AFTER`); what was left out is said in a notice.
 
+mod answer;
 pub mod api;
+mod fleet;
 mod history;
 mod mig;
 pub mod series;
@@ -15,17 +20,23 @@ pub mod series;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use api::{Api, Series};
-use series::{Identity, Target};
+use answer::Cut;
+use api::Api;
+use fleet::Reading;
 
-use super::workload::PodAllocation;
-use super::{
-    GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError, Vendor,
-};
+use super::{GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
 
 /// How long one query may take: a 1,000-host answer is tens of MB, so more than a remote
 /// snapshot's 2 s.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most GPUs one refresh shows (and remembers): 1,000 hosts × 8 GPUs and room to
+/// spare; the series of GPUs beyond them are left out and counted.
+pub const MAX_GPUS: usize = 10_000;
+
+/// A host with no series for this long is forgotten (until then its GPUs are shown lost):
+/// hosts that come and go must not pile up.
+pub const FORGET_AFTER: Duration = Duration::from_secs(600);
 
 /// What the TUI says at start in this mode.
 pub const NOTICE: &str = "from Prometheus: per-process rows are not in the metrics (unknown)";
@@ -38,14 +49,20 @@ pub struct PrometheusSource {
     matchers: String,
     history: history::Window,
     clock: Box<dyn Fn() -> SystemTime + Send>,
-    /// Every host seen: its last GPUs (shown lost when it vanishes) and its scrape targets.
+    /// Every host seen lately: its last GPUs (shown lost when it vanishes) and its scrape
+    /// targets.
     known: HashMap<String, Known>,
+    /// Which bounds the last notice said were hit, so it is said once, not every refresh.
+    said_cut: Option<[bool; 4]>,
+    notices: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct Known {
     gpus: Vec<GpuReading>,
     instances: Vec<String>,
+    /// When its series were last in an answer.
+    seen: Option<SystemTime>,
 }
 
 /// Checks `--selector`: `{...}` with matchers inside; returns the inside.
@@ -81,6 +98,8 @@ impl PrometheusSource {
             history: history::Window::new(interval, window),
             clock,
             known: HashMap::new(),
+            said_cut: None,
+            notices: Vec::new(),
         }
     }
 
@@ -94,8 +113,12 @@ impl PrometheusSource {
         )
     }
 
-    fn query(&self, path: &str) -> Result<Vec<Series>, String> {
-        api::parse_answer(&self.api.get(path)?)
+    /// The instant query's answer, read into the fleet as it is parsed.
+    fn read_fleet(&self, path: &str) -> Result<(fleet::Fleet, Cut), String> {
+        let body = self.api.get(path)?;
+        let mut reading = Reading::default();
+        let cut = answer::read_each(&body, &answer::LIMITS, &mut |s| reading.add(&s))?;
+        Ok((reading.finish(), cut))
     }
 }
 
@@ -105,11 +128,11 @@ impl GpuSource for PrometheusSource {
         let secs = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        let answer = match self.query(&api::instant_path(&self.instant_query(), secs)) {
-            Ok(a) => a,
-            Err(why) => return self.server_failed(now, &why),
-        };
-        let mut fleet = Fleet::read(&answer);
+        let (mut fleet, mut cut) =
+            match self.read_fleet(&api::instant_path(&self.instant_query(), secs)) {
+                Ok(read) => read,
+                Err(why) => return self.server_failed(now, &why),
+            };
         let history = self.history.fetch(&*self.api, &self.matchers, secs);
         let mut out = Sample {
             time: now,
@@ -129,7 +152,8 @@ impl GpuSource for PrometheusSource {
         let mut names: Vec<String> = fleet.hosts.keys().cloned().collect();
         names.sort();
         for name in &names {
-            let host = fleet.hosts.remove(name).unwrap_or_default();
+            let mut host = fleet.hosts.remove(name).unwrap_or_default();
+            host.seen = Some(now);
             out.gpus.extend(host.gpus.iter().cloned());
             out.hosts.push(HostStatus {
                 name: name.clone(),
@@ -137,12 +161,67 @@ impl GpuSource for PrometheusSource {
             });
             self.known.insert(name.clone(), host);
         }
+        self.forget(now);
         self.add_vanished(&mut out, &names, &fleet.up);
+        cut.add(self.history.take_cut());
+        self.note_cut(cut, fleet.left_out);
         Ok(out)
+    }
+
+    fn notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 }
 
 impl PrometheusSource {
+    /// Forgets hosts unseen for `FORGET_AFTER`, and the longest unseen beyond `MAX_GPUS`
+    /// GPUs remembered, so hosts that come and go cost nothing once gone.
+    fn forget(&mut self, now: SystemTime) {
+        let fresh = |seen: Option<SystemTime>| {
+            seen.is_some_and(|t| now.duration_since(t).unwrap_or_default() < FORGET_AFTER)
+        };
+        self.known.retain(|_, k| fresh(k.seen));
+        let mut total: usize = self.known.values().map(|k| k.gpus.len()).sum();
+        if total <= MAX_GPUS {
+            return;
+        }
+        let mut by_age: Vec<(Option<SystemTime>, String)> = self
+            .known
+            .iter()
+            .map(|(name, k)| (k.seen, name.clone()))
+            .collect();
+        by_age.sort();
+        for (_, name) in by_age {
+            if total <= MAX_GPUS {
+                break;
+            }
+            if let Some(k) = self.known.remove(&name) {
+                total -= k.gpus.len();
+            }
+        }
+    }
+
+    /// Says what this refresh left out, once for each new kind of cut (the counts change
+    /// every refresh; the notice would otherwise repeat forever).
+    fn note_cut(&mut self, cut: Cut, gpus_left_out: usize) {
+        let kinds = [
+            gpus_left_out > 0,
+            cut.series > 0,
+            cut.labels > 0,
+            cut.points > 0,
+        ];
+        if !kinds.contains(&true) {
+            self.said_cut = None;
+            return;
+        }
+        if self.said_cut == Some(kinds) {
+            return;
+        }
+        self.said_cut = Some(kinds);
+        self.notices
+            .push(cut_text(&self.server, cut, gpus_left_out));
+    }
+
     /// Hosts seen before with no series now: their GPUs lost, and why.
     fn add_vanished(&self, out: &mut Sample, present: &[String], up: &HashMap<String, f64>) {
         let mut gone: Vec<(&String, &Known)> = self
@@ -195,6 +274,41 @@ impl PrometheusSource {
     }
 }
 
+/// The notice for what one refresh left out, and what to do about it.
+fn cut_text(server: &str, cut: Cut, gpus_left_out: usize) -> String {
+    let mut parts = Vec::new();
+    if gpus_left_out > 0 {
+        parts.push(format!(
+            "{gpus_left_out} series of GPUs beyond the first {MAX_GPUS}"
+        ));
+    }
+    if cut.series > 0 {
+        parts.push(format!(
+            "{} series beyond {} in one answer",
+            cut.series,
+            answer::LIMITS.series
+        ));
+    }
+    if cut.labels > 0 {
+        parts.push(format!(
+            "{} label values longer than {} bytes",
+            cut.labels,
+            answer::LIMITS.label_bytes
+        ));
+    }
+    if cut.points > 0 {
+        parts.push(format!(
+            "{} history points beyond {} per series",
+            cut.points,
+            answer::LIMITS.points
+        ));
+    }
+    format!(
+        "Prometheus {server}: left out {} (gpuwatch's bounds); narrow it with --selector",
+        parts.join(", ")
+    )
+}
+
 fn lost(gpus: &[GpuReading]) -> Vec<GpuReading> {
     gpus.iter()
         .map(|g| {
@@ -204,147 +318,6 @@ fn lost(gpus: &[GpuReading]) -> Vec<GpuReading> {
             l
         })
         .collect()
-}
-
-/// One instant answer, read: GPUs by host, each scrape target's `up`, driver versions.
-#[derive(Default)]
-struct Fleet {
-    hosts: HashMap<String, Known>,
-    up: HashMap<String, f64>,
-    drivers: Vec<String>,
-}
-
-impl Fleet {
-    fn read(answer: &[Series]) -> Fleet {
-        let mut fleet = Fleet::default();
-        let mut gpus: HashMap<String, (Identity, GpuReading)> = HashMap::new();
-        let mut instances: HashMap<String, Vec<mig::Building>> = HashMap::new();
-        for s in answer {
-            let Some(&(_, value)) = s.points.last() else {
-                continue;
-            };
-            let name = s.labels.get("__name__").map_or("", String::as_str);
-            if name == "up" {
-                if let Some(i) = s.labels.get("instance") {
-                    fleet.up.insert(i.clone(), value);
-                }
-                continue;
-            }
-            let (Some(metric), Some(id)) = (series::metric(name), series::identity(&s.labels))
-            else {
-                continue;
-            };
-            let (_, g) = gpus.entry(id.uuid.clone()).or_insert_with(|| {
-                let g = GpuReading::absent(GpuId(id.uuid.clone()), id.index.unwrap_or(0), "");
-                (id.clone(), g)
-            });
-            fill_identity(g, &id, &s.labels, &mut fleet.drivers);
-            if mig::instance_of(&s.labels).is_some() {
-                // One instance's value (its framebuffer), not the GPU's.
-                let list = instances.entry(id.uuid.clone()).or_default();
-                mig::apply(
-                    list,
-                    &g.id,
-                    &s.labels,
-                    metric.mig_memory(),
-                    metric.base(value),
-                );
-            } else if !matches!(metric.target, Target::Info) {
-                series::set(g, metric.target, metric.base(value));
-            }
-        }
-        for (uuid, list) in instances {
-            if let Some((_, g)) = gpus.get_mut(&uuid) {
-                mig::finish(g, list);
-            }
-        }
-        fleet.place(gpus.into_values().collect());
-        fleet
-    }
-
-    /// Names each GPU's host and groups them: `host`/`Hostname` when a label says, else the
-    /// scrape target with its port only when two targets share a machine.
-    fn place(&mut self, gpus: Vec<(Identity, GpuReading)>) {
-        let mut instances: Vec<String> = gpus
-            .iter()
-            .filter_map(|(id, _)| id.instance.clone())
-            .collect();
-        instances.sort();
-        instances.dedup();
-        let shown: HashMap<&String, String> = instances
-            .iter()
-            .zip(super::multi::display_names(&instances))
-            .collect();
-        for (id, mut g) in gpus {
-            let host = id
-                .host
-                .clone()
-                .or_else(|| id.instance.as_ref().map(|i| shown[i].clone()))
-                .unwrap_or_else(|| "unknown".into());
-            series::derive_total(&mut g);
-            g.host = Some(host.clone());
-            let known = self.hosts.entry(host).or_default();
-            if let Some(i) = &id.instance
-                && !known.instances.contains(i)
-            {
-                known.instances.push(i.clone());
-            }
-            known.gpus.push(g);
-        }
-        for k in self.hosts.values_mut() {
-            k.gpus
-                .sort_by(|a, b| (a.index, &a.id).cmp(&(b.index, &b.id)));
-        }
-    }
-
-    /// The driver version when every GPU that says one says the same.
-    fn driver_version(&self) -> Option<String> {
-        let first = self.drivers.first()?;
-        self.drivers
-            .iter()
-            .all(|d| d == first)
-            .then(|| first.clone())
-    }
-}
-
-/// Name, PCI bus id, driver version and pod allocation from whichever series has them.
-fn fill_identity(
-    g: &mut GpuReading,
-    id: &Identity,
-    labels: &HashMap<String, String>,
-    drivers: &mut Vec<String>,
-) {
-    if g.name.is_empty()
-        && let Some(n) = &id.name
-    {
-        g.name = n.clone();
-    }
-    // A `vendor` label wins; a dcgm-exporter series only says NVIDIA when nothing else has.
-    if id.vendor.is_some() {
-        g.vendor = id.vendor;
-    } else if id.dcgm && g.vendor.is_none() {
-        g.vendor = Some(Vendor::Nvidia);
-    }
-    let get = |k: &str| labels.get(k).filter(|v| !v.is_empty());
-    if g.pci_bus_id.is_none() {
-        g.pci_bus_id = get("pci_bus_id").cloned();
-    }
-    if let Some(d) = get("driver_version").or_else(|| get("DCGM_FI_DRIVER_VERSION"))
-        && !drivers.contains(d)
-    {
-        drivers.push(d.clone());
-    }
-    // dcgm-exporter names the pod a GPU is allocated to (as does gpuwatch's exporter).
-    if g.allocations.is_empty()
-        && let (Some(pod), Some(namespace)) = (get("pod"), get("namespace"))
-    {
-        g.allocations.push(PodAllocation {
-            namespace: namespace.clone(),
-            pod: pod.clone(),
-            container: get("container").cloned().unwrap_or_default(),
-            instance: None,
-        });
-    }
 }
 
 #[cfg(test)]

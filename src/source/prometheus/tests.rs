@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::api::Api;
 use super::*;
+use crate::source::{GpuId, Vendor};
 use crate::units::{Bytes, Celsius, Percent, Watts};
 
 /// Answers instant queries with `instant` and range queries with `range` (a function of the
@@ -493,4 +494,110 @@ fn every_field_round_trips_through_both_spellings() {
         }
         assert!(checked >= 17, "{spelling}: only {checked} fields checked");
     }
+}
+
+/// A source on `api` whose clock moves `step` per refresh and whose history window is
+/// `window`.
+fn source_with(api: FakeApi, step: Duration, window: Duration) -> PrometheusSource {
+    let tick = Arc::new(Mutex::new(
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600),
+    ));
+    let clock = move || {
+        let mut t = tick.lock().unwrap();
+        *t += step;
+        *t
+    };
+    let interval = Duration::from_secs(1);
+    PrometheusSource::new(
+        Box::new(api),
+        "prom:9090",
+        "",
+        interval,
+        window,
+        Box::new(clock),
+    )
+}
+
+fn fake(instant: String) -> (FakeApi, Arc<Mutex<Result<String, String>>>) {
+    let instant = Arc::new(Mutex::new(Ok(instant)));
+    let api = FakeApi {
+        instant: instant.clone(),
+        range: empty_matrix,
+        calls: Arc::new(Mutex::new(Vec::new())),
+    };
+    (api, instant)
+}
+
+/// One `gpuwatch_gpu_info` series per GPU, `per_host` GPUs on each of `hosts`.
+fn info_fleet(hosts: std::ops::Range<usize>, per_host: usize) -> String {
+    let mut all = Vec::new();
+    for h in hosts {
+        for g in 0..per_host {
+            let labels = json!({"__name__": "gpuwatch_gpu_info", "instance": format!("h{h}:9401"),
+                "gpu": g.to_string(), "uuid": format!("GPU-{h}-{g}")});
+            all.push((labels, 1.0));
+        }
+    }
+    vector(&all)
+}
+
+/// Issue 26 §10: 100,000 GPUs in one answer took 80 s and 634 MB. The first `MAX_GPUS` are
+/// shown, the rest left out and said once (not every refresh).
+#[test]
+fn gpus_beyond_the_bound_are_left_out_and_said_once() {
+    let (api, _) = fake(info_fleet(0..(MAX_GPUS + 5), 1));
+    let mut src = source_with(api, Duration::from_secs(1), Duration::from_secs(300));
+    let s = src.sample().unwrap();
+    assert_eq!(s.gpus.len(), MAX_GPUS);
+    let said = src.notices();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0]
+            .starts_with("Prometheus prom:9090: left out 5 series of GPUs beyond the first 10000"),
+        "{}",
+        said[0]
+    );
+    src.sample().unwrap();
+    assert!(src.notices().is_empty(), "said once");
+}
+
+/// Issue 26 §10: hosts that came and went were remembered forever (81 → 294 MB in a minute
+/// of churn). A vanished host is shown lost, then forgotten after `FORGET_AFTER`; and however
+/// fast they churn, no more than `MAX_GPUS` GPUs are remembered.
+#[test]
+fn hosts_that_come_and_go_are_forgotten() {
+    let (api, instant) = fake(info_fleet(0..1, 2));
+    let mut src = source_with(api, FORGET_AFTER / 2, Duration::from_secs(300));
+    src.sample().unwrap();
+    *instant.lock().unwrap() = Ok(info_fleet(1..2, 2));
+    let s = src.sample().unwrap();
+    assert_eq!(s.gpus.len(), 4, "h0's GPUs shown lost for a while");
+    let s = src.sample().unwrap();
+    let hosts: Vec<&str> = s.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(hosts, ["h1"], "h0 forgotten after FORGET_AFTER");
+
+    let (api, instant) = fake(String::new());
+    let mut src = source_with(api, Duration::from_secs(1), Duration::from_secs(300));
+    for round in 0..6 {
+        let hosts = round * 1000..(round + 1) * 1000;
+        *instant.lock().unwrap() = Ok(info_fleet(hosts, 4));
+        let s = src.sample().unwrap();
+        assert!(s.gpus.len() <= MAX_GPUS, "round {round}: {}", s.gpus.len());
+    }
+    let remembered: usize = src.known.values().map(|k| k.gpus.len()).sum();
+    assert!(remembered <= MAX_GPUS, "{remembered}");
+    assert!(src.known.contains_key("h5999"), "the newest are kept");
+}
+
+/// Issue 26 §10/§11: a million-second window asks for no more steps than a chart shows (a
+/// real Prometheus refuses over 11,000 points; a hostile one sent a million).
+#[test]
+fn a_long_window_asks_for_what_a_chart_shows() {
+    let (api, _) = fake(info_fleet(0..1, 1));
+    let calls = api.calls.clone();
+    let mut src = source_with(api, Duration::from_secs(1), Duration::from_secs(1_000_000));
+    src.sample().unwrap();
+    let range = decode(&calls.lock().unwrap()[1]);
+    let steps = param(&range, "end") - param(&range, "start");
+    assert_eq!(steps, (crate::history::SHOWN_POINTS - 1) as f64);
 }

@@ -3,7 +3,9 @@
 //! risk, overheating, an idle holder, a stale allocation) is already raised — an idle
 //! holder needs `--idle-after` (30 min) of idleness, which no one waits for in a demo.
 //! The samples are stamped in the past, ending one interval before now; the older part,
-//! which only warnings' "since when" needs, is taken in longer steps.
+//! which only warnings' "since when" needs, is taken in longer steps. At the interval it
+//! takes no more than a chart can show (`history::SHOWN_POINTS`), so any `--history`
+//! (a million seconds is allowed) opens as fast as the default.
 
 use std::time::{Duration, SystemTime};
 
@@ -19,14 +21,14 @@ const OOM_PHASE_SECS: f64 = 72.0;
 
 impl SimSource {
     /// Runs the scenario for at least `lead` (and at least `history`) of scenario time and
-    /// returns the samples, oldest first: the last `history` at the source's interval, the
-    /// rest in up to `COARSE_SAMPLES` longer steps. The live samples that follow continue
+    /// returns the samples, oldest first: the last `history` (at most `SHOWN_POINTS` of
+    /// them) at the source's interval, the rest in up to `COARSE_SAMPLES` longer steps. The live samples that follow continue
     /// the same story. Only meant for a source that has not sampled yet.
     pub fn backfill(&mut self, lead: Duration, history: Duration) -> Vec<Sample> {
         let interval = self.interval;
         let fine = (history.as_secs_f64() / interval.as_secs_f64())
             .ceil()
-            .max(1.0) as u32;
+            .clamp(1.0, crate::history::SHOWN_POINTS as f64) as u32;
         let wanted = lead.max(interval * fine).as_secs_f64();
         // The OOM job's cycle repeats: open at the same point of it whatever the lead.
         let period = oom_period();
@@ -85,5 +87,27 @@ mod tests {
         assert!(start.duration_since(first).unwrap() >= Duration::from_secs(1900));
         // The live story goes on from there.
         assert_eq!(sim.sample().unwrap().time, start);
+    }
+
+    /// Issue 26 §11: a million seconds of history back-fills what a chart can show at the
+    /// interval and the rest coarsely (it took > 120 s and 5 GB when every second was run).
+    #[test]
+    fn a_long_history_back_fills_no_more_than_a_chart_shows() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(2_000_000_000);
+        let mut sim = SimSource::new(8, 42, Duration::from_secs(1), SimClock::Virtual { start });
+        let samples = sim.backfill(Duration::from_secs(1900), Duration::from_secs(1_000_000));
+        let shown = crate::history::SHOWN_POINTS;
+        assert!(
+            samples.len() <= shown + COARSE_SAMPLES as usize + 1,
+            "{}",
+            samples.len()
+        );
+        let times: Vec<SystemTime> = samples.iter().map(|s| s.time).collect();
+        let tail = &times[times.len() - shown..];
+        assert!(
+            tail.windows(2)
+                .all(|w| w[1].duration_since(w[0]).unwrap().as_secs() == 1)
+        );
+        assert_eq!(*times.last().unwrap(), start - Duration::from_secs(1));
     }
 }
