@@ -4,7 +4,8 @@
 //! recording (its first line is a recording header) is reused, a new file is
 //! created exclusively (`O_EXCL`) and private (0600: it holds other users' command lines),
 //! and a directory others may write into is refused unless it is sticky (like /tmp), where
-//! they could swap the file between two calls. Owns these rules; rotation uses them too.
+//! they could swap the file between two calls. Owns these rules; rotation uses them too
+//! (an older segment is removed only when it is ours, a rename never replaces anything).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -103,6 +104,59 @@ pub fn open_for_writing(path: &Path, existing: Existing) -> io::Result<File> {
         file.set_len(0)?;
     }
     Ok(file)
+}
+
+/// Removes the older rotated segment before a full file takes its place: only a gpuwatch
+/// recording of ours (the checks of a first open, made on the opened descriptor) is ever
+/// removed. Anything else planted there — a link, a directory, a file of someone else's —
+/// is left as it is and refused.
+pub fn remove_old_segment(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(_) => {}
+    }
+    drop(open_for_writing(path, Existing::Append)?);
+    std::fs::remove_file(path)
+}
+
+/// Renames `from` to `to` only where nothing is at `to` (`renameat2` with
+/// `RENAME_NOREPLACE`): a name planted between the checks and the rename is never
+/// replaced. On a file system without the flag, `to` is checked first (the directory rules
+/// above keep other users from racing that).
+pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    };
+    let (from_c, to_c) = (c_path(from)?, c_path(to)?);
+    // The system call itself: glibc's wrapper needs glibc 2.28, newer than the oldest
+    // glibc the release binaries run on (scripts/glibc-max.sh).
+    // SAFETY: both paths are NUL-terminated strings that outlive the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from_c.as_ptr(),
+            libc::AT_FDCWD,
+            to_c.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            if std::fs::symlink_metadata(to).is_ok() {
+                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+            }
+            std::fs::rename(from, to)
+        }
+        _ => Err(e),
+    }
 }
 
 /// The checks on the opened descriptor: what is checked is what will be written.

@@ -12,7 +12,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::open::{Existing, open_for_writing};
+use super::open::{Existing, open_for_writing, remove_old_segment, rename_noreplace};
 
 /// Lines waiting for the disk. Minutes of samples at the 100 ms minimum interval; a line
 /// is a few KiB, so this bounds the queue to about a MiB.
@@ -183,7 +183,17 @@ impl Disk {
             self.rotate()?;
         }
         if self.file.is_none() {
-            self.reopen()?;
+            match self.reopen() {
+                Ok(()) => {}
+                // Something not ours took the file's name (a link planted after a
+                // rotation, a file of someone else's): never written through, and no
+                // reason to stop recording for good either.
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                    let why = format!("{} was replaced: {e}", self.path.display());
+                    self.go_on_fresh(why)?;
+                }
+                Err(e) => return Err(e),
+            }
         }
         let torn = std::mem::take(&mut self.torn);
         let Some(file) = self.file.as_mut() else {
@@ -212,16 +222,67 @@ impl Disk {
         Ok(())
     }
 
-    /// The full file becomes `FILE.1` (replacing an older one) and a new one begins, created
-    /// by the same rules as the first (`O_EXCL`: a link planted meanwhile is refused).
+    /// The full file becomes `FILE.1` and a new one begins, created by the same rules as the
+    /// first (`O_EXCL`: a link planted meanwhile is refused). Only what this recorder wrote
+    /// is moved or replaced: `FILE` is moved only while it still is the file written here
+    /// (same device and inode), the older `FILE.1` is removed only when it is a recording of
+    /// ours, and the move never replaces a name planted in between. When any of that fails
+    /// (a link, a directory or someone else's file in the way) nothing is touched and the
+    /// recording goes on in a fresh file, said once, instead of pausing for good.
     fn rotate(&mut self) -> io::Result<()> {
-        let mut rotated = self.path.clone().into_os_string();
-        rotated.push(".1");
-        self.file = None;
-        std::fs::rename(&self.path, rotated)?;
+        use std::os::unix::fs::MetadataExt;
+        let rotated = suffixed(&self.path, ".1");
+        let inode = |m: std::fs::Metadata| (m.dev(), m.ino());
+        let written_here = self.file.take().and_then(|f| f.metadata().ok()).map(inode);
         self.torn = false;
-        self.reopen()
+        let at_path = std::fs::symlink_metadata(&self.path).ok().map(inode);
+        let moved = if written_here.is_some() && written_here == at_path {
+            remove_old_segment(&rotated).and_then(|()| rename_noreplace(&self.path, &rotated))
+        } else {
+            Err(io::Error::other(
+                "it is no longer the file this recording wrote",
+            ))
+        };
+        match moved {
+            Ok(()) => self.reopen(),
+            Err(e) => self.go_on_fresh(format!("cannot rotate to {}: {e}", rotated.display())),
+        }
     }
+
+    /// Carries on in a new file beside the old name (`FILE.<unix seconds>`), created by the
+    /// rules of a first open, and says where.
+    fn go_on_fresh(&mut self, why: String) -> io::Result<()> {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut last = io::Error::other("no fresh name left");
+        for n in 0..16 {
+            let fresh = match n {
+                0 => suffixed(&self.path, &format!(".{secs}")),
+                n => suffixed(&self.path, &format!(".{secs}-{n}")),
+            };
+            match open_for_writing(&fresh, Existing::Replace) {
+                Ok(mut file) => {
+                    file.write_all(self.header.as_bytes())?;
+                    self.written = self.header.len() as u64;
+                    self.file = Some(file);
+                    self.torn = false;
+                    self.say(format!("recording continues in {}: {why}", fresh.display()));
+                    self.path = fresh;
+                    return Ok(());
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+}
+
+/// `path` with `suffix` added to its file name (`rec.ndjson` → `rec.ndjson.1`).
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    name.into()
 }
 
 #[cfg(test)]
@@ -249,5 +310,115 @@ mod tests {
         );
         assert!(w.notices().is_empty(), "said once until more are dropped");
         drop(unblock);
+    }
+
+    /// A recorder on a new file at `path`, rotating past `max` bytes, as `Writer::start`'s.
+    fn disk(path: &Path, max: u64) -> Disk {
+        let header = format!(
+            "{}\n",
+            serde_json::to_string(&super::super::Header::new(Duration::from_secs(1))).unwrap()
+        );
+        let mut file = open_for_writing(path, Existing::Replace).unwrap();
+        file.write_all(header.as_bytes()).unwrap();
+        Disk {
+            path: path.to_path_buf(),
+            written: header.len() as u64,
+            header,
+            max: Some(max),
+            file: Some(file),
+            paused: false,
+            torn: false,
+            shared: Arc::default(),
+        }
+    }
+
+    fn said(d: &Disk) -> Vec<String> {
+        std::mem::take(&mut d.shared.lock().unwrap().notices)
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().skip(1).map(String::from).collect()
+    }
+
+    /// Issue 26 §2: a link planted at FILE right after a rotation paused the recording, and
+    /// the next rotation renamed the link over FILE.1, so the previous segment was lost. Now
+    /// the link is never written through nor moved, and the recording goes on elsewhere.
+    #[test]
+    fn a_link_planted_after_a_rotation_costs_no_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.ndjson");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let rotated = dir.path().join("rec.ndjson.1");
+        let mut d = disk(&path, 600);
+        let mut i = 0;
+        while !rotated.exists() {
+            d.write(&format!("{{\"line\": {i:03}}}\n"));
+            i += 1;
+            assert!(i < 50, "no rotation");
+        }
+        // The moment after the rename: a link takes FILE's name before it is opened again.
+        d.file = None;
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let first_segment = lines(&rotated);
+        assert!(!first_segment.is_empty(), "a rotation happened");
+        let _ = said(&d);
+        for i in 100..140 {
+            d.write(&format!("{{\"line\": {i:03}}}\n"));
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            lines(&rotated),
+            first_segment,
+            "the previous segment is kept"
+        );
+        let notices = said(&d);
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.starts_with("recording continues in ")),
+            "{notices:?}"
+        );
+        assert!(!d.paused, "still recording: {notices:?}");
+        assert!(
+            lines(&d.path).iter().any(|l| l.contains("139")),
+            "the newest line is written"
+        );
+    }
+
+    /// A directory planted at FILE.1 made every rotation fail ("Is a directory") and paused
+    /// the recording for good.
+    #[test]
+    fn a_directory_at_the_rotated_name_does_not_stop_the_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.ndjson");
+        std::fs::create_dir(dir.path().join("rec.ndjson.1")).unwrap();
+        let mut d = disk(&path, 600);
+        for i in 0..60 {
+            d.write(&format!("{{\"line\": {i:03}}}\n"));
+        }
+        assert!(!d.paused, "{:?}", said(&d));
+        assert!(dir.path().join("rec.ndjson.1").is_dir(), "left alone");
+        assert!(
+            lines(&path).iter().any(|l| l.contains("000")),
+            "the full file is kept"
+        );
+        assert!(
+            lines(&d.path).iter().any(|l| l.contains("059")),
+            "the newest line is written"
+        );
+        let notices = said(&d);
+        assert!(
+            notices.iter().any(|n| n.contains("cannot rotate to")),
+            "{notices:?}"
+        );
     }
 }
