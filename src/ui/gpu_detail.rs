@@ -131,8 +131,10 @@ fn memory_and_heat(g: &GpuReading) -> [String; 6] {
     ]
 }
 
-/// Clocks, PCIe, the media engines, ECC, MIG and why clocks are held.
-fn clocks_and_links(g: &GpuReading) -> [String; 7] {
+/// Clocks, PCIe, the media engines, ECC, MIG, the modes that decide who may start work
+/// here ("why won't my job start on GPU 3?": an exclusive-process GPU) and why clocks are
+/// held.
+fn clocks_and_links(g: &GpuReading) -> [String; 8] {
     let mhz = |v: Option<crate::units::MegaHertz>| or_na(v, |m| format!("{} MHz", m.0));
     let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
     [
@@ -162,6 +164,11 @@ fn clocks_and_links(g: &GpuReading) -> [String; 7] {
             or_na(g.health.ecc_corrected, |n| n.to_string())
         ),
         format!("MIG {}", or_na(g.mig_enabled, on_off)),
+        format!(
+            "compute mode {} · persistence mode {}",
+            or_na(g.compute_mode, |m| m.nvidia_smi_name().to_string()),
+            or_na(g.persistence_mode, on_off)
+        ),
         throttle(g),
     ]
 }
