@@ -82,6 +82,11 @@ const OWNERS: Family = Family {
     kind: Kind::Gauge,
     help: "Always 1 per GPU; the owners label lists who holds it (users, jobs, pods; comma-separated, empty when nobody), for joining into alerts.",
 };
+const COMPUTE_MODE: Family = Family {
+    name: "gpuwatch_gpu_compute_mode",
+    kind: Kind::Gauge,
+    help: "1 for the compute mode the GPU is in (mode: default, exclusive_process, exclusive_thread, prohibited): an exclusive_process GPU takes one process's context, a prohibited one none.",
+};
 const PROCESSES: Family = Family {
     name: "gpuwatch_gpu_processes",
     kind: Kind::Gauge,
@@ -124,6 +129,15 @@ pub fn render_both(state: &State, options: MetricOptions) -> Texts {
     };
     write_gpu_series(&mut e, state.model.gpus(), with_pod);
     e.family(THROTTLE, state.model.gpus().iter().flat_map(throttle));
+    e.family(
+        COMPUTE_MODE,
+        state.model.gpus().iter().filter_map(|g| {
+            let mode = g.compute_mode?;
+            let mut labels = gpu_labels(g);
+            labels.push(("mode", mode.name().to_string()));
+            Some((labels, 1.0))
+        }),
+    );
     e.family(WARNINGS, warning_counts(state));
     e.family(PROCESSES, process_counts(state));
     lookups::render(&mut e, state);

@@ -243,6 +243,24 @@ fn throttle_reasons_are_zero_one_series_including_unexpected_ones() {
     assert_eq!(value_of("hw_thermal_slowdown"), "0");
 }
 
+/// Issue 20 §5: "why won't my job start on GPU 3?" is often an exclusive-process GPU; the
+/// mode is one series with the mode as a label, absent when unknown.
+#[test]
+fn the_compute_mode_is_one_series_labelled_with_the_mode() {
+    let mut exclusive = full();
+    exclusive.compute_mode = Some(crate::source::ComputeMode::ExclusiveProcess);
+    let text = render(
+        &state_with(vec![exclusive], vec![]),
+        MetricOptions::default(),
+    );
+    let modes = samples(&text, "gpuwatch_gpu_compute_mode");
+    assert_eq!(modes.len(), 1, "{modes:#?}");
+    assert!(
+        modes[0].contains("mode=\"exclusive_process\"") && modes[0].ends_with(" 1"),
+        "{modes:#?}"
+    );
+}
+
 #[test]
 fn unknown_readings_are_left_out_not_zero() {
     let bare = GpuReading::absent(GpuId(BARE.into()), 1, "Tesla T4");
