@@ -116,6 +116,20 @@ fn the_daemonset_is_locked_down_and_tolerates_every_taint() {
     assert!(container["capabilities"]["add"].is_null());
     assert_eq!(container["readOnlyRootFilesystem"].as_bool(), Some(true));
     assert!(container["privileged"].as_bool() != Some(true));
+    // Both kubelet paths gpuwatch reads, read-only: the pod-resources socket (which GPU is
+    // allocated to which pod) and the pod log directories (which pod a UID is, issue 22:
+    // without them no process is ever named after its pod).
+    let mounts = pod["containers"][0]["volumeMounts"].as_sequence().unwrap();
+    for path in [
+        "/var/lib/kubelet/pod-resources",
+        gpuwatch::procinfo::pods::LOG_ROOT,
+    ] {
+        let mount = mounts
+            .iter()
+            .find(|m| m["mountPath"] == path)
+            .unwrap_or_else(|| panic!("{path} is not mounted: {mounts:?}"));
+        assert_eq!(mount["readOnly"].as_bool(), Some(true), "{mount:?}");
+    }
     // Commented out, with when to set it: only some clusters need it.
     let text = super::read(MANIFEST);
     let at = text
