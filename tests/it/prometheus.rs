@@ -200,6 +200,7 @@ fn the_fleet_a_real_prometheus_scrapes_is_drawn_from_it() {
         "none invented"
     );
     once_text_names_hosts_and_says_processes_are_unknown(&url, &ta);
+    query_csv_names_each_gpus_host(&url, &ta);
     // --selector narrows: no GPU is in cluster b.
     let out = gpuwatch()
         .args([
@@ -226,6 +227,39 @@ fn the_fleet_a_real_prometheus_scrapes_is_drawn_from_it() {
         8
     );
     the_tui_shows_them(&url);
+}
+
+/// Issue 24: nvidia-smi's query interface works over a fleet behind Prometheus too, with
+/// the same field names and a host column first (GPU indices repeat across hosts).
+fn query_csv_names_each_gpus_host(url: &str, host: &str) {
+    let out = gpuwatch()
+        .args([
+            "--prometheus",
+            url,
+            "--query-gpu=index,uuid,memory.used,memory.total,utilization.gpu",
+            "--format=csv,noheader,nounits",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(", ").collect()).collect();
+    assert_eq!(rows.len(), 8, "{text}");
+    assert!(
+        rows.iter().all(|r| r.len() == 6),
+        "a host column first: {text}"
+    );
+    let dcgm = rows
+        .iter()
+        .find(|r| r[2] == "GPU-dcgm-0")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(dcgm[0], "dcgm-node");
+    assert_eq!(&dcgm[3..], ["30000", "40960", "87"], "MiB, MiB, %: {text}");
+    assert_eq!(rows.iter().filter(|r| r[0] == host).count(), 4, "{text}");
 }
 
 /// Issue 20: `--once` text over several hosts names each GPU's host (not three GPU `0`s)
