@@ -62,10 +62,13 @@ impl Exporter {
         // Keeps draining stderr so the child never blocks on a full pipe.
         std::thread::spawn(move || {
             for line in lines.lines().map_while(Result::ok) {
+                // Logged before the address is sent, so the line is in `stderr()` by the
+                // time `start_serving` returns.
+                log.lock().unwrap().push_str(&line);
+                log.lock().unwrap().push('\n');
                 if let Some(addr) = serving_addr(&line) {
                     let _ = tx.send(addr);
                 }
-                log.lock().unwrap().push_str(&(line + "\n"));
             }
         });
         let addr = match rx.recv_timeout(STARTUP) {
