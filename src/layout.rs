@@ -45,13 +45,11 @@ pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 15;
 /// Height of a full GPU panel as the automatic choice between full and compact counts it
 /// (4 lines inside a border: gauges, readings and 2 chart rows); spare rows make panels
-/// taller, up to `PANEL_MAX_HEIGHT`.
+/// taller, as tall as the screen leaves room for (as nvtop's plots grow).
 pub const PANEL_HEIGHT: u16 = 6;
 /// The shortest a full panel gets: one chart row, when the row it gives up lets the
 /// process table show one more process.
 pub const PANEL_MIN_HEIGHT: u16 = 5;
-/// Tallest a panel grows: past this, taller charts show no more than they do.
-pub const PANEL_MAX_HEIGHT: u16 = 12;
 /// From this width the host line (CPU, RAM, swap, load) fits in the header line;
 /// narrower screens give it a line of its own under the header.
 pub const HOST_IN_HEADER_WIDTH: u16 = 180;
@@ -81,7 +79,7 @@ pub struct Areas {
     pub compact: bool,
     /// Panel grid columns, or columns of compact lines.
     pub columns: u16,
-    /// Height of each full panel (`PANEL_MIN_HEIGHT` up to `PANEL_MAX_HEIGHT`).
+    /// Height of each full panel (`PANEL_MIN_HEIGHT` or more).
     pub panel_height: u16,
 }
 
@@ -193,7 +191,9 @@ pub fn areas(input: &LayoutInput, area: Rect) -> Areas {
 /// How tall full panels are, given the `room` left after the header, the warnings, the
 /// footer and the table's smallest height: the table takes spare rows first, up to its
 /// length (a hidden process is worth more than a taller chart), and what is left grows the
-/// panels evenly, up to `PANEL_MAX_HEIGHT`. The table's claim goes down to panels with a
+/// panels evenly, without a cap: a row left blank under a short table while the charts
+/// could be taller is a row wasted (issue 20: 19 of them with 1 GPU at 120x40 under the
+/// old 12-row cap). The table's claim goes down to panels with a
 /// one-row chart (`PANEL_MIN_HEIGHT`): a process hidden is worth more than a second chart
 /// row (8 GPUs at 120x40 show all 9 of the demo's processes). So no row stays blank while
 /// a process or a chart row is hidden; the price is that panels change height as
@@ -203,7 +203,7 @@ fn grown_panel_height(input: &LayoutInput, room: u16, panel_rows: u16) -> u16 {
         .unwrap_or(u16::MAX)
         .saturating_sub(MIN_TABLE_ROWS);
     let per_panel = room.saturating_sub(more_table) / panel_rows.max(1);
-    per_panel.clamp(PANEL_MIN_HEIGHT, PANEL_MAX_HEIGHT)
+    per_panel.max(PANEL_MIN_HEIGHT)
 }
 
 /// Process rows visible at once, for PgUp/PgDn.

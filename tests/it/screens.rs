@@ -375,7 +375,7 @@ fn blank_rows(text: &str) -> usize {
 /// What the screen leaves out that more rows would show: processes below the table's end,
 /// GPUs scrolled out of view, or full panels whose charts could still grow.
 fn hidden_content(state: &State, w: u16, h: u16, blank: usize) -> Vec<String> {
-    use gpuwatch::layout::{self, PANEL_MAX_HEIGHT};
+    use gpuwatch::layout;
     let a = layout::areas(
         &state.layout_input(),
         ratatui::layout::Rect::new(0, 0, w, h),
@@ -393,7 +393,10 @@ fn hidden_content(state: &State, w: u16, h: u16, blank: usize) -> Vec<String> {
         ));
     }
     let panel_rows = layout::visible_gpus(&a).div_ceil(a.columns.max(1) as usize);
-    if !a.compact && a.panel_height < PANEL_MAX_HEIGHT && blank >= panel_rows {
+    // The table keeps its smallest height even with fewer processes, so the screen does not
+    // jump as they come and go: those rows are the table's, not spare.
+    let kept = usize::from(layout::MIN_TABLE_ROWS).saturating_sub(procs);
+    if !a.compact && blank.saturating_sub(kept) >= panel_rows {
         hidden.push(format!("panels {} rows high", a.panel_height));
     }
     hidden
