@@ -261,6 +261,11 @@ impl Disk {
                 0 => suffixed(&self.path, &format!(".{secs}")),
                 n => suffixed(&self.path, &format!(".{secs}-{n}")),
             };
+            // Only a name nothing holds: an earlier fresh segment of this run (two switches
+            // in one second) is a recording of ours, which `Replace` would empty.
+            if std::fs::symlink_metadata(&fresh).is_ok() {
+                continue;
+            }
             match open_for_writing(&fresh, Existing::Replace) {
                 Ok(mut file) => {
                     file.write_all(self.header.as_bytes())?;
@@ -420,5 +425,31 @@ mod tests {
             notices.iter().any(|n| n.contains("cannot rotate to")),
             "{notices:?}"
         );
+    }
+
+    /// A fresh name that an earlier recording of ours already holds (another run that
+    /// switched in the same second) is passed over, not emptied.
+    #[test]
+    fn a_fresh_file_never_empties_an_earlier_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.ndjson");
+        let mut d = disk(&path, 1 << 20);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        // This second's name and the next one's, in case the clock turns meanwhile.
+        let earlier: Vec<PathBuf> = (now..now + 2)
+            .map(|secs| suffixed(&path, &format!(".{secs}")))
+            .collect();
+        for p in &earlier {
+            let mut other = disk(p, 1 << 20);
+            other.write("{\"line\": 1}\n");
+        }
+        d.go_on_fresh("test".into()).unwrap();
+        assert!(!earlier.contains(&d.path), "{:?}", d.path);
+        for p in &earlier {
+            assert_eq!(lines(p), ["{\"line\": 1}"], "{p:?}");
+        }
     }
 }
