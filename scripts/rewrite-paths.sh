@@ -4,6 +4,9 @@
 #       → crate::reading::…
 #   crate::source::wire::…  → crate::wire::…
 #   crate::select::…        → crate::reading::device_list::…
+#   crate::history::SHOWN_POINTS, crate::config::MIN_INTERVAL → crate::reading::…
+#   crate::record::{Header, Recording, read, parse, MAX_LINE, RECORDING_VERSION}
+#       → crate::wire::recording::…
 # and the same under `gpuwatch::` (tests, benches, examples, main.rs) and through `super::`
 # chains that reach `source` from a backend's files. Brace groups that mix moved and staying
 # items (`use crate::source::{GpuReading, GpuSource};`) are split into one `use` per root.
@@ -26,6 +29,9 @@ READING = {
     "Visibility", "ProcDetails", "fields", "health", "mig", "throttle", "workload", "lookup",
 }
 
+# What left `record` for `wire::recording` (the file format, read below the sources).
+RECORDING = {"Header", "Recording", "RECORDING_VERSION", "MAX_LINE", "read", "parse"}
+
 def remap(segs):
     """The new path (segments after the root) for an old one; None when unchanged."""
     if len(segs) >= 2 and segs[0] == "source" and segs[1] in READING:
@@ -34,6 +40,12 @@ def remap(segs):
         return segs[1:]
     if segs and segs[0] == "select":
         return ["reading", "device_list"] + segs[1:]
+    if segs[:2] == ["history", "SHOWN_POINTS"]:
+        return ["reading", "SHOWN_POINTS"]
+    if len(segs) >= 2 and segs[0] == "record" and segs[1] in RECORDING:
+        return ["wire", "recording"] + segs[1:]
+    if segs[:2] == ["config", "MIN_INTERVAL"]:
+        return ["reading", "MIN_INTERVAL"]
     return None
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -159,11 +171,19 @@ def super_depth(path):
         depth += 1
     return depth
 
+def bare_record(text, path):
+    """`record::read(…)` after `use crate::record;` (the module kept, its reader moved)."""
+    if path.startswith(("src/record/", "src/wire/")):
+        return text
+    root = "crate" if path.startswith("src/") else "gpuwatch"
+    names = "|".join(sorted(RECORDING))
+    return re.sub(r"(?<![A-Za-z0-9_:])record::(" + names + r")\b", root + r"::wire::recording::\1", text)
+
 changed = 0
 for path in sys.argv[1:]:
     with open(path, encoding="utf-8") as f:
         old = f.read()
-    new = rewrite(old, path)
+    new = bare_record(rewrite(old, path), path)
     if new != old:
         with open(path, "w", encoding="utf-8") as f:
             f.write(new)

@@ -92,7 +92,7 @@ fn lacks_cpu(state: &State) -> bool {
             .any(|r| r.host.is_none() && r.visibility == Visibility::Visible && r.cpu.is_none())
 }
 
-/// The `--once --json` document (also `/api/v1/snapshot`, written by `source::wire`):
+/// The `--once --json` document (also `/api/v1/snapshot`, written by `wire`):
 /// real numbers in base units, `null` for unknown, each warning with its sentence.
 pub fn render_json(state: &State) -> String {
     wire::Snapshot::of(&state.model, warning_line).to_json()

@@ -20,12 +20,6 @@ use crate::reading::{GpuReading, HistoryPoint};
 /// nine charted readings).
 pub const MAX_POINTS: usize = 1_000_000;
 
-/// The most points a back-fill brings (the demo's opening, `--prometheus`'s first range
-/// query): a chart draws one column per point and no terminal's chart is wider, so older
-/// points would cost time and memory at start and never be seen. The ring keeps recording
-/// up to its capacity from there.
-pub const SHOWN_POINTS: usize = 500;
-
 /// A ring buffer holding at most `capacity` points; the oldest is dropped on overflow.
 #[derive(Debug, Clone)]
 pub struct Ring<T> {

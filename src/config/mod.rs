@@ -33,12 +33,12 @@ use crate::cli::{Cli, PickArgs, PickFormat, SourceKind};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
 use crate::pick::{self, Criteria};
+use crate::reading::MIN_INTERVAL;
 use crate::reading::device_list::{GpuSelector, parse_gpu_list};
 use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 use values::Resolver;
 
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_HISTORY: Duration = Duration::from_secs(5 * 60);
 pub const DEFAULT_SORT: SortKey = SortKey::Vram;

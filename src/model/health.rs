@@ -1,4 +1,4 @@
-//! Health warnings from a GPU's health readings (`source::health`): XID errors, remapped
+//! Health warnings from a GPU's health readings (`reading::health`): XID errors, remapped
 //! rows and retired pages, growth of the PCIe replay and corrected-ECC counters, and clocks
 //! held down by the hardware (HW slowdown, power brake). Pure, like the rest of `warnings`:
 //! the previous `HealthMemory` goes in, the next comes out; no clock but `now`.

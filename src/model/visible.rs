@@ -85,7 +85,7 @@ pub fn pinning_for(env: Option<&ProcEnv>, vendor: Option<Vendor>) -> Pinning {
 }
 
 /// The entries CUDA (or the container runtime) acts on, in the one device-list grammar
-/// (`select`, CUDA's dialect). CUDA stops at the first entry it cannot read and hides it
+/// (`reading::device_list`, CUDA's dialect). CUDA stops at the first entry it cannot read and hides it
 /// and everything after it, so the list ends there.
 fn devices(entries: &[String]) -> Vec<GpuSelector> {
     entries

@@ -1,5 +1,5 @@
 //! The GPUs an inherited `CUDA_VISIBLE_DEVICES` lets the caller use: the value read as
-//! CUDA reads it (`select`'s grammar, CUDA's dialect: indices, `GPU-` UUIDs or unique
+//! CUDA reads it (`reading::device_list`'s grammar, CUDA's dialect: indices, `GPU-` UUIDs or unique
 //! prefixes of them, and MIG instances by their `MIG-` UUID) and the GPUs and instances it
 //! names in a sample. Pure: the value comes from the injected environment (`config`), the
 //! GPUs from the caller's sample; nothing here reads either.
@@ -128,7 +128,7 @@ impl Inherited {
     }
 }
 
-/// One entry, in CUDA's dialect of the one device-list grammar (`select`).
+/// One entry, in CUDA's dialect of the one device-list grammar (`reading::device_list`).
 fn device(entry: &str) -> Result<GpuSelector, String> {
     if entry.is_empty() {
         return Err("has an empty entry".to_string());

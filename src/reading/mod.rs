@@ -12,7 +12,7 @@ pub mod mig;
 pub mod throttle;
 pub mod workload;
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
@@ -36,6 +36,16 @@ pub struct Sample {
     /// instead of this sample's readings. `None` for sources that only know the present.
     pub history: Option<std::collections::HashMap<GpuId, Vec<HistoryPoint>>>,
 }
+
+/// The shortest time between two samples: `--interval`'s floor, and the fastest a recording
+/// replays (a header's `"interval_ms": 0` would otherwise spin a core).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The most points a back-fill brings (`Sample::history`: the demo's opening,
+/// `--prometheus`'s first range query): a chart draws one column per point and no
+/// terminal's chart is wider, so older points would cost time and memory at start and never
+/// be seen. The history's ring keeps recording up to its capacity from there.
+pub const SHOWN_POINTS: usize = 500;
 
 /// One point of a GPU's history: each of the field table's charted readings
 /// (`fields::CHARTED`) in base units, `None` where unknown (a gap, not a zero).

@@ -206,7 +206,7 @@ fn check_is_a_recording(file: &File) -> io::Result<()> {
         .split(|&b| b == b'\n')
         .next()
         .unwrap_or_default();
-    let is_header = serde_json::from_slice::<super::Header>(first_line).is_ok();
+    let is_header = serde_json::from_slice::<crate::wire::recording::Header>(first_line).is_ok();
     if !is_header {
         let what = if len == 0 {
             "an empty file"
@@ -257,7 +257,7 @@ mod tests {
     fn new_files_are_private_and_append_never_empties() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rec.ndjson");
-        let header = serde_json::to_string(&super::super::Header::new(
+        let header = serde_json::to_string(&crate::wire::recording::Header::new(
             std::time::Duration::from_secs(1),
         ))
         .unwrap();
@@ -303,7 +303,7 @@ mod tests {
         );
         // A recording of ours is taken over as before.
         let rec = dir.path().join("rec.ndjson");
-        let header = serde_json::to_string(&super::super::Header::new(
+        let header = serde_json::to_string(&crate::wire::recording::Header::new(
             std::time::Duration::from_secs(1),
         ))
         .unwrap();

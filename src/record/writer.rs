@@ -321,7 +321,8 @@ mod tests {
     fn disk(path: &Path, max: u64) -> Disk {
         let header = format!(
             "{}\n",
-            serde_json::to_string(&super::super::Header::new(Duration::from_secs(1))).unwrap()
+            serde_json::to_string(&crate::wire::recording::Header::new(Duration::from_secs(1)))
+                .unwrap()
         );
         let mut file = open_for_writing(path, Existing::Replace).unwrap();
         file.write_all(header.as_bytes()).unwrap();

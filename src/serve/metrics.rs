@@ -196,7 +196,7 @@ fn lost(g: &GpuReading) -> f64 {
     f64::from(u8::from(g.status == GpuStatus::Lost))
 }
 
-/// One 0/1 series per known reason (`source::throttle::TABLE`), so "not throttled" is a
+/// One 0/1 series per known reason (`reading::throttle::TABLE`), so "not throttled" is a
 /// value, not a gap, plus a 1 for any unexpected (`Unknown`) active one; none when unknown.
 fn throttle(g: &GpuReading) -> Vec<(Labels, f64)> {
     let Some(active) = &g.throttle_reasons else {

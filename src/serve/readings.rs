@@ -1,4 +1,4 @@
-//! The native per-GPU series: every row of the field table (`source::fields`) as a metric in
+//! The native per-GPU series: every row of the field table (`reading::fields`) as a metric in
 //! base units, and the labels they carry. Pure; `None` readings produce no sample.
 
 use crate::reading::GpuReading;
@@ -6,7 +6,7 @@ use crate::reading::fields::{self, Field};
 
 use super::text::{Exposition, Family, Labels};
 
-/// The native series of every row of the field table (`source::fields::TABLE`), in its order.
+/// The native series of every row of the field table (`reading::fields::TABLE`), in its order.
 fn gpu_series() -> impl Iterator<Item = (Family, &'static Field)> {
     fields::TABLE.iter().filter_map(|f| {
         let n = f.native?;

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::reading::Sample;
-use crate::record::Recording;
 use crate::source::{GpuSource, SourceError};
+use crate::wire::recording::Recording;
 
 /// Speeds the replay can run at, slowest to fastest (`-` and `+` step through them).
 pub const SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
@@ -96,7 +96,7 @@ impl GpuSource for ReplaySource {
 mod tests {
     use super::*;
     use crate::reading::HostInfo;
-    use crate::record::Header;
+    use crate::wire::recording::Header;
     use std::time::SystemTime;
 
     fn recording(n: u64) -> Recording {

@@ -142,7 +142,7 @@ pub fn rate(bytes_per_second: Bytes) -> String {
 /// The weight the panel colours a reason by; defined beside the reasons' one table.
 pub use crate::reading::throttle::ThrottleKind;
 
-/// A short label and weight for a clock-throttle reason, read from `source::throttle::TABLE`.
+/// A short label and weight for a clock-throttle reason, read from `reading::throttle::TABLE`.
 pub fn throttle_label(reason: &ThrottleReason) -> (&str, ThrottleKind) {
     (reason.label(), reason.kind())
 }

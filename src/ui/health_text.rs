@@ -1,4 +1,4 @@
-//! The words for a GPU's health readings (`source::health`), shared by the `--once` text
+//! The words for a GPU's health readings (`reading::health`), shared by the `--once` text
 //! and the GPU panel's border: each reading as a short phrase, `N/A` where the device cannot
 //! tell. Pure formatting; what is worth a warning is `model::health`'s.
 

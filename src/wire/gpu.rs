@@ -1,6 +1,6 @@
 //! One GPU in the public JSON document, both ways. Names follow `nvidia-smi --query-gpu`
 //! (and gpustat's `--json`) in snake_case; units are base units (bytes, °C, W, %, MHz, J).
-//! Owns only the field names and the conversion; the readings are `source::GpuReading`.
+//! Owns only the field names and the conversion; the readings are `reading::GpuReading`.
 
 use serde::{Deserialize, Serialize};
 

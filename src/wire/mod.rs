@@ -18,6 +18,7 @@ mod code;
 mod gpu;
 mod lookup;
 mod process;
+pub mod recording;
 mod v1;
 mod warning;
 pub mod workload;

@@ -1,6 +1,6 @@
 //! One process on one GPU in the public JSON document — the same shape in a snapshot and
 //! in a recording. Owns the names of the process type and the conversion to and from
-//! `source::ProcReading`; the visibility names are `source::Visibility`'s (the one list).
+//! `reading::ProcReading`; the visibility names are `reading::Visibility`'s (the one list).
 
 use std::time::SystemTime;
 
@@ -45,7 +45,7 @@ impl From<ProcType> for ProcKind {
     }
 }
 
-/// A process's visibility under the names `source::Visibility` gives it (defined once,
+/// A process's visibility under the names `reading::Visibility` gives it (defined once,
 /// there): `visible`, `other_namespace`, `hidden`, `exited`.
 pub(super) mod visibility_name {
     use serde::{Deserialize, Deserializer, Serializer};

@@ -458,7 +458,7 @@ fn recording_comes_from_the_environment() {
     let text = std::fs::read_to_string(&path).unwrap();
     let header = format!(
         "{{\"gpuwatch_recording\":{}",
-        gpuwatch::record::RECORDING_VERSION
+        gpuwatch::wire::recording::RECORDING_VERSION
     );
     assert!(text.starts_with(&header), "{text}");
     gpuwatch()

@@ -284,7 +284,7 @@ proptest! {
         value in prop_oneof![nasty_value(), Just(String::new())],
     ) {
         let text = mutate_json(&recording_text(), nth, &value);
-        let _ = gpuwatch::record::parse(Cursor::new(text));
+        let _ = gpuwatch::wire::recording::parse(Cursor::new(text));
     }
 
     #[test]
@@ -293,7 +293,7 @@ proptest! {
         value in prop_oneof![nasty_value(), Just(String::new())],
     ) {
         let text = mutate_json(&recording_text_now(), nth, &value);
-        let _ = gpuwatch::record::parse(Cursor::new(text));
+        let _ = gpuwatch::wire::recording::parse(Cursor::new(text));
     }
 
     #[test]
@@ -302,7 +302,7 @@ proptest! {
     ) {
         let header = "{\"gpuwatch_recording\":1,\"interval_ms\":1000,\"written_by\":\"x\"}";
         let text = std::iter::once(header.to_string()).chain(lines).collect::<Vec<_>>();
-        let _ = gpuwatch::record::parse(Cursor::new(text.join("\n")));
+        let _ = gpuwatch::wire::recording::parse(Cursor::new(text.join("\n")));
     }
 }
 
@@ -337,7 +337,7 @@ fn huge_times_and_durations_are_errors() {
             assert_ne!(line, bad_line, "the recording has a time to replace");
             let text = format!("{}\n{bad_line}\n", rec.lines().next().unwrap());
             assert!(
-                gpuwatch::record::parse(Cursor::new(text)).is_err(),
+                gpuwatch::wire::recording::parse(Cursor::new(text)).is_err(),
                 "{huge}"
             );
         }

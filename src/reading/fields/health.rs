@@ -1,4 +1,4 @@
-//! The field table's rows for a GPU's health counters (`source::health`): memory
+//! The field table's rows for a GPU's health counters (`reading::health`): memory
 //! temperature, PCIe replays, corrected ECC, retired pages, remapped rows and XIDs. Nested
 //! readings are one row per member.
 

@@ -1,4 +1,4 @@
-//! The rows of the field table (`source::fields`) for the device's readings, in the order the
+//! The rows of the field table (`reading::fields`) for the device's readings, in the order the
 //! exporter writes them, and the table as a whole (these, then `fields::health`'s); plus the
 //! small conversions between a reading's type and its base-unit value, which both use.
 

@@ -24,7 +24,7 @@ pub struct Limits {
 pub const LIMITS: Limits = Limits {
     series: 400_000,
     label_bytes: 512,
-    points: crate::history::SHOWN_POINTS,
+    points: crate::reading::SHOWN_POINTS,
 };
 
 /// The labels the source reads (identity, placement, MIG, pods); any other is dropped as it

@@ -3,7 +3,7 @@
 //! (`fields::CHARTED`: both exporters' series, in base units), for every GPU at once, into
 //! the points the one history store keeps (panels and detail view alike). Steps are aligned
 //! to the interval, so two refreshes never fetch the same point twice. The first refresh asks
-//! for no more steps than a chart can show (`history::SHOWN_POINTS`), however long the
+//! for no more steps than a chart can show (`reading::SHOWN_POINTS`), however long the
 //! window: a million-step range is a million points per series for nothing.
 
 use std::collections::{BTreeMap, HashMap};
@@ -30,7 +30,7 @@ impl Window {
         let step = step.max(Duration::from_millis(100));
         let len = (window.as_secs_f64() / step.as_secs_f64())
             .ceil()
-            .clamp(1.0, crate::history::SHOWN_POINTS as f64) as u32;
+            .clamp(1.0, crate::reading::SHOWN_POINTS as f64) as u32;
         Window {
             step,
             len,

@@ -1,5 +1,5 @@
 //! What each Prometheus series means for a GPU: every numeric reading comes from the field
-//! table (`source::fields`: gpuwatch's own `gpuwatch_gpu_*` names in base units and
+//! table (`reading::fields`: gpuwatch's own `gpuwatch_gpu_*` names in base units and
 //! dcgm-exporter's `DCGM_FI_DEV_*` with their scale), so every series the exporter writes is
 //! read back; identity, the lost flag and MIG instances are the few structured series named
 //! here. A GPU's identity comes from the labels (`uuid`/`UUID`, `gpu`, `name`/`modelName`,

@@ -599,5 +599,5 @@ fn a_long_window_asks_for_what_a_chart_shows() {
     src.sample().unwrap();
     let range = decode(&calls.lock().unwrap()[1]);
     let steps = param(&range, "end") - param(&range, "start");
-    assert_eq!(steps, (crate::history::SHOWN_POINTS - 1) as f64);
+    assert_eq!(steps, (crate::reading::SHOWN_POINTS - 1) as f64);
 }

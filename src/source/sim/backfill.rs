@@ -4,7 +4,7 @@
 //! holder needs `--idle-after` (30 min) of idleness, which no one waits for in a demo.
 //! The samples are stamped in the past, ending one interval before now; the older part,
 //! which only warnings' "since when" needs, is taken in longer steps. At the interval it
-//! takes no more than a chart can show (`history::SHOWN_POINTS`), so any `--history`
+//! takes no more than a chart can show (`reading::SHOWN_POINTS`), so any `--history`
 //! (a million seconds is allowed) opens as fast as the default.
 
 use std::time::{Duration, SystemTime};
@@ -28,7 +28,7 @@ impl SimSource {
         let interval = self.interval;
         let fine = (history.as_secs_f64() / interval.as_secs_f64())
             .ceil()
-            .clamp(1.0, crate::history::SHOWN_POINTS as f64) as u32;
+            .clamp(1.0, crate::reading::SHOWN_POINTS as f64) as u32;
         let wanted = lead.max(interval * fine).as_secs_f64();
         // The OOM job's cycle repeats: open at the same point of it whatever the lead.
         let period = oom_period();
@@ -96,7 +96,7 @@ mod tests {
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(2_000_000_000);
         let mut sim = SimSource::new(8, 42, Duration::from_secs(1), SimClock::Virtual { start });
         let samples = sim.backfill(Duration::from_secs(1900), Duration::from_secs(1_000_000));
-        let shown = crate::history::SHOWN_POINTS;
+        let shown = crate::reading::SHOWN_POINTS;
         assert!(
             samples.len() <= shown + COARSE_SAMPLES as usize + 1,
             "{}",
