@@ -28,6 +28,7 @@ mod hardening_tui;
 mod health;
 mod json_schema;
 mod kubelet;
+mod layers;
 mod mig;
 mod mixed;
 mod names;
