@@ -6,7 +6,7 @@
 //!    a [`source::GpuSource`] and starts the TUI ([`app`]) or a headless mode
 //!    ([`headless`], [`pick`], [`serve`]).
 //! 2. [`sampler`] polls the source on tokio's blocking pool every interval and sends plain
-//!    [`source::Sample`]s over a bounded channel. It knows nothing of the UI.
+//!    [`reading::Sample`]s over a bounded channel. It knows nothing of the UI.
 //! 3. [`app`] waits on samples, keys, mouse and signals, maps keys through [`keymap`] and
 //!    clicks through [`ui::hit`] to [`state::Action`]s, and hands every message to
 //!    [`state::update`], the only code that changes [`state::State`]: the [`model::Model`]
@@ -15,8 +15,11 @@
 //! 4. [`ui::draw`] renders from `&State` only, after each handled message; [`layout`] is
 //!    the geometry drawing, hit-testing and paging share.
 //!
-//! Imports point down only: modes (`app`, `headless`, `pick`, `serve`) → `ui` → `state`
-//! → `layout` → `model` → `source`, `procinfo`, `history` → `units`.
+//! Imports point down only: `launch` → modes (`query`, `serve`, `app`, `pick`, `wait`,
+//! `headless`, `alerts`) → settings (`config`, `cli`) → `ui` → `state` → `layout` → `model`
+//! → sources (`record`, `sampler`, [`source`], `procinfo`, `history`) → [`wire`] →
+//! [`reading`] → `units`. ARCHITECTURE.md places every module; `tests/it/layers.rs`
+//! checks it.
 
 pub mod alerts;
 pub mod app;
