@@ -106,7 +106,12 @@ def render(leaves):
     for t in here:
         parts.append(t)
     for head in order:
-        parts.append(head + "::" + render(groups[head]))
+        sub = render(groups[head])
+        # `source::{self}` alone is `source` (`source::self` does not parse).
+        if sub == "self" or sub.startswith("self as "):
+            parts.append(head + sub[len("self"):])
+        else:
+            parts.append(head + "::" + sub)
     return parts[0] if len(parts) == 1 else "{" + ", ".join(parts) + "}"
 
 def top_children(leaves):
