@@ -5,7 +5,7 @@
 #   crate::source::wire::…  → crate::wire::…
 #   crate::select::…        → crate::reading::device_list::…
 #   crate::history::SHOWN_POINTS, crate::config::MIN_INTERVAL → crate::reading::…
-#   crate::record::{Header, Recording, read, parse, MAX_LINE, RECORDING_VERSION}
+#   crate::record::{Header, Recording, parse, MAX_LINE, RECORDING_VERSION} (not `read`)
 #       → crate::wire::recording::…
 # and the same under `gpuwatch::` (tests, benches, examples, main.rs) and through `super::`
 # chains that reach `source` from a backend's files. Brace groups that mix moved and staying
@@ -30,7 +30,7 @@ READING = {
 }
 
 # What left `record` for `wire::recording` (the file format, read below the sources).
-RECORDING = {"Header", "Recording", "RECORDING_VERSION", "MAX_LINE", "read", "parse"}
+RECORDING = {"Header", "Recording", "RECORDING_VERSION", "MAX_LINE", "parse"}
 
 def remap(segs):
     """The new path (segments after the root) for an old one; None when unchanged."""
@@ -177,7 +177,7 @@ def super_depth(path):
     return depth
 
 def bare_record(text, path):
-    """`record::read(…)` after `use crate::record;` (the module kept, its reader moved)."""
+    """`record::parse(…)` after `use crate::record;` (the module kept, its parser moved)."""
     if path.startswith(("src/record/", "src/wire/")):
         return text
     root = "crate" if path.startswith("src/") else "gpuwatch"

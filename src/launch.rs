@@ -16,7 +16,7 @@ use crate::model::warnings::{Subject, WarningKind};
 use crate::pick::{self, wait::Outcome};
 use crate::procinfo::pods::PodDirectory;
 use crate::reading::{Sample, Vendor};
-use crate::record::RecordingSource;
+use crate::record::{self, RecordingSource};
 use crate::sampler;
 use crate::source::drm::DrmSource;
 use crate::source::multi::MultiSource;
@@ -212,7 +212,7 @@ fn prometheus_source(p: &PrometheusSettings, settings: &Settings) -> Result<Buil
 }
 
 fn replay_source(file: &std::path::Path) -> Result<Built, String> {
-    let recording = crate::wire::recording::read(file)?;
+    let recording = record::read(file)?;
     let interval = recording.header.interval();
     let notice = (!recording.skipped.is_empty()).then(|| {
         let (line, why) = &recording.skipped[0];

@@ -17,8 +17,8 @@
 //!
 //! Imports point down only: `launch` → modes (`query`, `serve`, `app`, `pick`, `wait`,
 //! `headless`, `alerts`) → settings (`config`, `cli`) → `ui` → `state` → `layout` → `model`
-//! → sources (`record`, `sampler`, [`source`], `procinfo`, `history`) → [`wire`] →
-//! [`reading`] → `units`. ARCHITECTURE.md places every module; `tests/it/layers.rs`
+//! → sources (`record`, `sampler`, [`source`], `procinfo`, `history`) → helpers
+//! (`safe_file`, `text_safe`, `quiet_pipe`) → [`wire`] → [`reading`] → `units`. ARCHITECTURE.md places every module; `tests/it/layers.rs`
 //! checks it.
 
 pub mod alerts;

@@ -1,9 +1,9 @@
 //! Recording: `--record FILE` in any mode writes every sample as one JSON line (NDJSON)
 //! after a header line, read back by `gpuwatch replay`. Owns the writing wrapper around a
-//! source and the file's safe opening and rotation; the format itself, and its reader, are
-//! `wire::recording`'s (below the sources, so the replay source reads it).
+//! source, the file's safe opening and rotation, and `read` (opening a recording to replay);
+//! the format itself and its parser are `wire::recording`'s, below the sources.
 
-use std::io::Write;
+use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use crate::history::procs::{ProcHistories, ProcId};
 use crate::reading::Sample;
 use crate::source::{GpuSource, SourceError};
 use crate::wire;
-use crate::wire::recording::Header;
+use crate::wire::recording::{Header, Recording, parse};
 
 mod open;
 mod writer;
@@ -92,11 +92,18 @@ impl GpuSource for RecordingSource {
     }
 }
 
+/// Reads the recording at `path`, opened by `safe_file`'s rules (a regular file, no link
+/// followed); see `wire::recording::parse` for what is an error and what is skipped.
+pub fn read(path: &Path) -> Result<Recording, String> {
+    let file =
+        crate::safe_file::open_regular(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse(BufReader::new(file)).map_err(|e| format!("{}:{e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::source::sim::{SimClock, SimSource};
-    use crate::wire::recording::{parse, read};
     use std::time::SystemTime;
 
     fn sim() -> Box<dyn GpuSource> {

@@ -1,10 +1,9 @@
 //! The recording file format, read back (`gpuwatch replay`, below the sources) and written
 //! (`record`, the wrapper around a source): a header line, then every sample as one line of
 //! the snapshot's shapes (`wire`, NDJSON). The reader reports a bad line with its number
-//! and skips it, so the rest still plays.
+//! and skips it, so the rest still plays. No file system here: `record::read` opens the file.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::io::{BufRead, Read};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -61,15 +60,9 @@ pub struct Recording {
     pub skipped: Vec<(usize, String)>,
 }
 
-/// Reads a recording. A missing or foreign header is an error; a bad sample line is
-/// skipped and reported; a file with no readable sample is an error.
-pub fn read(path: &Path) -> Result<Recording, String> {
-    let file =
-        crate::safe_file::open_regular(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse(BufReader::new(file)).map_err(|e| format!("{}:{e}", path.display()))
-}
-
-/// Reads a recording from any reader; errors are `LINE: what` (the caller adds the file).
+/// Reads a recording from any reader (`record::read` opens the file): a missing or foreign
+/// header is an error; a bad sample line is skipped and reported; no readable sample is an
+/// error. Errors are `LINE: what` (the caller adds the file).
 pub fn parse(mut reader: impl BufRead) -> Result<Recording, String> {
     let mut lines = std::iter::from_fn(move || bounded_line(&mut reader));
     let first = match lines.next() {

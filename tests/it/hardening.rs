@@ -337,7 +337,7 @@ fn record_never_overwrites_a_file_that_is_not_a_recording() {
             .assert()
             .success();
     }
-    assert!(gpuwatch::wire::recording::read(&rec).unwrap().samples.len() > 1);
+    assert!(gpuwatch::record::read(&rec).unwrap().samples.len() > 1);
 }
 
 /// Item 11: on a full disk the recording pauses (said once), sampling goes on, and it
@@ -416,7 +416,7 @@ fn a_full_disk_pauses_the_recording_and_loses_nothing() {
     exporter.signal(libc::SIGTERM);
     let stderr = exporter.stderr();
     assert_eq!(stderr.matches("recording paused").count(), 1, "{stderr}");
-    let back = gpuwatch::wire::recording::read(&rec).unwrap();
+    let back = gpuwatch::record::read(&rec).unwrap();
     assert!(
         back.samples.len() > before,
         "{} samples",

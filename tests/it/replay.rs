@@ -27,7 +27,7 @@ const V1_FIXTURE: &str = concat!(
 
 /// (GPU, kind, severity) of every warning raised while playing the whole recording.
 fn warnings_fired(path: &Path) -> Vec<(u32, WarningCode, Severity)> {
-    let recording = gpuwatch::wire::recording::read(path).unwrap();
+    let recording = record::read(path).unwrap();
     let n = recording.samples.len();
     let (mut source, _control) = ReplaySource::new(recording);
     let mut state = State::new(common::config());
@@ -70,7 +70,7 @@ fn the_demo_recording_fires_the_warnings_it_fired_live() {
 
 #[test]
 fn a_version_1_recording_still_replays_with_the_same_warnings() {
-    let v1 = gpuwatch::wire::recording::read(Path::new(V1_FIXTURE)).unwrap();
+    let v1 = record::read(Path::new(V1_FIXTURE)).unwrap();
     assert_eq!(v1.header.gpuwatch_recording, 1);
     assert!(v1.skipped.is_empty(), "{:?}", v1.skipped);
     // Format 1 had no health readings: all but the demo's XID (the first entry).
@@ -95,7 +95,7 @@ fn a_recording_written_today_replays_like_the_version_1_one() {
         rec.sample().unwrap();
     }
     drop(rec); // the recorder writes on its own thread; dropping waits for it
-    let now = gpuwatch::wire::recording::read(&path).unwrap();
+    let now = record::read(&path).unwrap();
     assert_eq!(
         now.header.gpuwatch_recording,
         gpuwatch::wire::recording::RECORDING_VERSION
@@ -107,14 +107,14 @@ fn a_recording_written_today_replays_like_the_version_1_one() {
     );
     // The v1 copy was recorded before the demo gained its workloads and pile-up; the demo
     // fixture is the same simulation as today's, so today's format reads back exactly it.
-    let fixture = gpuwatch::wire::recording::read(Path::new(FIXTURE)).unwrap();
+    let fixture = record::read(Path::new(FIXTURE)).unwrap();
     assert_eq!(
         now.samples, fixture.samples,
         "the format reads back what it wrote"
     );
     assert_eq!(sorted_warnings(&path), DEMO_WARNINGS);
     // And a v1 recording's samples, written again today, read back the same.
-    let v1 = gpuwatch::wire::recording::read(Path::new(V1_FIXTURE)).unwrap();
+    let v1 = record::read(Path::new(V1_FIXTURE)).unwrap();
     let want = v1.samples.clone();
     let again = dir.path().join("v1-now.ndjson");
     let (replayed, _control) = ReplaySource::new(v1);
@@ -123,10 +123,7 @@ fn a_recording_written_today_replays_like_the_version_1_one() {
         rec.sample().unwrap();
     }
     drop(rec);
-    assert_eq!(
-        without_peaks(gpuwatch::wire::recording::read(&again).unwrap().samples),
-        want
-    );
+    assert_eq!(without_peaks(record::read(&again).unwrap().samples), want);
 }
 
 /// The samples as a live source gives them: a recording's lines also say each process's
@@ -143,7 +140,7 @@ fn replay_matches_the_live_run_sample_for_sample() {
     // The fixture holds the samples `cargo run --example record_demo` writes (it was
     // written in format 1; the example now writes the current format, with the same
     // samples): the same simulation, replayed, gives the same state as running it live.
-    let recording = gpuwatch::wire::recording::read(Path::new(FIXTURE)).unwrap();
+    let recording = record::read(Path::new(FIXTURE)).unwrap();
     assert_eq!(recording.header.interval(), Duration::from_secs(2));
     let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
     let mut live = gpuwatch::source::sim::SimSource::new(
@@ -166,7 +163,7 @@ fn a_damaged_recording_plays_and_names_the_bad_lines() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("damaged.ndjson");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let r = gpuwatch::wire::recording::read(&path).unwrap();
+    let r = record::read(&path).unwrap();
     assert_eq!(
         r.skipped.iter().map(|s| s.0).collect::<Vec<_>>(),
         vec![6, 10]
@@ -277,7 +274,7 @@ fn recording_the_demo_keeps_the_history_it_opened_with() {
         .arg(&file)
         .assert()
         .success();
-    let recording = gpuwatch::wire::recording::read(&file).unwrap();
+    let recording = record::read(&file).unwrap();
     // The back-fill (hundreds of samples, oldest first) and then the one live sample.
     let times: Vec<_> = recording.samples.iter().map(|s| s.time).collect();
     assert!(times.len() > 300, "{} samples recorded", times.len());
