@@ -10,8 +10,11 @@ mod ignored;
 mod listen;
 mod outputs;
 mod parse;
+mod rows;
+mod rows_serve;
 mod serve;
 mod sources;
+pub mod table;
 mod template;
 mod thresholds;
 mod values;
@@ -21,7 +24,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use env::{ENV_FLAGS, check_env_names, check_env_values, env_var, known_env_vars};
+pub use env::{check_env_names, check_env_values, env_var, known_env_vars};
 pub use file::LoadedFile;
 pub use listen::ListenAddress;
 pub use parse::{parse_duration, theme_by_name};
@@ -229,7 +232,7 @@ pub fn config_location(flag: Option<&Path>, env: Env) -> Option<ConfigLocation> 
             named_by: Some("--config"),
         });
     }
-    // `ENV_FLAGS` lists `config`; the name is spelled out here because it is `'static`.
+    // The settings table gives `config` a variable; the name is spelled out here because it is `'static`.
     if let Some(path) = set("GPUWATCH_CONFIG") {
         return Some(ConfigLocation {
             path: path.into(),
