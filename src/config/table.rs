@@ -272,7 +272,6 @@ mod clap_agrees {
     fn every_setting_flag_has_a_row_and_every_row_a_flag() {
         let clap = clap_flags();
         let rows: Vec<(Scope, String)> = all()
-            .iter()
             .filter_map(|s| s.flag.map(|f| (s.scope, f.to_string())))
             .collect();
         let missing: Vec<_> = clap.iter().filter(|f| !rows.contains(f)).collect();
