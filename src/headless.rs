@@ -38,19 +38,19 @@ pub async fn snapshot_after(
     cpu_gap: Option<Duration>,
 ) -> Result<State> {
     let interval = cpu_gap.unwrap_or(config.interval);
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, interval, tx));
+    let mut sampler = sampler::spawn(source, interval);
+    let rx = &mut sampler.events;
     let mut state = State::new(config);
     for sample in prelude {
         update(&mut state, Msg::Sample(Box::new(sample)));
     }
-    let first = next_sample(&mut rx).await;
+    let first = next_sample(rx).await;
     let result = match first {
         Some(SamplerEvent::Sample(sample)) => {
             update(&mut state, Msg::Sample(sample));
             if cpu_gap.is_some()
                 && lacks_cpu(&state)
-                && let Some(SamplerEvent::Sample(second)) = next_sample(&mut rx).await
+                && let Some(SamplerEvent::Sample(second)) = next_sample(rx).await
             {
                 update(&mut state, Msg::Sample(second));
             }
@@ -60,8 +60,6 @@ pub async fn snapshot_after(
         // `next_sample` returns only samples and failures.
         _ => Err(eyre!("the sampler stopped before taking a sample")),
     };
-    drop(rx);
-    task.abort();
     result
 }
 

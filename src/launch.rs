@@ -471,12 +471,10 @@ async fn wait(
         Target::Released(pid) if local => ProcInfo::system().presence(pid),
         _ => Presence::Unknowable,
     };
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let mut sampler = sampler::spawn(source, config.interval);
     let state = State::new(config);
-    let outcome = crate::wait::run(&mut rx, state, request, found, stop).await;
-    drop(rx);
-    task.abort();
+    let outcome = crate::wait::run(&mut sampler.events, state, request, found, stop).await;
+    drop(sampler);
     Ok(match outcome {
         Outcome::Done(line) => {
             eprintln!("gpuwatch wait: {line}");
@@ -503,13 +501,11 @@ async fn pick(
     request: &PickRequest,
 ) -> Result<ExitCode> {
     let stop = stop_signal()?;
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let mut sampler = sampler::spawn(source, config.interval);
     let state = State::new(config);
     let mut say = |line: &str| eprintln!("gpuwatch pick: {}", escape(line));
-    let outcome = pick::wait::run(&mut rx, state, request, stop, &mut say).await;
-    drop(rx);
-    task.abort();
+    let outcome = pick::wait::run(&mut sampler.events, state, request, stop, &mut say).await;
+    drop(sampler);
     Ok(match outcome {
         Outcome::Picked { line, explain } => {
             explain.iter().for_each(|l| say(l));

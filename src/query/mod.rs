@@ -193,8 +193,8 @@ pub async fn run(
     };
     config.interval = every;
     let mut stop = std::pin::pin!(crate::launch::stop_signal()?);
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, every, tx));
+    let mut sampler = sampler::spawn(source, every);
+    let rx = &mut sampler.events;
     let mut state = State::new(config);
     for sample in prelude {
         update(&mut state, Msg::Sample(Box::new(sample)));
@@ -224,8 +224,7 @@ pub async fn run(
             None => break ExitCode::from(1),
         }
     };
-    drop(rx);
-    task.abort();
+    drop(sampler);
     Ok(code)
 }
 
