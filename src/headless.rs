@@ -318,3 +318,19 @@ fn label_width(state: &State) -> usize {
     let longest = state.model.gpus().iter().map(|g| g.label().chars().count());
     longest.max().unwrap_or(0).max(3)
 }
+
+/// `host H not answering: WHY` for each remote host that failed.
+pub fn hosts_down(state: &State) -> Vec<String> {
+    use crate::model::warnings::{Subject, WarningKind};
+    let down = state
+        .model
+        .warnings()
+        .iter()
+        .filter_map(|w| match (&w.subject, &w.kind) {
+            (Subject::Host { name }, WarningKind::HostDown { reason }) => {
+                Some(format!("host {name} not answering: {reason}"))
+            }
+            _ => None,
+        });
+    down.collect()
+}

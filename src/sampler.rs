@@ -12,7 +12,7 @@ use tokio::time::MissedTickBehavior;
 use crate::source::{GpuSource, Sample};
 
 mod until;
-pub use until::{Decide, until};
+pub use until::{Decide, stop_signal, until};
 
 #[derive(Debug)]
 pub enum SamplerEvent {

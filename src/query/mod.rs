@@ -192,7 +192,7 @@ pub async fn run(
         return print_once(req, &state, offset, &mut out);
     };
     config.interval = every;
-    let mut stop = std::pin::pin!(crate::launch::stop_signal()?);
+    let mut stop = std::pin::pin!(sampler::stop_signal()?);
     let mut sampler = sampler::spawn(source, every);
     let rx = &mut sampler.events;
     let mut state = State::new(config);
@@ -240,7 +240,7 @@ fn print_once(
     };
     out.write_all(block.as_bytes())?;
     out.flush().map_err(|e| eyre!(e))?;
-    let down = crate::launch::hosts_down(state);
+    let down = crate::headless::hosts_down(state);
     for why in &down {
         eprintln!("gpuwatch: {}", crate::text_safe::escape(why));
     }
