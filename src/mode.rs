@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use crate::cli::{Cli, Command, ConfigCommand, PickArgs, PickFormat, WaitArgs};
 use crate::config::{self, Env, Settings, SettingsError, parse_duration};
 use crate::pick::{self, Criteria};
-use crate::select::parse_gpu_list;
+use crate::reading::device_list::parse_gpu_list;
 use crate::units::Bytes;
 
 /// Every way gpuwatch can run.
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn pick_takes_the_inherited_cuda_visible_devices_from_the_injected_env() {
-        use crate::select::GpuSelector;
+        use crate::reading::device_list::GpuSelector;
         let pick = |vars: &[(&str, &str)], args: &[&str]| -> Result<pick::Request, SettingsError> {
             let vars: Vec<(String, String)> = vars
                 .iter()

@@ -35,7 +35,7 @@ pub use template::{InitError, check_file, default_file_text, init_file, run_conf
 use crate::cli::{Cli, SourceKind};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
-use crate::select::GpuSelector;
+use crate::reading::device_list::GpuSelector;
 use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 use values::Resolver;

@@ -44,7 +44,7 @@ fn alert_kinds() -> String {
 # for = "30s"
 # repeat = "1h"
 "#,
-        kinds = crate::source::wire::WarningCode::names(", "),
+        kinds = crate::wire::WarningCode::names(", "),
         warning_kinds = rules::WARNING_KINDS.map(|k| k.name()).join(" and "),
     )
 }
