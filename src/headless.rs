@@ -46,7 +46,8 @@ pub async fn snapshot_after(
         update(&mut state, Msg::Sample(Box::new(sample)));
     }
     let first = next_sample(rx).await;
-    let result = match first {
+    // The sampler stops when its handle goes, at the end of this function.
+    match first {
         Some(SamplerEvent::Sample(sample)) => {
             update(&mut state, Msg::Sample(sample));
             if cpu_gap.is_some()
@@ -60,8 +61,7 @@ pub async fn snapshot_after(
         Some(SamplerEvent::Failed(why)) => Err(eyre!("reading GPUs failed: {why}")),
         // `next_sample` returns only samples and failures.
         _ => Err(eyre!("the sampler stopped before taking a sample")),
-    };
-    result
+    }
 }
 
 /// The sampler's next sample or failure. Notices and stall reports are not the snapshot:
