@@ -286,3 +286,58 @@ mod clap_agrees {
         );
     }
 }
+
+#[cfg(test)]
+mod file_agrees {
+    use super::*;
+
+    /// The keys the file's TOML shape takes in `table` (`""`: the top level), as serde lists
+    /// them when refusing an unknown one.
+    fn file_keys(table: &str) -> Vec<String> {
+        let text = match table {
+            "" => "zz_unknown = 1".to_string(),
+            t => format!("[{t}]\nzz_unknown = 1"),
+        };
+        let err = toml::from_str::<super::super::file::FileConfig>(&text)
+            .unwrap_err()
+            .to_string();
+        // serde says `expected one of `a`, `b``, `expected `a` or `b`` or `expected `a``.
+        let expected = err
+            .split("`zz_unknown`, expected ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("serde names the keys: {err}"));
+        let line = expected.lines().next().unwrap_or("");
+        let line = line.strip_prefix("one of ").unwrap_or(line);
+        line.split(", ")
+            .flat_map(|k| k.split(" or "))
+            .map(|k| k.trim().trim_matches('`').to_string())
+            .collect()
+    }
+
+    /// Every key the file takes has a row (the other way round, `config init`'s file, made
+    /// from the rows, must resolve: tests/it/config.rs). Tables are not rows, and
+    /// `[alerts.kinds.KIND]` is `--alert-on`'s row.
+    #[test]
+    fn every_file_key_has_a_row() {
+        let tables = template_tables();
+        // The error's list was read, not an empty one.
+        assert!(file_keys("serve").contains(&"listen".to_string()));
+        let mut missing = Vec::new();
+        for table in &tables {
+            for key in file_keys(table) {
+                let full = match *table {
+                    "" => key.clone(),
+                    t => format!("{t}.{key}"),
+                };
+                let is_table = tables.contains(&full.as_str()) || full == "alerts.kinds";
+                if !is_table && !all().any(|s| s.key == Some(full.as_str())) {
+                    missing.push(full);
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "file keys with no settings row: {missing:?}"
+        );
+    }
+}
