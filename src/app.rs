@@ -120,10 +120,9 @@ where
     B: Backend,
     B::Error: Send + Sync + 'static,
 {
-    let (tx, samples) = sampler::channel();
-    let sampler_task = tokio::spawn(sampler::run(source, config.interval, tx));
-    let result = Session::start(io, samples, config, options)?.run(io).await;
-    sampler_task.abort();
+    let sampler::Sampler { events, task } = sampler::spawn(source, config.interval);
+    let result = Session::start(io, events, config, options)?.run(io).await;
+    drop(task);
     result
 }
 

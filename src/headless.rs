@@ -39,19 +39,20 @@ pub async fn snapshot_after(
     cpu_gap: Option<Duration>,
 ) -> Result<State> {
     let interval = cpu_gap.unwrap_or(config.interval);
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, interval, tx));
+    let mut sampler = sampler::spawn(source, interval);
+    let rx = &mut sampler.events;
     let mut state = State::new(config);
     for sample in prelude {
         update(&mut state, Msg::Sample(Box::new(sample)));
     }
-    let first = next_sample(&mut rx).await;
-    let result = match first {
+    let first = next_sample(rx).await;
+    // The sampler stops when its handle goes, at the end of this function.
+    match first {
         Some(SamplerEvent::Sample(sample)) => {
             update(&mut state, Msg::Sample(sample));
             if cpu_gap.is_some()
                 && lacks_cpu(&state)
-                && let Some(SamplerEvent::Sample(second)) = next_sample(&mut rx).await
+                && let Some(SamplerEvent::Sample(second)) = next_sample(rx).await
             {
                 update(&mut state, Msg::Sample(second));
             }
@@ -60,10 +61,7 @@ pub async fn snapshot_after(
         Some(SamplerEvent::Failed(why)) => Err(eyre!("reading GPUs failed: {why}")),
         // `next_sample` returns only samples and failures.
         _ => Err(eyre!("the sampler stopped before taking a sample")),
-    };
-    drop(rx);
-    task.abort();
-    result
+    }
 }
 
 /// The sampler's next sample or failure. Notices and stall reports are not the snapshot:
@@ -320,4 +318,20 @@ fn list_or_none(v: &[String]) -> String {
 fn label_width(state: &State) -> usize {
     let longest = state.model.gpus().iter().map(|g| g.label().chars().count());
     longest.max().unwrap_or(0).max(3)
+}
+
+/// `host H not answering: WHY` for each remote host that failed.
+pub fn hosts_down(state: &State) -> Vec<String> {
+    use crate::model::warnings::{Subject, WarningKind};
+    let down = state
+        .model
+        .warnings()
+        .iter()
+        .filter_map(|w| match (&w.subject, &w.kind) {
+            (Subject::Host { name }, WarningKind::HostDown { reason }) => {
+                Some(format!("host {name} not answering: {reason}"))
+            }
+            _ => None,
+        });
+    down.collect()
 }

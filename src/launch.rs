@@ -9,10 +9,10 @@ use color_eyre::eyre::Result;
 
 use crate::app::{self, Exit};
 use crate::cli::SourceKind;
-use crate::config::{PickRequest, PrometheusSettings, Settings};
+use crate::config::{PrometheusSettings, Settings};
 use crate::headless;
+use crate::mode::Watch;
 use crate::model::jobs::JobKey;
-use crate::model::warnings::{Subject, WarningKind};
 use crate::pick::{self, wait::Outcome};
 use crate::procinfo::pods::PodDirectory;
 use crate::reading::{Sample, Vendor};
@@ -66,11 +66,6 @@ pub fn build(settings: &Settings, opening: Opening) -> Result<Built, String> {
         (None, Some(p)) => prometheus_source(p, settings)?,
         (None, None) if remote.any() => remote_source(settings)?,
         (None, None) => {
-            let opening = if settings.pick.is_some() {
-                Opening::Fresh
-            } else {
-                opening
-            };
             let (source, demo, prelude) = live_source(settings, opening)?;
             // With --source auto the fallback must be obvious on screen, not just on stderr.
             let notice = (demo && settings.source == SourceKind::Auto)
@@ -352,29 +347,30 @@ fn own_job() -> Option<JobKey> {
         })
 }
 
-/// Runs `pick`, `--once` or the TUI on the built source.
-pub async fn run(built: Built, settings: &Settings) -> Result<ExitCode> {
+/// Runs one of the sampling modes on the built source.
+pub async fn run(built: Built, settings: &Settings, watch: &Watch) -> Result<ExitCode> {
     let config = view_config(settings, built.interval);
     let source = built.source;
-    if let Some(request) = &settings.query {
-        return crate::query::run(request, source, config, built.prelude).await;
-    }
-    if let Some(request) = &settings.pick {
-        return pick(source, config, request).await;
-    }
-    if let Some(request) = &settings.wait {
-        // Only this host's GPUs report PIDs this /proc can say anything about.
-        let local = !built.demo
-            && built.replay.is_none()
-            && settings.prometheus.is_none()
-            && settings.remote.addresses.is_empty()
-            && settings.remote.hosts_file.is_none();
-        return wait(source, config, request, local).await;
-    }
-    if settings.once {
-        // A replay's next sample is the recording's next moment, not a CPU reading.
-        let cpu_gap = built.replay.is_none().then_some(headless::CPU_SAMPLE_GAP);
-        return once(source, config, settings.json, built.prelude, cpu_gap).await;
+    match watch {
+        Watch::Query(request) => {
+            return crate::query::run(request, source, config, built.prelude).await;
+        }
+        Watch::Pick(request) => return pick(source, config, request).await,
+        Watch::Wait(request) => {
+            // Only this host's GPUs report PIDs this /proc can say anything about.
+            let local = !built.demo
+                && built.replay.is_none()
+                && settings.prometheus.is_none()
+                && settings.remote.addresses.is_empty()
+                && settings.remote.hosts_file.is_none();
+            return wait(source, config, request, local).await;
+        }
+        Watch::Once { json } => {
+            // A replay's next sample is the recording's next moment, not a CPU reading.
+            let cpu_gap = built.replay.is_none().then_some(headless::CPU_SAMPLE_GAP);
+            return once(source, config, *json, built.prelude, cpu_gap).await;
+        }
+        Watch::Monitor => {}
     }
     let replaying = built.replay.is_some();
     let options = app::Options {
@@ -416,7 +412,7 @@ async fn once(
         headless::render_text(&state)
     };
     print!("{text}");
-    let down = hosts_down(&state);
+    let down = headless::hosts_down(&state);
     for why in &down {
         eprintln!("gpuwatch: {}", escape(why));
     }
@@ -424,34 +420,6 @@ async fn once(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
-}
-
-/// `host H not answering: WHY` for each remote host that failed.
-pub(crate) fn hosts_down(state: &State) -> Vec<String> {
-    let down = state
-        .model
-        .warnings()
-        .iter()
-        .filter_map(|w| match (&w.subject, &w.kind) {
-            (Subject::Host { name }, WarningKind::HostDown { reason }) => {
-                Some(format!("host {name} not answering: {reason}"))
-            }
-            _ => None,
-        });
-    down.collect()
-}
-
-/// SIGINT or SIGTERM, as the signal number.
-pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = u8>> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    Ok(async move {
-        tokio::select! {
-            _ = interrupt.recv() => libc::SIGINT as u8,
-            _ = terminate.recv() => libc::SIGTERM as u8,
-        }
     })
 }
 
@@ -466,18 +434,16 @@ async fn wait(
 ) -> Result<ExitCode> {
     use crate::procinfo::{Presence, ProcInfo};
     use crate::wait::{Outcome, Target};
-    let stop = stop_signal()?;
+    let stop = sampler::stop_signal()?;
     // Before the first sample: the process the PID names now is the one waited for.
     let found = match request.target {
         Target::Released(pid) if local => ProcInfo::system().presence(pid),
         _ => Presence::Unknowable,
     };
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let mut sampler = sampler::spawn(source, config.interval);
     let state = State::new(config);
-    let outcome = crate::wait::run(&mut rx, state, request, found, stop).await;
-    drop(rx);
-    task.abort();
+    let outcome = crate::wait::run(&mut sampler.events, state, request, found, stop).await;
+    drop(sampler);
     Ok(match outcome {
         Outcome::Done(line) => {
             eprintln!("gpuwatch wait: {line}");
@@ -501,16 +467,14 @@ async fn wait(
 async fn pick(
     source: Box<dyn GpuSource>,
     config: ViewConfig,
-    request: &PickRequest,
+    request: &pick::Request,
 ) -> Result<ExitCode> {
-    let stop = stop_signal()?;
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, config.interval, tx));
+    let stop = sampler::stop_signal()?;
+    let mut sampler = sampler::spawn(source, config.interval);
     let state = State::new(config);
     let mut say = |line: &str| eprintln!("gpuwatch pick: {}", escape(line));
-    let outcome = pick::wait::run(&mut rx, state, request, stop, &mut say).await;
-    drop(rx);
-    task.abort();
+    let outcome = pick::wait::run(&mut sampler.events, state, request, stop, &mut say).await;
+    drop(sampler);
     Ok(match outcome {
         Outcome::Picked { line, explain } => {
             explain.iter().for_each(|l| say(l));

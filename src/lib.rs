@@ -31,6 +31,7 @@ pub mod init;
 pub mod keymap;
 pub mod launch;
 pub mod layout;
+pub mod mode;
 pub mod model;
 pub mod pick;
 pub mod procinfo;

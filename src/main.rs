@@ -1,14 +1,15 @@
-//! The binary: parse the CLI, refuse unknown `GPUWATCH_*` variables, resolve `Settings`,
-//! build the source (`launch`), and dispatch to the TUI, a headless mode or a subcommand.
-//! Nothing else lives here.
+//! The binary: parse the CLI, resolve the mode once (`mode::Mode`: the environment checked,
+//! `Settings` resolved, the mode's request parsed), and dispatch on it once. Nothing else
+//! lives here.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use gpuwatch::cli::{Cli, Command};
+use gpuwatch::cli::{Cli, ConfigCommand};
 use gpuwatch::config::{self, Settings};
+use gpuwatch::mode::{Mode, Watch};
 use gpuwatch::{launch, quiet_pipe};
 
 /// Exit code for bad input or an unusable GPU source (as opposed to 1 for runtime errors).
@@ -22,60 +23,65 @@ fn main() -> ExitCode {
     let cli = gpuwatch::cli::parse_from(gpuwatch::query::argv::rewrite(
         std::env::args_os().collect(),
     ));
-    if let Some(Command::Completions { shell }) = &cli.command {
-        // Into memory first: clap_complete panics when its writer fails (`| head -1`).
-        let mut script = Vec::new();
-        clap_complete::generate(*shell, &mut Cli::command(), "gpuwatch", &mut script);
-        return match quiet_pipe::write_stdout(&script) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(&format!("writing the completion script: {e}"), 1),
-        };
-    }
-    if let Some(Command::Man { dir }) = &cli.command {
-        return man_pages(dir.as_deref());
-    }
-    // Names only (a value that is not UTF-8 must not stop us here); checked before the
-    // config subcommands too, since a misspelt GPUWATCH_CONFIG would send them elsewhere.
-    let names = std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned());
-    if let Err(e) = config::check_env_names(names) {
-        return fail(&e, EXIT_USAGE);
-    }
-    // Values next: one that is not UTF-8 would read as unset and be ignored without a word.
-    if let Err(e) = config::check_env_values(std::env::vars_os()) {
-        return fail(&e, EXIT_USAGE);
-    }
-    // Subcommands on the config file run before the file is read, so `config init --force`
-    // can replace a broken file.
-    if let Some(Command::Config { action }) = &cli.command {
-        return match config::run_config_command(action, &cli, &config::process_env) {
-            Ok(line) => {
-                println!("{line}");
-                ExitCode::SUCCESS
-            }
-            Err((why, code)) => fail(&why, code),
-        };
-    }
     let tty = std::io::stdout().is_terminal();
-    let settings = match Settings::resolve(&cli, &config::process_env, tty) {
-        Ok(s) => s,
+    let vars = std::env::vars_os().collect();
+    let mode = match Mode::resolve(&cli, &config::process_env, vars, tty) {
+        Ok(mode) => mode,
         Err(e) => return fail(&e, EXIT_USAGE),
     };
-    if let Some(Command::Alert { .. }) = &cli.command {
-        return alert_test(&settings);
+    match mode {
+        Mode::Completions(shell) => completions(shell),
+        Mode::Man(dir) => man_pages(dir.as_deref()),
+        Mode::Config(action) => config_command(&action, &cli),
+        Mode::AlertTest(settings) => alert_test(&settings),
+        Mode::Serve(settings) => serve(&settings),
+        Mode::Watch(settings, watch) => run_watch(&settings, &watch),
     }
-    let opening = if let Some(Command::Serve(_)) = &cli.command {
-        launch::Opening::Fresh
-    } else {
-        launch::Opening::MidStory
-    };
-    let built = match launch::build(&settings, opening) {
+}
+
+/// `gpuwatch completions SHELL`.
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    // Into memory first: clap_complete panics when its writer fails (`| head -1`).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "gpuwatch", &mut script);
+    match quiet_pipe::write_stdout(&script) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("writing the completion script: {e}"), 1),
+    }
+}
+
+/// `gpuwatch config init|check`: a line on stdout, or why not on stderr.
+fn config_command(action: &ConfigCommand, cli: &Cli) -> ExitCode {
+    match config::run_config_command(action, cli, &config::process_env) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err((why, code)) => fail(&why, code),
+    }
+}
+
+/// `gpuwatch serve`: the source from its first second; the exporter runs its own runtime.
+fn serve(settings: &Settings) -> ExitCode {
+    let built = match launch::build(settings, launch::Opening::Fresh) {
         Ok(b) => b,
         Err(e) => return fail(&e, EXIT_USAGE),
     };
-    if let Some(Command::Serve(_)) = &cli.command {
-        let view = launch::view_config(&settings, built.interval);
-        return gpuwatch::serve::main(&settings.serve, &settings.alerts, built.source, view);
-    }
+    let view = launch::view_config(settings, built.interval);
+    gpuwatch::serve::main(&settings.serve, &settings.alerts, built.source, view)
+}
+
+/// The modes that sample on this thread's runtime: the TUI, `--once`, pick, wait, query.
+fn run_watch(settings: &Settings, watch: &Watch) -> ExitCode {
+    let opening = if watch.opens_mid_story() {
+        launch::Opening::MidStory
+    } else {
+        launch::Opening::Fresh
+    };
+    let built = match launch::build(settings, opening) {
+        Ok(b) => b,
+        Err(e) => return fail(&e, EXIT_USAGE),
+    };
     if let Err(e) = color_eyre::install() {
         return fail(&e, 1);
     }
@@ -88,7 +94,7 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e, 1),
     };
-    let result = runtime.block_on(launch::run(built, &settings));
+    let result = runtime.block_on(launch::run(built, settings, watch));
     // Quit must quit: a poll stuck in the driver would keep dropping the runtime waiting.
     runtime.shutdown_timeout(gpuwatch::sampler::ABANDON_AFTER);
     match result {

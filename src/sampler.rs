@@ -13,7 +13,7 @@ use crate::reading::Sample;
 use crate::source::GpuSource;
 
 mod until;
-pub use until::{Decide, until};
+pub use until::{Decide, stop_signal, until};
 
 #[derive(Debug)]
 pub enum SamplerEvent {
@@ -44,6 +44,31 @@ pub const CHANNEL_DEPTH: usize = 4;
 
 pub fn channel() -> (mpsc::Sender<SamplerEvent>, mpsc::Receiver<SamplerEvent>) {
     mpsc::channel(CHANNEL_DEPTH)
+}
+
+/// The one handle on a running sampler, which every mode uses: its events, and the task,
+/// stopped when the handle (or its `task`) is dropped, so no mode can leave it running.
+pub struct Sampler {
+    pub events: mpsc::Receiver<SamplerEvent>,
+    pub task: Task,
+}
+
+/// The sampler task; dropping it stops the task (a poll in the driver is abandoned).
+pub struct Task(tokio::task::JoinHandle<()>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Starts sampling `source` every `interval` on the current runtime.
+pub fn spawn(source: Box<dyn GpuSource>, interval: Duration) -> Sampler {
+    let (tx, events) = channel();
+    Sampler {
+        events,
+        task: Task(tokio::spawn(run(source, interval, tx))),
+    }
 }
 
 /// Runs until the receiver is dropped (or the source panics).

@@ -1,73 +1,8 @@
-//! The `GPUWATCH_*` environment variables: the one table of the names gpuwatch reads, and
-//! the check that refuses any other, since a misspelt variable (`GPUWATCH_LISTNE`) would
+//! The `GPUWATCH_*` environment variables: the names gpuwatch reads (the settings table's
+//! rows that take one, and a few others), and the check that refuses any other, since a misspelt variable (`GPUWATCH_LISTNE`) would
 //! otherwise be ignored without a word. Reads no environment itself: names are injected.
 
 use super::SettingsError;
-
-/// Every flag that can also come from the environment as `GPUWATCH_<FLAG>`. `Resolver::text`
-/// refuses (in debug builds) to read a flag missing here, and a test checks that every one
-/// listed here is read, so this table is the list of known variables.
-pub const ENV_FLAGS: &[&str] = &[
-    "config",
-    "source",
-    "demo",
-    "demo-gpus",
-    "demo-scenario",
-    "seed",
-    "nvml-lib",
-    "sysfs-root",
-    "proc-root",
-    "kubelet-socket",
-    "only",
-    "interval",
-    "history",
-    "once",
-    "json",
-    "theme",
-    "no-color",
-    "compact",
-    "readonly",
-    "mouse",
-    "sort",
-    "record",
-    "record-max-size",
-    "remote",
-    "hosts-file",
-    "with-local",
-    "prometheus",
-    "selector",
-    "prometheus-user",
-    "password-file",
-    "bearer-token-file",
-    "listen",
-    "dcgm-compat",
-    "process-metrics",
-    "process-metrics-limit",
-    "redact",
-    "hostname",
-    "web.config.file",
-    "max-connections",
-    "http-header-timeout",
-    "http-idle-timeout",
-    "oom-warn",
-    "oom-critical",
-    "oom-time-to-full",
-    "temp-warn",
-    "temp-critical",
-    "temp-hold",
-    "idle-after",
-    "idle-min-vram",
-    "stale-after",
-    "stale-min-vram",
-    "alert-webhook",
-    "alert-format",
-    "alert-command",
-    "no-bell",
-    "alert-repeat",
-    "alert-resolve-after",
-    "alert-for",
-    "alert-on",
-];
 
 /// `GPUWATCH_*` variables read by something other than the settings: the fake NVML library
 /// the tests load through `--nvml-lib` takes its scenario from this one.
@@ -81,9 +16,8 @@ pub fn env_var(flag: &str) -> String {
 
 /// Every `GPUWATCH_*` name gpuwatch knows, in table order.
 pub fn known_env_vars() -> Vec<String> {
-    ENV_FLAGS
-        .iter()
-        .map(|f| env_var(f))
+    super::table::env_flags()
+        .map(env_var)
         .chain(OTHER_VARS.iter().map(|v| v.to_string()))
         // The alert command's facts: a gpuwatch that command starts must not refuse them.
         .chain(

@@ -10,8 +10,11 @@ mod ignored;
 mod listen;
 mod outputs;
 mod parse;
+mod rows;
+mod rows_serve;
 mod serve;
 mod sources;
+pub mod table;
 mod template;
 mod thresholds;
 mod values;
@@ -21,7 +24,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use env::{ENV_FLAGS, check_env_names, check_env_values, env_var, known_env_vars};
+pub use env::{check_env_names, check_env_values, env_var, known_env_vars};
 pub use file::LoadedFile;
 pub use listen::ListenAddress;
 pub use parse::{parse_duration, theme_by_name};
@@ -29,12 +32,11 @@ pub use serve::{DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_PROCESS_METRICS_LIMIT};
 pub use sources::{DEFAULT_DEMO_GPUS, DEFAULT_SEED};
 pub use template::{InitError, check_file, default_file_text, init_file, run_config_command};
 
-use crate::cli::{Cli, PickArgs, PickFormat, SourceKind};
+use crate::cli::{Cli, SourceKind};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
-use crate::pick::{self, Criteria};
 use crate::reading::MIN_INTERVAL;
-use crate::reading::device_list::{GpuSelector, parse_gpu_list};
+use crate::reading::device_list::GpuSelector;
 use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 use values::Resolver;
@@ -78,9 +80,6 @@ pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
-
-/// What `gpuwatch pick` was asked for (defined with the rules it feeds).
-pub type PickRequest = pick::Request;
 
 /// `--record`: where every sample is written as NDJSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,16 +198,10 @@ pub struct Settings {
     pub alerts: crate::alerts::AlertSettings,
     /// Hidden testing aid (`--demo-speed`): the demo scenario runs this many times faster.
     pub demo_speed: f64,
-    /// `gpuwatch wait`; `None` for every other mode.
-    pub wait: Option<crate::wait::Request>,
     /// The config file actually read (`None` when there was none).
     pub config_path: Option<PathBuf>,
-    /// `gpuwatch pick`; `None` for the monitor and `--once`.
-    pub pick: Option<PickRequest>,
     /// Hidden testing aid (`--debug-panic-after`).
     pub debug_panic_after: Option<u64>,
-    /// `gpuwatch query` (nvidia-smi's query interface); `None` for every other mode.
-    pub query: Option<crate::query::Request>,
 }
 
 /// Where the config file is, and what named it when that was explicit (then it must exist).
@@ -229,7 +222,7 @@ pub fn config_location(flag: Option<&Path>, env: Env) -> Option<ConfigLocation> 
             named_by: Some("--config"),
         });
     }
-    // `ENV_FLAGS` lists `config`; the name is spelled out here because it is `'static`.
+    // The settings table gives `config` a variable; the name is spelled out here because it is `'static`.
     if let Some(path) = set("GPUWATCH_CONFIG") {
         return Some(ConfigLocation {
             path: path.into(),
@@ -329,23 +322,8 @@ impl Settings {
             thresholds: thresholds::thresholds(cli, &r)?,
             alerts: alerts::alerts(cli, &r)?,
             demo_speed: cli.demo_speed.unwrap_or(1.0).max(0.001),
-            wait: match &cli.command {
-                Some(crate::cli::Command::Wait(args)) => Some(wait_request(args)?),
-                _ => None,
-            },
             config_path: file.as_ref().map(|f| f.path.clone()),
-            pick: match &cli.command {
-                Some(crate::cli::Command::Pick(args)) => Some(pick_request(args, env)?),
-                _ => None,
-            },
             debug_panic_after: cli.debug_panic_after,
-            query: match &cli.command {
-                Some(crate::cli::Command::Query(args)) => Some(
-                    crate::query::request(args)
-                        .map_err(|(flag, why)| SettingsError::new(flag.into(), why, None))?,
-                ),
-                _ => None,
-            },
         };
         ignored::check(cli, &r, &settings)?;
         Ok(settings)
@@ -390,116 +368,6 @@ fn timing(cli: &Cli, r: &Resolver) -> Result<(Duration, Duration), SettingsError
         )));
     }
     Ok((interval.value, history.value))
-}
-
-/// `pick`'s flags, and the inherited `CUDA_VISIBLE_DEVICES` from `env` (it is not a
-/// gpuwatch setting, so only the environment gives it: the caller's allocation).
-fn pick_request(args: &PickArgs, env: Env) -> Result<PickRequest, SettingsError> {
-    if args.count == 0 {
-        return Err(flag_error("count", args.count, "must be at least 1"));
-    }
-    if args.max_util > 100 {
-        return Err(flag_error(
-            "max-util",
-            args.max_util,
-            "must be a percentage between 0 and 100",
-        ));
-    }
-    let min_free = match &args.min_free {
-        Some(text) => Some(
-            text.parse::<Bytes>()
-                .map_err(|why| SettingsError::new("--min-free".into(), why, None))?,
-        ),
-        None => None,
-    };
-    let timeout = match &args.timeout {
-        Some(text) if !args.wait => {
-            return Err(flag_error(
-                "timeout",
-                text,
-                "only means something with --wait",
-            ));
-        }
-        Some(text) => match parse_duration(text) {
-            Ok(d) if d.is_zero() => return Err(flag_error("timeout", text, "must be more than 0")),
-            Ok(d) => Some(d),
-            Err(why) => return Err(flag_error("timeout", text, &why)),
-        },
-        None => None,
-    };
-    let inherited = match env(pick::visible::VAR) {
-        Some(raw) => Some(
-            pick::visible::Inherited::parse(&raw, env(pick::visible::ORDER_VAR).as_deref())
-                .map_err(|why| {
-                    SettingsError::new(pick::visible::VAR.into(), why, Some(format!("{raw:?}")))
-                })?,
-        ),
-        None => None,
-    };
-    Ok(PickRequest {
-        criteria: Criteria {
-            count: args.count,
-            min_free,
-            max_util: args.max_util,
-        },
-        format: match args.format {
-            PickFormat::Indices => pick::Format::Indices,
-            PickFormat::Uuids => pick::Format::Uuids,
-            PickFormat::Env => pick::Format::Env,
-        },
-        inherited,
-        wait: args.wait,
-        timeout,
-        verbose: args.verbose,
-        ignore_kubelet: args.ignore_kubelet,
-    })
-}
-
-/// `gpuwatch wait`'s flags: `--released PID` or `--gpu N --free`, and `--timeout`.
-fn wait_request(args: &crate::cli::WaitArgs) -> Result<crate::wait::Request, SettingsError> {
-    use crate::wait::Target;
-    let target = match (args.released, &args.gpu, args.free) {
-        (Some(pid), None, false) => Target::Released(pid),
-        (None, Some(gpu), true) => Target::Free(
-            parse_gpu_list(gpu)
-                .ok()
-                .filter(|l| l.len() == 1)
-                .and_then(|mut l| l.pop())
-                .ok_or_else(|| flag_error("gpu", gpu, "must name one GPU, by index or UUID"))?,
-        ),
-        (None, Some(gpu), false) => {
-            return Err(flag_error(
-                "gpu",
-                gpu,
-                "needs --free (wait until nothing holds it)",
-            ));
-        }
-        _ => {
-            return Err(SettingsError::new(
-                "gpuwatch wait".into(),
-                "needs either --released PID or --gpu N --free".into(),
-                None,
-            ));
-        }
-    };
-    let timeout = match &args.timeout {
-        Some(text) => match parse_duration(text) {
-            Ok(d) if d.is_zero() => return Err(flag_error("timeout", text, "must be more than 0")),
-            Ok(d) => Some(d),
-            Err(why) => return Err(flag_error("timeout", text, &why)),
-        },
-        None => None,
-    };
-    Ok(crate::wait::Request { target, timeout })
-}
-
-/// An error about a flag that only the command line can give.
-fn flag_error(flag: &str, value: impl fmt::Display, why: &str) -> SettingsError {
-    SettingsError::new(
-        format!("--{flag}"),
-        why.into(),
-        Some(format!("{:?}", value.to_string())),
-    )
 }
 
 #[cfg(test)]

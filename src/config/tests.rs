@@ -26,7 +26,6 @@ fn defaults() {
     assert_eq!((s.sort, s.sort_dir), (SortKey::Vram, SortDir::Descending));
     assert_eq!(s.only, None);
     assert_eq!(s.config_path, None, "no HOME, no file");
-    assert_eq!(s.pick, None);
 }
 
 #[test]
@@ -73,11 +72,6 @@ fn bad_values_name_their_flag() {
         (&["--idle-after", "later"][..], "--idle-after"),
         (&["--stale-min-vram", "lots"][..], "--stale-min-vram"),
         (&["--only", "0,,1"][..], "--only"),
-        (&["pick", "-n", "0"][..], "--count"),
-        (&["pick", "--max-util", "101"][..], "--max-util"),
-        (&["pick", "--min-free", "some"][..], "--min-free"),
-        (&["pick", "--timeout", "1s"][..], "--timeout"),
-        (&["pick", "--wait", "--timeout", "0s"][..], "--timeout"),
     ] {
         let err = resolve(args).unwrap_err().to_string();
         assert!(err.starts_with(&format!("{flag}: ")), "{args:?}: {err}");
@@ -168,7 +162,7 @@ fn every_known_variable_is_read() {
         Settings::resolve(&Cli::parse_from(args), &env, true).unwrap();
     }
     let asked = asked.into_inner();
-    for flag in ENV_FLAGS {
+    for flag in table::env_flags() {
         assert!(
             asked.contains(&env_var(flag)),
             "{flag} is listed but never read"
@@ -215,55 +209,6 @@ fn demo_and_source_from_the_stronger_place() {
         SourceKind::Demo,
         "at the same place --demo wins"
     );
-}
-
-#[test]
-fn pick_takes_the_inherited_cuda_visible_devices_from_the_injected_env() {
-    use crate::reading::device_list::GpuSelector;
-    let pick = |vars: &[(&str, &str)], args: &[&str]| {
-        let vars: Vec<(String, String)> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-        let mut argv = vec!["gpuwatch", "pick"];
-        argv.extend_from_slice(args);
-        Settings::resolve(&Cli::parse_from(argv), &env, true).map(|s| s.pick.unwrap())
-    };
-    let p = pick(&[], &[]).unwrap();
-    assert_eq!(
-        (p.inherited, p.wait, p.timeout, p.verbose),
-        (None, false, None, false)
-    );
-    let p = pick(
-        &[
-            ("CUDA_VISIBLE_DEVICES", "2,GPU-AB"),
-            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
-        ],
-        &["--wait", "--timeout", "10m", "-v"],
-    )
-    .unwrap();
-    let inherited = p.inherited.unwrap();
-    assert_eq!(
-        inherited.devices,
-        [GpuSelector::Index(2), GpuSelector::Uuid("ab".into())]
-    );
-    assert!(inherited.pci_order);
-    assert_eq!(p.timeout, Some(Duration::from_secs(600)));
-    assert!(p.wait && p.verbose);
-    let err = pick(&[("CUDA_VISIBLE_DEVICES", "0,gpu")], &[]).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "CUDA_VISIBLE_DEVICES: \"gpu\" is neither a GPU index nor a GPU UUID like GPU-8932f937 \
-         (got \"0,gpu\")"
-    );
-    // Only `pick` reads it: the monitor shows every GPU whatever the job may use.
-    let s = Settings::resolve(
-        &Cli::parse_from(["gpuwatch"]),
-        &|n: &str| (n == "CUDA_VISIBLE_DEVICES").then(|| "x".to_string()),
-        true,
-    );
-    assert!(s.is_ok());
 }
 
 #[test]

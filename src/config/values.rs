@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::Range;
 use std::time::Duration;
 
-use super::env::{ENV_FLAGS, env_var};
+use super::env::env_var;
 use super::file::{ColumnsTable, DurationText, Entry, FileConfig, LoadedFile, SizeText, SortTable};
 use super::parse::{check_percent, parse_duration, parse_switch, sort_by_name, theme_by_name};
 use super::{DEFAULT_SORT, Env, SettingsError};
@@ -159,8 +159,11 @@ impl<'a> Resolver<'a> {
         flag: &'static str,
         cli: &Option<String>,
     ) -> Result<Option<Got<String>>, SettingsError> {
-        // The table of known variables must name every one read here (see `env`).
-        debug_assert!(ENV_FLAGS.contains(&flag), "{flag} missing from ENV_FLAGS");
+        // The settings table must give every variable read here a row (see `table`).
+        debug_assert!(
+            super::table::env_flags().any(|f| f == flag),
+            "{flag} has no row with a variable in the settings table"
+        );
         let var = env_var(flag);
         let (text, origin) = match cli {
             Some(text) => (text.clone(), Origin::Flag),

@@ -193,9 +193,9 @@ pub async fn run(
         return print_once(req, &state, offset, &mut out);
     };
     config.interval = every;
-    let mut stop = std::pin::pin!(crate::launch::stop_signal()?);
-    let (tx, mut rx) = sampler::channel();
-    let task = tokio::spawn(sampler::run(source, every, tx));
+    let mut stop = std::pin::pin!(sampler::stop_signal()?);
+    let mut sampler = sampler::spawn(source, every);
+    let rx = &mut sampler.events;
     let mut state = State::new(config);
     for sample in prelude {
         update(&mut state, Msg::Sample(Box::new(sample)));
@@ -225,8 +225,7 @@ pub async fn run(
             None => break ExitCode::from(1),
         }
     };
-    drop(rx);
-    task.abort();
+    drop(sampler);
     Ok(code)
 }
 
@@ -242,7 +241,7 @@ fn print_once(
     };
     out.write_all(block.as_bytes())?;
     out.flush().map_err(|e| eyre!(e))?;
-    let down = crate::launch::hosts_down(state);
+    let down = crate::headless::hosts_down(state);
     for why in &down {
         eprintln!("gpuwatch: {}", crate::text_safe::escape(why));
     }

@@ -26,6 +26,19 @@ pub trait Decide {
     fn closed(&mut self) -> Self::Outcome;
 }
 
+/// SIGINT or SIGTERM, as the signal number.
+pub fn stop_signal() -> std::io::Result<impl std::future::Future<Output = u8>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => libc::SIGINT as u8,
+            _ = terminate.recv() => libc::SIGTERM as u8,
+        }
+    })
+}
+
 /// Feeds `decider` the events from `rx` until it decides, `timeout` passes (`None`: never)
 /// or `stop` resolves to a signal number.
 pub async fn until<D: Decide>(

@@ -128,12 +128,11 @@ async fn serve(
     let alerting = alerting::Alerts::start(alerts);
     let none = crate::serve::text::Texts::default();
     let (publish, latest) = watch::channel(Arc::new(Published::render(&state, options, &none)));
-    let (tx, rx) = sampler::channel();
     let timed = TimedSource {
         inner: source,
         stats: Arc::clone(&stats),
     };
-    let sampler = tokio::spawn(sampler::run(Box::new(timed), state.config.interval, tx));
+    let sampler::Sampler { events, task } = sampler::spawn(Box::new(timed), state.config.interval);
     // Tests (and scripts using port 0) read the real address from this line.
     let scheme = if web.tls.is_some() { "https" } else { "http" };
     for listener in &listeners {
@@ -171,9 +170,9 @@ async fn serve(
     let result = tokio::select! {
         () = server => Ok(()),
         () = deadline => Ok(()),
-        why = follow.run(rx, state) => Err(why),
+        why = follow.run(events, state) => Err(why),
     };
-    sampler.abort();
+    drop(task);
     result
 }
 

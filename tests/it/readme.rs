@@ -1,7 +1,7 @@
 //! The README and docs stay true to the code: the README's keys table is the keymap table,
 //! CI runs the test command it names, every relative link in the docs resolves, the
 //! exporter's series list names every series `serve` exports, and the settings page names
-//! every flag.
+//! every flag in the table generated from the settings' definitions.
 
 use crate::serve_support;
 
@@ -177,6 +177,18 @@ fn the_exporter_doc_lists_every_series_served() {
         missing.is_empty(),
         "docs/exporter.md lacks these rows (name and type):\n{}",
         missing.join("\n")
+    );
+}
+
+/// docs/settings.md's reference table is the one the settings table generates.
+#[test]
+fn the_settings_doc_is_the_settings_table() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/settings.md")).unwrap();
+    let table = gpuwatch::config::table::markdown_table();
+    assert!(
+        doc.contains(&table),
+        "docs/settings.md's settings table is out of date; it should read:\n\n{table}"
     );
 }
 

@@ -1,5 +1,5 @@
 //! The sampler task on paused tokio time: one sample per tick, failures reported and
-//! survived, and the task ends when the receiver is dropped.
+//! survived, and the task ends when the receiver is dropped or its handle goes.
 
 use crate::common;
 
@@ -134,4 +134,55 @@ async fn a_wedged_poll_is_reported_and_does_not_hold_the_sampler() {
         .expect("the sampler ends while its poll is still stuck")
         .unwrap();
     let _ = release.send(());
+}
+
+/// Says when it is dropped: the sampler owns its source, so this is the task ending.
+struct DropFlag {
+    inner: gpuwatch::source::sim::SimSource,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl GpuSource for DropFlag {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        self.inner.sample()
+    }
+}
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.dropped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The handle every mode holds stops the task when it goes, even while the receiver is
+/// still held elsewhere (the app keeps its events after moving them into its loop).
+#[tokio::test(start_paused = true)]
+async fn dropping_the_handles_task_stops_the_sampler() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dropped = std::sync::Arc::new(AtomicBool::new(false));
+    let source = DropFlag {
+        inner: common::sim(1),
+        dropped: std::sync::Arc::clone(&dropped),
+    };
+    let sampler::Sampler { mut events, task } =
+        sampler::spawn(Box::new(source), Duration::from_secs(1));
+    assert!(matches!(events.recv().await, Some(SamplerEvent::Sample(_))));
+    drop(task);
+    // Bounded: an aborted task is dropped the next time the runtime looks at it.
+    for _ in 0..100 {
+        if dropped.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the source outlived its handle"
+    );
+    // Whatever was queued may still come out, then the channel ends instead of ticking on.
+    tokio::time::advance(Duration::from_secs(5)).await;
+    while let Some(event) = events.recv().await {
+        assert!(matches!(event, SamplerEvent::Sample(_)));
+    }
 }
