@@ -30,6 +30,7 @@ pub mod launch;
 pub mod layout;
 pub mod model;
 pub mod pick;
+pub mod present;
 pub mod procinfo;
 pub mod query;
 pub mod quiet_pipe;

@@ -33,8 +33,8 @@ use crate::cli::{Cli, PickArgs, PickFormat, SourceKind};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
 use crate::pick::{self, Criteria};
+use crate::present::ThemeName;
 use crate::select::{GpuSelector, parse_gpu_list};
-use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 use values::Resolver;
 

@@ -13,7 +13,7 @@ use super::{
 use crate::cli::{Cli, ConfigCommand, SourceKind};
 use crate::model::procs::{Column, SortDir};
 use crate::model::warnings::Thresholds;
-use crate::ui::theme::ThemeName;
+use crate::present::ThemeName;
 use crate::units::Bytes;
 
 /// The file `config init` writes: every key, set to its default, with what it means.
@@ -84,10 +84,10 @@ fn sort_and_columns_tables() -> String {
         .iter()
         .map(|c| format!("\"{}\"", c.config_name()))
         .collect();
-    // Only columns that can be sorted by (not `type`).
+    // Only columns that sort by their own values (today every one a file can name).
     let column_names: Vec<_> = Column::ALL
         .iter()
-        .filter(|c| c.sort_key().is_some())
+        .filter(|c| c.sorts_as() == **c)
         .map(|c| c.config_name())
         .collect();
     format!(

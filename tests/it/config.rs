@@ -13,8 +13,8 @@ use gpuwatch::cli::Cli;
 use gpuwatch::config::{ServeSettings, Settings, check_file, default_file_text};
 use gpuwatch::model::procs::{Column, SortDir, SortKey};
 use gpuwatch::model::warnings::Thresholds;
+use gpuwatch::present::ThemeName;
 use gpuwatch::source::wire::WarningCode;
-use gpuwatch::ui::theme::ThemeName;
 use gpuwatch::units::Bytes;
 use predicates::prelude::*;
 

@@ -1,7 +1,7 @@
 //! The model as the snapshot document (`--once --json`, `/api/v1/snapshot`): its GPUs, its
 //! process table in the TUI's order, its warnings and the free GPUs. Written from the model,
 //! not the raw sample, so the document lists what the TUI shows. Knows no words: the caller
-//! passes each warning's sentence in (`ui::text::warning_line`).
+//! passes each warning's sentence in (`present::warnings::warning_line`).
 
 use super::{ContextDoc, Lookup, epoch_secs};
 use super::{Gpu, Host, Proc, SCHEMA_MAJOR, SCHEMA_MINOR, Snapshot, SnapshotGpu, Warning};
