@@ -17,9 +17,9 @@ use crate::model::owners::unattributed;
 use crate::model::procs::ProcRow;
 use crate::present::format::bytes_short;
 use crate::procinfo::Presence;
+use crate::reading::Sample;
+use crate::reading::device_list::GpuSelector;
 use crate::sampler::{Decide, SamplerEvent, until};
-use crate::select::GpuSelector;
-use crate::source::Sample;
 use crate::state::{Msg, State, update};
 use crate::text_safe::escape;
 

@@ -34,7 +34,7 @@ use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
 use crate::pick::{self, Criteria};
 use crate::present::ThemeName;
-use crate::select::{GpuSelector, parse_gpu_list};
+use crate::reading::device_list::{GpuSelector, parse_gpu_list};
 use crate::units::Bytes;
 use values::Resolver;
 

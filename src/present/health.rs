@@ -1,9 +1,9 @@
-//! The words for a GPU's health readings (`source::health`), shared by the `--once` text
+//! The words for a GPU's health readings (`reading::health`), shared by the `--once` text
 //! and the GPU panel's border: each reading as a short phrase, `N/A` where the device cannot
 //! tell. Pure formatting; what is worth a warning is `model::health`'s.
 
 use super::format::NA;
-use crate::source::health::{Health, RemappedRows, RetiredPages, XidTally};
+use crate::reading::health::{Health, RemappedRows, RetiredPages, XidTally};
 
 /// Every health reading as a phrase, in a fixed order (for the `--once` table).
 pub fn all(h: &Health) -> Vec<String> {

@@ -3,7 +3,7 @@
 //! header) and `--once` can print it plain. A number the source could not give is `N/A`.
 
 use super::format::{NA, gib, or_na};
-use crate::source::HostLoad;
+use crate::reading::HostLoad;
 use crate::units::Bytes;
 
 /// What a word is, for whoever styles it: the TUI dims labels, separators and asides and

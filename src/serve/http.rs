@@ -14,8 +14,8 @@ use axum::routing::get;
 use tokio::sync::watch;
 
 use crate::present::warnings::warning_line;
-use crate::source::wire;
 use crate::state::State;
+use crate::wire;
 
 use super::metrics::{self, MetricOptions};
 use super::negotiate::{self, Format};

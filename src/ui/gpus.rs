@@ -14,7 +14,7 @@ use super::spans::fit_spans;
 use crate::layout::{Areas, gpu_rects, panel_rows};
 use crate::model::owners::{Unheld, owners, unattributed, unheld};
 use crate::present::format::{NA, bar, bytes_short, gib, gpu_name, or_na, unheld_words};
-use crate::source::{GpuReading, GpuStatus};
+use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
 
 // Compact mode, the charts and the panel's border words live in their own files; the

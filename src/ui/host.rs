@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 
 use super::Theme;
 use crate::present::host::{Role, words};
-use crate::source::HostLoad;
+use crate::reading::HostLoad;
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {

@@ -16,7 +16,7 @@ use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::model::warnings::WarningKind;
 use crate::present::cells::{cell_text, host_width, visible_columns};
 use crate::present::format::truncate;
-use crate::source::GpuId;
+use crate::reading::GpuId;
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {

@@ -14,8 +14,8 @@ use gpuwatch::config::{ServeSettings, Settings, check_file, default_file_text};
 use gpuwatch::model::procs::{Column, SortDir, SortKey};
 use gpuwatch::model::warnings::Thresholds;
 use gpuwatch::present::ThemeName;
-use gpuwatch::source::wire::WarningCode;
 use gpuwatch::units::Bytes;
+use gpuwatch::wire::WarningCode;
 use predicates::prelude::*;
 
 fn fixture(name: &str) -> PathBuf {

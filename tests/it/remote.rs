@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::present::warnings::warning_line;
+use gpuwatch::reading::{GpuStatus, Sample};
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::multi::MultiSource;
-use gpuwatch::source::{GpuSource, GpuStatus, Sample};
 use gpuwatch::state::{Msg, State, update};
 
 /// A one-route HTTP server on 127.0.0.1 that answers every request with `body()`.

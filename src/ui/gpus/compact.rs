@@ -13,8 +13,8 @@ use super::charts::spark_text;
 use super::{fit_spans, memory_text, owner_spans, short_name, temp_style, temp_text};
 use crate::layout::{Areas, compact_column_rects};
 use crate::present::format::{bar, gpu_name, or_na, truncate, vendor_tag};
-use crate::source::fields::Key;
-use crate::source::{GpuReading, GpuStatus};
+use crate::reading::fields::Key;
+use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
 use crate::ui::Theme;
 

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 
 use super::{fit_spans, owner_entries};
 use crate::present::format::{ThrottleKind, gpu_name, or_na, rate, throttle_label};
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
 use crate::state::State;
 use crate::ui::Theme;
 

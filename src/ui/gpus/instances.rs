@@ -9,7 +9,7 @@ use super::fit_spans;
 use crate::model::mig::short_uuid;
 use crate::model::owners::instance_owners;
 use crate::present::format::{bar, bytes_short, gib, or_na};
-use crate::source::mig::MigReading;
+use crate::reading::mig::MigReading;
 use crate::state::State;
 use crate::ui::Theme;
 
