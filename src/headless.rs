@@ -9,7 +9,7 @@ use color_eyre::eyre::{Result, eyre};
 use crate::model::owners::{free_labels, owners, unattributed};
 use crate::model::procs::Column;
 use crate::model::warnings::Severity;
-use crate::present::cells::{cell_text, host_width, padded, visible_columns};
+use crate::present::cells::{cell_text, padded};
 use crate::present::format::{NA, bytes_short, gib, gpu_name, or_na, truncate, unheld_words};
 use crate::present::warnings::warning_line;
 use crate::reading::{GpuStatus, Sample, Visibility};
@@ -269,8 +269,8 @@ fn warning_lines(state: &State) -> String {
 /// The process table with the TUI's columns, titles and cell words (all of them but the
 /// command padded to the TUI's widths), in its order.
 fn process_table(state: &State) -> String {
-    let columns = visible_columns(state);
-    let host = host_width(state);
+    let columns = state.visible_columns();
+    let host = state.host_width();
     let line = |cell: &dyn Fn(Column) -> String| {
         let cells: Vec<String> = columns
             .iter()

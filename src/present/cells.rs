@@ -1,11 +1,11 @@
-//! The process table's cells as words: each column's text for a row, which columns show,
-//! and the plain-text layout `--once` uses (widths and alignment from the column table in
-//! `model::columns`; no ratatui). The TUI draws the same words in `ui::table`.
+//! The process table's cells as words: each column's text for a row and the plain-text
+//! layout `--once` uses (widths and alignment from the column table in `model::columns`; no
+//! ratatui). Which columns show is the state's (`State::visible_columns`); the TUI draws the
+//! same words in `ui::table`.
 
 use super::format::{bytes_short, elapsed, or_na, truncate};
 use crate::model::columns::{Align, MAX_HOST_WIDTH};
 use crate::model::procs::{Column, ProcRow};
-use crate::state::State;
 
 /// A cell's words, for the TUI's table and the `--once` text alike.
 pub fn cell_text(c: Column, r: &ProcRow) -> String {
@@ -33,36 +33,6 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
         Column::Time => or_na(r.elapsed, elapsed),
         Column::Command => r.command.clone(),
     }
-}
-
-/// The HOST column's longest value (titles included), which the table, mouse clicks and
-/// the `--once` text all size it by.
-pub fn host_width(state: &State) -> u16 {
-    state
-        .model
-        .procs()
-        .all
-        .iter()
-        .filter_map(|r| r.host.as_deref())
-        .map(|h| h.chars().count())
-        .chain([Column::Host.title().len() + 1])
-        .max()
-        .map_or(0, |w| u16::try_from(w).unwrap_or(u16::MAX))
-}
-
-/// The configured columns, with HOST first when the GPUs come from several hosts, and
-/// JOB only when some process runs in a container, pod, Slurm job or service (on a box
-/// of login shells it would be an empty column) and the terminal is wide enough (or
-/// there is no terminal: `--once`).
-pub fn visible_columns(state: &State) -> Vec<Column> {
-    let mut columns = state.config.columns.clone();
-    if !state.job_column_shown() {
-        columns.retain(|c| *c != Column::Job);
-    }
-    if state.model.gpus().iter().any(|g| g.host.is_some()) {
-        columns.insert(0, Column::Host);
-    }
-    columns
 }
 
 /// `text` padded to its column's width on the aligned side, as the TUI places it; the last

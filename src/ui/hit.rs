@@ -90,8 +90,8 @@ fn table_area(state: &State, areas: &Areas, at: Position, kind: MouseKind) -> Ve
 }
 
 fn header_click(state: &State, table: Rect, x: u16) -> Option<Action> {
-    let columns = crate::present::cells::visible_columns(state);
-    layout::column_spans(&columns, crate::present::cells::host_width(state), table)
+    let columns = state.visible_columns();
+    layout::column_spans(&columns, state.host_width(), table)
         .iter()
         .find(|(_, r)| x >= r.x && x < r.right())
         .map(|(c, _)| Action::SortByOrReverse(c.sorts_as()))

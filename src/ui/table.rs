@@ -14,7 +14,7 @@ use crate::layout::{COLUMN_SPACING, column_width, first_row};
 use crate::model::pileup::unpinned;
 use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::model::warnings::WarningKind;
-use crate::present::cells::{cell_text, host_width, visible_columns};
+use crate::present::cells::cell_text;
 use crate::present::format::truncate;
 use crate::reading::GpuId;
 use crate::state::State;
@@ -27,7 +27,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .border_style(theme.dim)
         .title(Span::styled(title(state, arrow), theme.title));
 
-    let columns = &visible_columns(state);
+    let columns = &state.visible_columns();
     let header = Row::new(columns.iter().map(|c| {
         let (text, style) = if c.sorts_as() == table.sort {
             (format!("{}{arrow}", c.title()), theme.sorted_column)
@@ -42,7 +42,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let on_screen = area.height.saturating_sub(2) as usize;
     let piled = piled_up(state);
     // The width each column gets, so a cut cell ends in `…` instead of stopping mid-word.
-    let host = host_width(state);
+    let host = state.host_width();
     let widths: Vec<usize> = crate::layout::column_spans(columns, host, area)
         .iter()
         .map(|(_, r)| r.width as usize)
