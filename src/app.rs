@@ -77,7 +77,7 @@ pub struct Options {
     pub seek_samples: i64,
     /// A line for the status bar at start.
     pub notice: Option<String>,
-    pub theme: crate::ui::theme::ThemeName,
+    pub theme: crate::present::ThemeName,
     /// Samples applied before the first frame (the demo's back-filled history).
     pub prelude: Vec<crate::reading::Sample>,
     /// Where alerts go, and whether the bell rings on a new critical one.

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use clap::builder::PossibleValuesParser;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+use crate::model::columns::Column;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SourceKind {
     /// Real GPUs through NVML; fail with a hint when NVML cannot be loaded.
@@ -27,22 +29,6 @@ pub const SOURCE_NAMES: [&str; 5] = ["nvml", "auto", "amd", "intel", "demo"];
 
 /// Names `--theme` accepts (the same as `theme` in the config file).
 pub const THEME_NAMES: [&str; 3] = ["dark", "light", "mono"];
-
-/// Names `--sort` accepts: `state::procs::SortKey::config_name` of every key (a unit test in
-/// `config` keeps the two lists equal; clap needs them as a constant for help and completions).
-pub const SORT_NAMES: [&str; 11] = [
-    "gpu",
-    "pid",
-    "user",
-    "job",
-    "type",
-    "vram",
-    "gpu_util",
-    "cpu",
-    "host_memory",
-    "time",
-    "command",
-];
 
 const ENV_HELP: &str = "\
 Every setting flag can also come from the environment as GPUWATCH_<FLAG>, e.g.
@@ -229,7 +215,7 @@ pub struct Cli {
     /// Column the process table is sorted by at start, in that column's natural direction
     /// [default: vram].
     #[arg(long, value_name = "COLUMN", global = true,
-          value_parser = PossibleValuesParser::new(SORT_NAMES))]
+          value_parser = PossibleValuesParser::new(Column::config_names()))]
     pub sort: Option<String>,
 
     /// Write every sample to FILE as NDJSON, in any mode (play it back with `gpuwatch replay`).

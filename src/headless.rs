@@ -9,14 +9,14 @@ use color_eyre::eyre::{Result, eyre};
 use crate::model::owners::{free_labels, owners, unattributed};
 use crate::model::procs::Column;
 use crate::model::warnings::Severity;
+use crate::present::cells::{cell_text, padded};
+use crate::present::format::{NA, bytes_short, gib, gpu_name, or_na, truncate, unheld_words};
+use crate::present::warnings::warning_line;
 use crate::reading::{GpuStatus, Sample, Visibility};
 use crate::sampler::{self, SamplerEvent};
 use crate::source::GpuSource;
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::text_safe::escape;
-use crate::ui::format::{NA, bytes_short, gib, or_na};
-use crate::ui::table::{cell_text, right_aligned};
-use crate::ui::text::warning_line;
 use crate::wire;
 
 /// How long `--once` waits for a second sample when the first could not give CPU%: a
@@ -124,7 +124,7 @@ fn host_line(load: &crate::reading::HostLoad) -> String {
     if *load == crate::reading::HostLoad::default() {
         return String::new();
     }
-    format!("host: {}\n", crate::ui::host::plain(load))
+    format!("host: {}\n", crate::present::host::plain(load))
 }
 
 /// One line per GPU with its readings and who holds it.
@@ -139,7 +139,7 @@ fn gpu_table(state: &State) -> String {
             out += &format!(
                 "{:>w$}  {:<22} LOST — not responding\n",
                 escape(&g.label()),
-                escape(&crate::ui::format::gpu_name(g))
+                escape(&gpu_name(g))
             );
             continue;
         }
@@ -152,10 +152,7 @@ fn gpu_table(state: &State) -> String {
         out += &format!(
             "{:>w$}  {:<22} {:>5} {:>16} {:>5} {:>11} {:>4} {:>9} {:>9} {:>3}  {}\n",
             escape(&g.label()),
-            escape(&crate::ui::format::truncate(
-                &crate::ui::format::gpu_name(g),
-                22
-            )),
+            escape(&truncate(&gpu_name(g), 22)),
             or_na(g.util, |u| format!("{}%", u.0)),
             mem,
             or_na(g.temperature, |t| format!("{}C", t.0)),
@@ -201,7 +198,7 @@ fn instance_rows(state: &State, g: &crate::reading::GpuReading, w: usize) -> Str
                 escape(&g.label()),
                 or_na(m.gpu_instance_id, |i| i.to_string())
             ),
-            escape(&crate::ui::format::truncate(&name, 22)),
+            escape(&truncate(&name, 22)),
             or_na(m.util, |u| format!("{}%", u.0)),
             pair(m.memory_used, m.memory_total, gib),
             "",
@@ -227,9 +224,7 @@ fn owners_text(state: &State, g: &crate::reading::GpuReading) -> String {
     }
     // Free, or why not, in the TUI's words (one predicate, `owners::unheld`).
     match crate::model::owners::unheld(&state.model, g) {
-        Some(u) => crate::ui::format::unheld_words(u)
-            .unwrap_or("-")
-            .to_string(),
+        Some(u) => unheld_words(u).unwrap_or("-").to_string(),
         None => who.join(", "),
     }
 }
@@ -237,9 +232,9 @@ fn owners_text(state: &State, g: &crate::reading::GpuReading) -> String {
 /// One line per answering GPU with its health readings (`N/A` where it cannot tell); left
 /// out when no GPU reports any.
 fn health_lines(state: &State) -> String {
-    use crate::ui::health_text;
+    use crate::present::health;
     let gpus = state.model.gpus();
-    if !gpus.iter().any(|g| health_text::any_known(&g.health)) {
+    if !gpus.iter().any(|g| health::any_known(&g.health)) {
         return String::new();
     }
     let w = label_width(state);
@@ -248,7 +243,7 @@ fn health_lines(state: &State) -> String {
         out += &format!(
             "{:>w$}  {}\n",
             escape(&g.label()),
-            health_text::all(&g.health).join("  ")
+            health::all(&g.health).join("  ")
         );
     }
     out
@@ -272,21 +267,12 @@ fn warning_lines(state: &State) -> String {
 /// The process table with the TUI's columns, titles and cell words (all of them but the
 /// command padded to the TUI's widths), in its order.
 fn process_table(state: &State) -> String {
-    let columns = crate::ui::table::visible_columns(state);
-    let host = crate::ui::table::host_width(state);
+    let columns = state.visible_columns();
+    let host = state.host_width();
     let line = |cell: &dyn Fn(Column) -> String| {
         let cells: Vec<String> = columns
             .iter()
-            .map(|&c| {
-                let text = escape(&cell(c)).into_owned();
-                match crate::layout::column_width(c, host) {
-                    ratatui::layout::Constraint::Length(w) if right_aligned(c) => {
-                        format!("{text:>w$}", w = w as usize)
-                    }
-                    ratatui::layout::Constraint::Length(w) => format!("{text:<w$}", w = w as usize),
-                    _ => text,
-                }
-            })
+            .map(|&c| padded(c, &escape(&cell(c)), host))
             .collect();
         cells.join(" ").trim_end().to_string() + "\n"
     };

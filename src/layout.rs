@@ -230,29 +230,14 @@ pub fn first_row(input: &LayoutInput, selected: Option<usize>) -> usize {
 /// Space between table columns.
 pub const COLUMN_SPACING: u16 = 1;
 
-/// A table column's width in cells; the command takes whatever is left. Each is wide
-/// enough for its title and the sort arrow beside it (`GPU%▼`, `HOST MEM▼`), so sorting
-/// never clips a title. HOST is as wide as the longest host name shown (`host_width`),
-/// within bounds: a column of `127.0.0.1:` prefixes told nobody which host a row is on.
+/// A table column's width as a constraint: the column table's width (`model::columns`;
+/// HOST as wide as the longest host name shown, `host_width`), the command whatever is left.
 pub fn column_width(c: Column, host_width: u16) -> Constraint {
-    match c {
-        Column::Host => Constraint::Length(host_width.clamp(5, MAX_HOST_WIDTH)),
-        Column::Gpu => Constraint::Length(4),
-        Column::Pid => Constraint::Length(7),
-        Column::User => Constraint::Length(9),
-        Column::Job => Constraint::Length(24),
-        Column::Type => Constraint::Length(5),
-        Column::Vram => Constraint::Length(6),
-        Column::GpuUtil => Constraint::Length(5),
-        Column::Cpu => Constraint::Length(6),
-        Column::HostMemory => Constraint::Length(9),
-        Column::Time => Constraint::Length(8),
-        Column::Command => Constraint::Fill(1),
-    }
+    c.spec()
+        .width
+        .cells(host_width)
+        .map_or(Constraint::Fill(1), Constraint::Length)
 }
-
-/// The widest the HOST column grows; longer names are cut with `…`.
-pub const MAX_HOST_WIDTH: u16 = 24;
 
 /// The x-ranges of the visible columns within `area` (the same split the table widget
 /// makes), for matching mouse clicks on the header.

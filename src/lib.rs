@@ -34,6 +34,7 @@ pub mod layout;
 pub mod mode;
 pub mod model;
 pub mod pick;
+pub mod present;
 pub mod procinfo;
 pub mod query;
 pub mod quiet_pipe;

@@ -1,5 +1,5 @@
 //! Physical units as types, so a byte count can never be added to a temperature.
-//! Owns only the value types and their unit conversions; formatting for humans lives in `ui::format`.
+//! Owns only the value types and their unit conversions; formatting for humans lives in `present::format`.
 
 use serde::{Deserialize, Serialize};
 

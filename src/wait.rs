@@ -15,13 +15,13 @@ use tokio::sync::mpsc::Receiver;
 use crate::model::Model;
 use crate::model::owners::unattributed;
 use crate::model::procs::ProcRow;
+use crate::present::format::bytes_short;
 use crate::procinfo::Presence;
 use crate::reading::Sample;
 use crate::reading::device_list::GpuSelector;
 use crate::sampler::{Decide, SamplerEvent, until};
 use crate::state::{Msg, State, update};
 use crate::text_safe::escape;
-use crate::ui::format::bytes_short;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {

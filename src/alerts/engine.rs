@@ -25,7 +25,7 @@ pub struct Observed {
     pub kind: WarningCode,
     /// The host the GPU (or the warning) belongs to.
     pub host: String,
-    /// `ui::text::warning_line`'s sentence.
+    /// `present::warnings::warning_line`'s sentence.
     pub message: String,
     /// Who holds the GPU: (user or job, VRAM), largest first.
     pub owners: Vec<(String, Bytes)>,

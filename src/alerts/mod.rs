@@ -142,7 +142,7 @@ pub fn observe(model: &Model) -> Vec<Observed> {
                 .unwrap_or_default();
             Observed {
                 kind: w.kind.code(),
-                message: crate::ui::text::warning_line(w),
+                message: crate::present::warnings::warning_line(w),
                 host,
                 owners: holders,
                 warning: w.clone(),

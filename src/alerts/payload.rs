@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::engine::{Alert, Event, HeldBack, Status};
 use crate::model::warnings::{Severity, Subject};
+use crate::present::format::{bytes_short, duration_short};
 use crate::reading::GpuReading;
-use crate::ui::format::{bytes_short, duration_short};
 
 /// `--alert-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

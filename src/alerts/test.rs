@@ -31,7 +31,7 @@ pub fn synthetic(host: &str, now: SystemTime) -> Event {
             kind: warning.kind.code(),
             message: format!(
                 "test alert from gpuwatch alert test ({})",
-                crate::ui::text::warning_line(&warning)
+                crate::present::warnings::warning_line(&warning)
             ),
             host: host.to_string(),
             owners: vec![("nobody".into(), Bytes::from_gib(1.0))],

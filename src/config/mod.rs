@@ -37,7 +37,7 @@ use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
 use crate::reading::MIN_INTERVAL;
 use crate::reading::device_list::GpuSelector;
-use crate::ui::theme::ThemeName;
+use crate::present::ThemeName;
 use crate::units::Bytes;
 use values::Resolver;
 

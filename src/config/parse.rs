@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::cli::SourceKind;
 use crate::model::procs::SortKey;
+use crate::present::ThemeName;
 use crate::source::sim::Scenario;
-use crate::ui::theme::ThemeName;
 
 /// `500ms`, `2s`, `1m`, or a bare number of seconds like `watch -n` takes. Humantime reads
 /// the unit, but its error lists a dozen units nobody uses here, so the message says the

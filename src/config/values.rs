@@ -11,7 +11,7 @@ use super::file::{ColumnsTable, DurationText, Entry, FileConfig, LoadedFile, Siz
 use super::parse::{check_percent, parse_duration, parse_switch, sort_by_name, theme_by_name};
 use super::{DEFAULT_SORT, Env, SettingsError};
 use crate::model::procs::{Column, SortDir, SortKey};
-use crate::ui::theme::ThemeName;
+use crate::present::ThemeName;
 use crate::units::Bytes;
 
 /// Where a value came from, weakest first.

@@ -82,60 +82,14 @@ impl ProcRow {
     }
 }
 
-/// Orders two rows by `key` in `dir`. Unknown values sort last in either direction; ties
-/// fall back to PID then GPU so the order never jitters between samples.
+/// Orders two rows by `key` in `dir` (the comparison is the column table's). Unknown values
+/// sort last in either direction; ties fall back to PID then GPU so the order never jitters
+/// between samples.
 pub fn compare(a: &ProcRow, b: &ProcRow, key: SortKey, dir: SortDir) -> Ordering {
-    let primary = match key {
-        SortKey::Gpu => known(
-            Some((&a.host, a.gpu_index)),
-            Some((&b.host, b.gpu_index)),
-            dir,
-        ),
-        SortKey::Pid => known(Some(a.key.pid), Some(b.key.pid), dir),
-        SortKey::User => known(a.user.as_ref(), b.user.as_ref(), dir),
-        SortKey::Job => known(a.job.as_ref(), b.job.as_ref(), dir),
-        SortKey::Type => known(Some(a.kind.label()), Some(b.kind.label()), dir),
-        SortKey::Vram => known(a.vram, b.vram, dir),
-        SortKey::GpuUtil => known(a.gpu_util, b.gpu_util, dir),
-        SortKey::Cpu => known(a.cpu.map(OrdF32), b.cpu.map(OrdF32), dir),
-        SortKey::HostMemory => known(a.host_memory, b.host_memory, dir),
-        SortKey::Time => known(a.elapsed, b.elapsed, dir),
-        SortKey::Command => known(Some(&a.command), Some(&b.command), dir),
-    };
-    primary
+    let (_, by) = key.order();
+    by(a, b, dir)
         .then(a.key.pid.cmp(&b.key.pid))
         .then(a.gpu_index.cmp(&b.gpu_index))
-}
-
-fn known<T: Ord>(a: Option<T>, b: Option<T>, dir: SortDir) -> Ordering {
-    match (a, b) {
-        (Some(a), Some(b)) => match dir {
-            SortDir::Ascending => a.cmp(&b),
-            SortDir::Descending => b.cmp(&a),
-        },
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    }
-}
-
-/// CPU% with a total order (`f32::total_cmp`), so it can sort like the other columns.
-struct OrdF32(f32);
-impl PartialEq for OrdF32 {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for OrdF32 {}
-impl PartialOrd for OrdF32 {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for OrdF32 {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 /// Which rows the table shows: the typed filter, a focused GPU, a chosen user (all must hold).

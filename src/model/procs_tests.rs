@@ -38,6 +38,7 @@ fn rows_for(key: SortKey) -> Vec<ProcRow> {
             let mut r = row(100 - i as u32, 0);
             match key {
                 SortKey::Gpu => r.gpu_index = v.unwrap_or(0) as u32,
+                SortKey::Host => r.host = v.map(|v| format!("gpu{v}")),
                 SortKey::Pid => r.key.pid = v.map(|v| v as u32).unwrap_or(1),
                 SortKey::User => r.user = v.map(|v| format!("user{v}")),
                 SortKey::Job => r.job = v.map(|v| format!("slurm {v}")),

@@ -1,7 +1,7 @@
 //! The model as the snapshot document (`--once --json`, `/api/v1/snapshot`): its GPUs, its
 //! process table in the TUI's order, its warnings and the free GPUs. Written from the model,
 //! not the raw sample, so the document lists what the TUI shows. Knows no words: the caller
-//! passes each warning's sentence in (`ui::text::warning_line`). Lives with the model, above
+//! passes each warning's sentence in (`present::warnings::warning_line`). Lives with the model, above
 //! the wire format, so `wire` knows nothing of `model`.
 
 use crate::model::Model;

@@ -64,7 +64,7 @@ pub enum Severity {
 }
 
 /// What a warning is about, with the numbers it was raised on (no text: the words are
-/// `ui::text::warning_line`'s, the names `WarningCode`'s, the JSON `wire`'s).
+/// `present::warnings::warning_line`'s, the names `WarningCode`'s, the JSON `wire`'s).
 #[derive(Debug, Clone, PartialEq)]
 pub enum WarningKind {
     OomRisk {

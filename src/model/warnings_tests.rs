@@ -72,7 +72,7 @@ fn vram_thresholds_and_hysteresis() {
         "88% stays a warning"
     );
     assert!(w[5].is_empty(), "87% clears");
-    // The words are `ui::text`'s (tested there); here, the numbers they are made of.
+    // The words are `present::warnings`'s (tested there); here, the numbers they are made of.
     assert!(
         matches!(w[2][0].kind, WarningKind::OomRisk { used, total, percent, time_to_full: None, instance: None }
             if used == Bytes::from_gib(78.4) && total == Bytes::from_gib(80.0)

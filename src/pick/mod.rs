@@ -296,7 +296,7 @@ fn disqualified(
         }
     }
     if let Some(w) = state.model.warnings().iter().find(|w| slot.hit_by(w)) {
-        return Some(Skip::Warning(crate::ui::text::warning_line(w)));
+        return Some(Skip::Warning(crate::present::warnings::warning_line(w)));
     }
     let Some(free) = slot.free_memory() else {
         return Some(Skip::FreeUnknown);

@@ -13,8 +13,8 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::watch;
 
+use crate::present::warnings::warning_line;
 use crate::state::State;
-use crate::ui::text::warning_line;
 use crate::wire;
 
 use super::metrics::{self, MetricOptions};

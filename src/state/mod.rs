@@ -12,7 +12,7 @@ use crate::reading::{GpuId, Sample};
 
 pub use crate::layout::LayoutPref;
 pub use crate::model::ViewConfig;
-use crate::model::procs::SortKey;
+use crate::model::procs::{Column, SortKey};
 
 /// What the user asked for, independent of which key they pressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,6 +270,31 @@ impl State {
         const JOB_MIN_WIDTH: u16 = 100;
         let width = self.view.viewport.0;
         self.model.any_job() && (width == 0 || width >= JOB_MIN_WIDTH)
+    }
+
+    /// The configured columns, with HOST first when the GPUs come from several hosts, and
+    /// JOB only when `job_column_shown`: on a box of login shells it would be an empty
+    /// column. The table, mouse clicks and the `--once` text all show these.
+    pub fn visible_columns(&self) -> Vec<Column> {
+        let mut columns = self.config.columns.clone();
+        if !self.job_column_shown() {
+            columns.retain(|c| *c != Column::Job);
+        }
+        if self.model.gpus().iter().any(|g| g.host.is_some()) {
+            columns.insert(0, Column::Host);
+        }
+        columns
+    }
+
+    /// The HOST column's longest value (titles included), which the table, mouse clicks and
+    /// the `--once` text all size it by.
+    pub fn host_width(&self) -> u16 {
+        (self.model.procs().all.iter())
+            .filter_map(|r| r.host.as_deref())
+            .map(|h| h.chars().count())
+            .chain([Column::Host.title().len() + 1])
+            .max()
+            .map_or(0, |w| u16::try_from(w).unwrap_or(u16::MAX))
     }
 
     /// Lines each GPU takes in compact mode: its own and one per MIG instance.

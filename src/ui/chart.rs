@@ -13,7 +13,7 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType};
 
-use super::format::duration_short;
+use crate::present::format::duration_short;
 
 /// One line of a chart: its label in the title, and its points (seconds before now, value).
 pub struct Series {

@@ -9,9 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::Theme;
-use super::format::truncate;
 use crate::model::procs::ProcRow;
 use crate::model::visible::{self, Pinning};
+use crate::present::format::truncate;
 use crate::reading::workload::ProcEnv;
 use crate::reading::{GpuReading, Visibility};
 use crate::state::State;

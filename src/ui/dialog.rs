@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Theme;
-use super::format::{bytes_short, or_na, truncate};
+use crate::present::format::{bytes_short, or_na, truncate};
 use crate::state::signal::Dialog;
 
 pub fn draw(frame: &mut Frame, area: Rect, dialog: &Dialog, theme: &Theme) {

@@ -52,9 +52,9 @@ const HINTS: &str = "Enter: details · e: environment";
 fn selected_with_hints(info: &str, room: usize) -> (String, String) {
     let hints = HINTS.chars().count();
     if room < hints + 12 {
-        return (super::format::truncate(info, room), String::new());
+        return (crate::present::format::truncate(info, room), String::new());
     }
-    let info = super::format::truncate(info, room - hints - 3);
+    let info = crate::present::format::truncate(info, room - hints - 3);
     let pad = room - hints - info.chars().count();
     (format!("{info}{}", " ".repeat(pad)), HINTS.to_string())
 }
@@ -76,7 +76,7 @@ mod tests {
         // Too narrow for both: the row's own line.
         assert_eq!(
             selected_with_hints(long, 20),
-            (super::super::format::truncate(long, 20), String::new())
+            (crate::present::format::truncate(long, 20), String::new())
         );
     }
 }

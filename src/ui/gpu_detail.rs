@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use super::Theme;
 use super::chart::{self, ChartSpec};
-use super::format::{NA, bytes_short, gib, gpu_name, or_na, pack, rate, truncate};
+use crate::present::format::{NA, bytes_short, gib, gpu_name, or_na, pack, rate, truncate};
 use crate::reading::HistoryPoint;
 use crate::reading::fields::Key;
 use crate::reading::{GpuId, GpuReading, GpuStatus};
@@ -98,7 +98,7 @@ fn facts(g: &GpuReading, state: &State) -> Vec<String> {
             .warnings()
             .iter()
             .filter(|w| w.gpu() == Some(&g.id))
-            .map(super::text::warning_line),
+            .map(crate::present::warnings::warning_line),
     );
     items
 }

@@ -10,9 +10,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Theme;
-use super::format::{NA, bar, bytes_short, fit_spans, gib, gpu_name, or_na, unheld_words};
+use super::spans::fit_spans;
 use crate::layout::{Areas, gpu_rects, panel_rows};
 use crate::model::owners::{Unheld, owners, unattributed, unheld};
+use crate::present::format::{NA, bar, bytes_short, gib, gpu_name, or_na, unheld_words};
 use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
 

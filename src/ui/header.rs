@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Theme;
-use super::format::truncate;
 use crate::model::owners::free_labels;
+use crate::present::format::truncate;
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {

@@ -90,10 +90,9 @@ fn table_area(state: &State, areas: &Areas, at: Position, kind: MouseKind) -> Ve
 }
 
 fn header_click(state: &State, table: Rect, x: u16) -> Option<Action> {
-    let columns = crate::ui::table::visible_columns(state);
-    layout::column_spans(&columns, crate::ui::table::host_width(state), table)
+    let columns = state.visible_columns();
+    layout::column_spans(&columns, state.host_width(), table)
         .iter()
         .find(|(_, r)| x >= r.x && x < r.right())
-        .and_then(|(c, _)| c.sort_key())
-        .map(Action::SortByOrReverse)
+        .map(|(c, _)| Action::SortByOrReverse(c.sorts_as()))
 }

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::Theme;
-use super::format::wrap_words;
+use crate::present::format::wrap_words;
 
 /// One entry: a short label in its own column (a key, a badge) and its words.
 pub struct Entry {

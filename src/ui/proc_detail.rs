@@ -11,9 +11,9 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use super::Theme;
 use super::chart::{self, ChartSpec};
-use super::format::{NA, bytes_short, duration_short, elapsed, gib, or_na, pack, wrap};
 use crate::history::procs::{LINGER, ProcHistory, ProcId, ProcPoint};
 use crate::model::procs::ProcRow;
+use crate::present::format::{NA, bytes_short, duration_short, elapsed, gib, or_na, pack, wrap};
 use crate::state::State;
 use crate::units::Bytes;
 

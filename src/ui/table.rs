@@ -1,6 +1,8 @@
 //! The process table: one row per process per GPU, the visible columns from the settings,
 //! the sort column marked in the header, the current user's rows highlighted and other
-//! users' dimmed, the selection in reverse video. Column widths live in `layout` (mouse clicks use them too).
+//! users' dimmed, the selection in reverse video. The cells' words are `present::cells`'s;
+//! widths and alignment the column table's (`model::columns`), placed by `layout` (mouse
+//! clicks use them too).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,84 +10,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 
 use super::Theme;
-use super::format::{bytes_short, elapsed, or_na, truncate};
 use crate::layout::{COLUMN_SPACING, column_width, first_row};
 use crate::model::pileup::unpinned;
 use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::model::warnings::WarningKind;
+use crate::present::cells::cell_text;
+use crate::present::format::truncate;
 use crate::reading::GpuId;
 use crate::state::State;
-
-/// Numbers read best right-aligned (header and values alike); names and the command left.
-pub fn right_aligned(c: Column) -> bool {
-    matches!(
-        c,
-        Column::Pid
-            | Column::Vram
-            | Column::GpuUtil
-            | Column::Cpu
-            | Column::HostMemory
-            | Column::Time
-    )
-}
-
-/// A cell's words, shared with the `--once` text table.
-pub fn cell_text(c: Column, r: &ProcRow) -> String {
-    match c {
-        Column::Host => r.host.as_deref().map_or_else(
-            || "(here)".into(),
-            |h| truncate(h, crate::layout::MAX_HOST_WIDTH as usize),
-        ),
-        // On a MIG instance `0/1`: GPU 0, GPU instance 1 (nvidia-smi's GPU and GI columns).
-        Column::Gpu => match &r.instance {
-            Some(i) => i.gpu_label(&r.gpu_index.to_string()),
-            None => r.gpu_index.to_string(),
-        },
-        Column::Pid => r.key.pid.to_string(),
-        Column::User => r.user.clone().unwrap_or_else(|| "?".into()),
-        Column::Job => r
-            .job
-            .as_deref()
-            .map_or_else(String::new, |j| truncate(j, 24)),
-        Column::Type => r.kind.label().to_string(),
-        Column::Vram => or_na(r.vram, bytes_short),
-        Column::GpuUtil => or_na(r.gpu_util, |u| format!("{u}%")),
-        Column::Cpu => or_na(r.cpu, |c| format!("{c:.1}")),
-        Column::HostMemory => or_na(r.host_memory, bytes_short),
-        Column::Time => or_na(r.elapsed, elapsed),
-        Column::Command => r.command.clone(),
-    }
-}
-
-/// The HOST column's width: its longest host name (titles included), which the table,
-/// mouse clicks and the `--once` text all size it by.
-pub fn host_width(state: &State) -> u16 {
-    state
-        .model
-        .procs()
-        .all
-        .iter()
-        .filter_map(|r| r.host.as_deref())
-        .map(|h| h.chars().count())
-        .chain([Column::Host.title().len() + 1])
-        .max()
-        .map_or(0, |w| u16::try_from(w).unwrap_or(u16::MAX))
-}
-
-/// The configured columns, with HOST first when the GPUs come from several hosts, and
-/// JOB only when some process runs in a container, pod, Slurm job or service (on a box
-/// of login shells it would be an empty column) and the terminal is wide enough (or
-/// there is no terminal: `--once`).
-pub fn visible_columns(state: &State) -> Vec<Column> {
-    let mut columns = state.config.columns.clone();
-    if !state.job_column_shown() {
-        columns.retain(|c| *c != Column::Job);
-    }
-    if state.model.gpus().iter().any(|g| g.host.is_some()) {
-        columns.insert(0, Column::Host);
-    }
-    columns
-}
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let table = &state.model.procs();
@@ -95,9 +27,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .border_style(theme.dim)
         .title(Span::styled(title(state, arrow), theme.title));
 
-    let columns = &visible_columns(state);
+    let columns = &state.visible_columns();
     let header = Row::new(columns.iter().map(|c| {
-        let (text, style) = if c.sort_key() == Some(table.sort) {
+        let (text, style) = if c.sorts_as() == table.sort {
             (format!("{}{arrow}", c.title()), theme.sorted_column)
         } else {
             (c.title().to_string(), theme.table_header)
@@ -110,7 +42,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let on_screen = area.height.saturating_sub(2) as usize;
     let piled = piled_up(state);
     // The width each column gets, so a cut cell ends in `…` instead of stopping mid-word.
-    let host = host_width(state);
+    let host = state.host_width();
     let widths: Vec<usize> = crate::layout::column_spans(columns, host, area)
         .iter()
         .map(|(_, r)| r.width as usize)
@@ -232,7 +164,7 @@ fn row<'a>(
 }
 
 fn aligned(c: Column, line: Line<'static>) -> Cell<'static> {
-    Cell::from(if right_aligned(c) {
+    Cell::from(if c.right_aligned() {
         line.right_aligned()
     } else {
         line

@@ -5,18 +5,7 @@
 use ratatui::style::{Color, Modifier, Style};
 
 use crate::model::warnings::Severity;
-
-/// The themes a user can choose (`theme` in the config file, `--theme`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ThemeName {
-    /// The 16 ANSI colours on a dark background.
-    #[default]
-    Dark,
-    /// The 16 ANSI colours chosen to read on a light background.
-    Light,
-    /// No colour: bold, underline and reverse video only (`NO_COLOR`, `--no-color`).
-    Mono,
-}
+use crate::present::ThemeName;
 
 #[derive(Debug, Clone)]
 pub struct Theme {

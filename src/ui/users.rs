@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Row, Table, TableState};
 
 use super::Theme;
-use super::format::{bytes_short, elapsed};
 use crate::model::users::{Total, UserRow};
+use crate::present::format::{bytes_short, elapsed};
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
@@ -71,7 +71,7 @@ fn header(theme: &Theme) -> Row<'static> {
 /// (at least that much), the plain sum when all are.
 fn total_text<T: Copy>(t: Total<T>, count: usize, show: impl Fn(T) -> String) -> String {
     if t.unknown >= count {
-        super::format::NA.to_string()
+        crate::present::format::NA.to_string()
     } else if t.unknown > 0 {
         format!("{}+", show(t.known))
     } else {

@@ -30,9 +30,9 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             let spans = vec![
                 Span::styled(badge, badge_style),
                 Span::raw(" "),
-                Span::styled(super::text::warning_line(w), text_style),
+                Span::styled(crate::present::warnings::warning_line(w), text_style),
             ];
-            Line::from(super::format::fit_spans(spans, area.width as usize))
+            Line::from(super::spans::fit_spans(spans, area.width as usize))
         })
         .collect();
     if total > shown {
@@ -64,7 +64,7 @@ pub fn draw_list(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             Entry {
                 label: label.to_string(),
                 label_style,
-                text: super::text::warning_line(w),
+                text: crate::present::warnings::warning_line(w),
                 text_style,
             }
         })

@@ -294,6 +294,32 @@ fn all_mode_flags_work_after_a_subcommand() {
 /// `gpuwatch --help` for the ~50 global ones (`pick --help` was 191 lines of mostly those).
 /// The globals still parse after a subcommand, its usage line is as before, and the man
 /// page still lists every option.
+/// `--sort` takes exactly the column table's names, and `--help` lists them (issue 21 §5:
+/// clap's values come from the one column table).
+#[test]
+fn sort_values_are_the_column_table() {
+    use gpuwatch::model::columns::Column;
+    let names: Vec<&str> = Column::config_names().collect();
+    let listed = format!("[possible values: {}]", names.join(", "));
+    let out = gpuwatch().arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("--sort <COLUMN> "), "{help}");
+    assert!(help.contains(&listed), "--help lacks `{listed}`");
+    let refused = gpuwatch()
+        .args(["--demo", "--once", "--sort", "host"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(&listed), "{stderr}");
+    gpuwatch()
+        .args(["--demo", "--once", "--sort", "host_memory"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("HOST MEM"));
+}
+
 #[test]
 fn help_fits_the_terminal_and_subcommands_show_their_own_options() {
     let help = |args: &[&str], columns: &str| {

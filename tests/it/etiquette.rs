@@ -339,7 +339,7 @@ fn idle_holders_and_stale_vram_warn_after_their_settings() {
         .model
         .warnings()
         .iter()
-        .map(gpuwatch::ui::text::warning_line)
+        .map(gpuwatch::present::warnings::warning_line)
         .collect();
     let text = text.join("\n");
     assert!(

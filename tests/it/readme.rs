@@ -20,6 +20,33 @@ fn readme_keys_table_is_the_keymap() {
     );
 }
 
+/// The guide's list of process-table columns is the column table, and the README names
+/// every column in display order (issue 21 §5: one table, docs generated from it).
+#[test]
+fn the_docs_column_lists_are_the_column_table() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let guide = std::fs::read_to_string(format!("{root}/docs/guide.md")).unwrap();
+    let table = gpuwatch::model::columns::markdown_table();
+    assert!(
+        guide.contains(&table),
+        "docs/guide.md's column table is out of date; it should read:\n\n{table}"
+    );
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let prose = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let titles: Vec<&str> = gpuwatch::model::columns::Column::ALL
+        .iter()
+        .map(|c| c.title())
+        .collect();
+    let mut rest = prose.as_str();
+    for title in &titles {
+        let at = rest.find(&format!("{title},")).or_else(|| rest.find(title));
+        let at = at.unwrap_or_else(|| {
+            panic!("README's Processes line lacks {title}, in order: {titles:?}")
+        });
+        rest = &rest[at + title.len()..];
+    }
+}
+
 #[test]
 fn ci_runs_the_readme_test_command() {
     let root = env!("CARGO_MANIFEST_DIR");

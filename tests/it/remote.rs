@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gpuwatch::model::warnings::WarningKind;
+use gpuwatch::present::warnings::warning_line;
 use gpuwatch::reading::{GpuStatus, Sample};
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::multi::MultiSource;
 use gpuwatch::state::{Msg, State, update};
-use gpuwatch::ui::text::warning_line;
 
 /// A one-route HTTP server on 127.0.0.1 that answers every request with `body()`.
 struct Exporter {

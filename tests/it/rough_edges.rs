@@ -99,7 +99,7 @@ fn w_lists_every_warning_even_those_the_bar_has_no_room_for() {
         act(&mut state, Action::PageDown);
     }
     for w in state.model.warnings() {
-        let words = gpuwatch::ui::text::warning_line(w);
+        let words = gpuwatch::present::warnings::warning_line(w);
         // Wrapped at the popup's width: look for its first words.
         let start: String = words.chars().take(30).collect();
         assert!(seen.contains(&start), "{start:?} of {total} never shown");

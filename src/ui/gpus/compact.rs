@@ -12,11 +12,11 @@ use ratatui::widgets::Paragraph;
 use super::charts::spark_text;
 use super::{fit_spans, memory_text, owner_spans, short_name, temp_style, temp_text};
 use crate::layout::{Areas, compact_column_rects};
+use crate::present::format::{bar, gpu_name, or_na, truncate, vendor_tag};
 use crate::reading::fields::Key;
 use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
 use crate::ui::Theme;
-use crate::ui::format::{bar, gpu_name, or_na, truncate, vendor_tag};
 
 /// Column widths of a compact line, chosen once per frame from the available width.
 struct CompactColumns {

@@ -8,10 +8,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::{fit_spans, owner_entries};
+use crate::present::format::{ThrottleKind, gpu_name, or_na, rate, throttle_label};
 use crate::reading::GpuReading;
 use crate::state::State;
 use crate::ui::Theme;
-use crate::ui::format::{ThrottleKind, gpu_name, or_na, rate, throttle_label};
 
 /// A panel's border titles and inner detail lines, laid out for one width.
 pub struct PanelText {
@@ -243,7 +243,7 @@ fn wrap_parts(parts: &[String], width: usize) -> Vec<String> {
                 line.push_str(" · ");
                 line.push_str(part);
             }
-            _ => lines.push(crate::ui::format::truncate(part, width)),
+            _ => lines.push(crate::present::format::truncate(part, width)),
         }
     }
     lines
@@ -255,7 +255,7 @@ fn wrap_parts(parts: &[String], width: usize) -> Vec<String> {
 fn detail_parts(g: &GpuReading, theme: &Theme) -> (Vec<String>, Style) {
     // XIDs seen, rows or pages waiting come first (a narrow border cuts the end): only what
     // is out of the ordinary; the warnings bar says what it means.
-    let mut parts: Vec<String> = crate::ui::health_text::notable(&g.health);
+    let mut parts: Vec<String> = crate::present::health::notable(&g.health);
     let unhealthy = !parts.is_empty();
     if let (Some(gen_), Some(width)) = (g.pcie_link_gen, g.pcie_link_width) {
         let mut pcie = format!("PCIe {gen_}×{width}");

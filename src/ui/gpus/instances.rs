@@ -8,10 +8,10 @@ use ratatui::text::{Line, Span};
 use super::fit_spans;
 use crate::model::mig::short_uuid;
 use crate::model::owners::instance_owners;
+use crate::present::format::{bar, bytes_short, gib, or_na};
 use crate::reading::mig::MigReading;
 use crate::state::State;
 use crate::ui::Theme;
-use crate::ui::format::{bar, bytes_short, gib, or_na};
 
 /// Panels narrower than this leave the UUID out (the profile and ids say which instance;
 /// `pick` and the JSON give the whole UUID).

@@ -2,10 +2,10 @@
 //! `--once` text and the JSON document's `message`. Pure formatting; the warning itself
 //! (kind, subject, numbers) is `model::warnings`'s and carries no text.
 
+use super::format::{duration_short, gib, truncate};
 use crate::model::warnings::{Subject, Warning, WarningKind};
 use crate::reading::health::{RemappedRows, RetiredPages, xid_meaning};
 use crate::reading::throttle::ThrottleReason;
-use crate::ui::format::{duration_short, gib, truncate};
 use crate::units::{Bytes, Celsius};
 use std::time::Duration;
 

@@ -1,7 +1,6 @@
 //! Turning readings into short human text: bytes, durations, temperatures, `N/A`.
-//! Pure string formatting; shared by the TUI and the plain-text `--once` output.
+//! Pure string formatting (no ratatui); shared by the TUI and the headless modes.
 
-use ratatui::text::Span;
 use std::borrow::Cow;
 use std::time::Duration;
 
@@ -147,7 +146,6 @@ pub fn throttle_label(reason: &ThrottleReason) -> (&str, ThrottleKind) {
     (reason.label(), reason.kind())
 }
 
-/// Shortens `s` to at most `width` characters, marking the cut with `…`.
 /// Greedy word wrap into lines of at most `width` characters; a word longer than a line is
 /// split. Hand-written: ten lines, where the textwrap crate would be a dependency for
 /// the help and warning popups alone.
@@ -195,27 +193,6 @@ pub fn truncate(s: &str, width: usize) -> String {
         .len();
     out.truncate(whole);
     out.push('…');
-    out
-}
-
-/// Cuts a line of spans to `width` characters, ending with `…` when something was cut;
-/// never inside a number (see [`truncate`]).
-pub fn fit_spans(spans: Vec<Span<'static>>, width: usize) -> Vec<Span<'static>> {
-    let mut out = Vec::new();
-    let mut used = 0;
-    for span in spans {
-        let len = span.content.chars().count();
-        if used + len <= width {
-            used += len;
-            out.push(span);
-        } else {
-            let room = width.saturating_sub(used);
-            if room > 0 {
-                out.push(Span::styled(truncate(&span.content, room), span.style));
-            }
-            break;
-        }
-    }
     out
 }
 
