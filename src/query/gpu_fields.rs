@@ -105,7 +105,7 @@ pub const GPU_FIELDS: &[GpuField] = &[
     other("count", &[], |c, _| Some(c.count.to_string()), "How many GPUs the query shows."),
     other("name", &["gpu_name"], |_, g| Some(g.name.clone()), "The GPU's product name."),
     other("index", &[], |_, g| Some(g.index.to_string()), "The GPU's index on its host (PCI bus order)."),
-    other("uuid", &["gpu_uuid"], |_, g| Some(g.id.0.clone()), "The GPU's UUID (GPU-…; AMD-…/INTEL-… for the DRM sources)."),
+    other("uuid", &["gpu_uuid"], |_, g| g.id.uuid().map(str::to_string), "The GPU's UUID (GPU-…; AMD-…/INTEL-… for the DRM sources; [N/A] when the GPU did not give one)."),
     other("pci.bus_id", &["gpu_bus_id"], |_, g| g.pci_bus_id.clone(), "PCI bus id, domain:bus:device.function."),
     table("pstate", &[], None, Key::Pstate, Pstate, "Performance state, P0 (fastest) to P15."),
     table("temperature.gpu", &[], None, Key::Temperature, Whole, "Core temperature, °C."),

@@ -27,6 +27,25 @@ use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GpuId(pub String);
 
+impl GpuId {
+    /// What every stand-in id starts with. No vendor writes a UUID this way (NVML's are
+    /// `GPU-…`/`MIG-…`, the DRM sources' `AMD-…`/`INTEL-…`), so a stand-in never collides
+    /// with a real GPU's id.
+    const NO_UUID: &'static str = "no-uuid:";
+
+    /// The stand-in id of a GPU whose UUID could not be read: `no-uuid:nvml/1` names the
+    /// source and the slot, so it stays put across samples and says what it is.
+    pub fn without_uuid(source: &str, index: u32) -> Self {
+        GpuId(format!("{}{source}/{index}", Self::NO_UUID))
+    }
+
+    /// The UUID, or `None` when this id is a stand-in ([`GpuId::without_uuid`]): what a
+    /// `uuid` field shows (`[N/A]`, never the stand-in as if it were one).
+    pub fn uuid(&self) -> Option<&str> {
+        (!self.0.starts_with(Self::NO_UUID)).then_some(self.0.as_str())
+    }
+}
+
 /// One poll of every GPU on a host.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {

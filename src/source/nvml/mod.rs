@@ -137,11 +137,10 @@ impl Slot {
     }
 
     fn lost_reading(&self, index: u32) -> GpuReading {
-        let id = GpuId(
-            self.uuid
-                .clone()
-                .unwrap_or_else(|| format!("index-{index}")),
-        );
+        let id = self
+            .uuid
+            .clone()
+            .map_or_else(|| GpuId::without_uuid("nvml", index), GpuId);
         let name = self.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
         let mut g = GpuReading::absent(id, index, name);
         g.vendor = Some(super::Vendor::Nvidia);

@@ -28,7 +28,7 @@ pub(super) fn read_gpu(
     let uuid = match d.uuid() {
         Ok(u) => u,
         Err(NvmlError::GpuLost) => return Err(Lost),
-        Err(_) => format!("index-{index}"),
+        Err(_) => GpuId::without_uuid("nvml", index).0,
     };
     if s.uuid.as_deref() != Some(uuid.as_str()) {
         // A different board in this slot (or the first sighting): forget what the old
