@@ -188,7 +188,7 @@ fn instance_rows(state: &State, g: &crate::source::GpuReading, w: usize) -> Stri
     for m in &g.mig_devices {
         let who: Vec<String> = crate::model::owners::instance_owners(&state.model, m)
             .iter()
-            .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
+            .map(|(u, b)| format!("{u} {}", crate::ui::format::total_short(*b)))
             .collect();
         let name = format!(
             "└ {} ci{}",
@@ -221,7 +221,7 @@ fn instance_rows(state: &State, g: &crate::source::GpuReading, w: usize) -> Stri
 fn owners_text(state: &State, g: &crate::source::GpuReading) -> String {
     let mut who: Vec<String> = owners(&state.model, g)
         .iter()
-        .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
+        .map(|(u, b)| format!("{u} {}", crate::ui::format::total_short(*b)))
         .collect();
     if let Some(rest) = unattributed(&state.model, g) {
         who.push(format!("no process {}", bytes_short(rest)));

@@ -9,6 +9,7 @@ mod common;
 #[path = "../serve_support/mod.rs"]
 mod serve_support;
 
+mod absent_sums;
 mod alerts;
 mod app_loop;
 mod attribution;

@@ -630,9 +630,17 @@ fn a_gpu_without_a_gpu_label_does_not_take_the_index_of_gpu_0() {
     };
     assert_eq!(index("GPU-n0"), ("node1".into(), 0));
     assert_eq!(index("GPU-n1"), ("node1".into(), 1));
-    assert_eq!(index("GPU-zz"), ("node1".into(), 2), "after the labelled GPUs");
+    assert_eq!(
+        index("GPU-zz"),
+        ("node1".into(), 2),
+        "after the labelled GPUs"
+    );
     assert_eq!(index("GPU-m0"), ("node2".into(), 0));
-    let z = s.gpus.iter().find(|g| g.id == GpuId("GPU-zz".into())).unwrap();
+    let z = s
+        .gpus
+        .iter()
+        .find(|g| g.id == GpuId("GPU-zz".into()))
+        .unwrap();
     assert_eq!(z.util, Some(Percent(42)), "its readings are its own");
     let said = src.notices();
     assert_eq!(

@@ -11,7 +11,7 @@ use crate::model::owners::instance_owners;
 use crate::source::mig::MigReading;
 use crate::state::State;
 use crate::ui::Theme;
-use crate::ui::format::{bar, bytes_short, gib, or_na};
+use crate::ui::format::{bar, gib, or_na};
 
 /// Panels narrower than this leave the UUID out (the profile and ids say which instance;
 /// `pick` and the JSON give the whole UUID).
@@ -75,7 +75,7 @@ fn spans(
         let own = state.config.current_user.as_deref() == Some(who.as_str());
         let style = if own { theme.own_process } else { theme.text };
         out.push(Span::styled(
-            format!("{who} {} ", bytes_short(*vram)),
+            format!("{who} {} ", super::super::format::total_short(*vram)),
             style,
         ));
     }
