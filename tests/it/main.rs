@@ -33,6 +33,7 @@ mod mig;
 mod mixed;
 mod names;
 mod nvml_fake;
+mod nvml_world;
 mod pick;
 mod pid_namespace;
 mod prometheus;
