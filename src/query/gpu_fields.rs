@@ -124,8 +124,10 @@ pub const GPU_FIELDS: &[GpuField] = &[
     // limit holds the GPU lower (docs/query.md says so).
     table("power.limit", &[], W, Key::PowerLimit, Watts, "The power limit (the enforced one; see docs/query.md)."),
     table("enforced.power.limit", &[], W, Key::PowerLimit, Watts, "The power limit the GPU is held to."),
+    table("clocks.gr", &["clocks.current.graphics"], MHZ, Key::GraphicsClock, MHz, "Graphics (shader) clock."),
     table("clocks.sm", &["clocks.current.sm"], MHZ, Key::SmClock, MHz, "SM clock."),
     table("clocks.mem", &["clocks.current.memory"], MHZ, Key::MemoryClock, MHz, "Memory clock."),
+    table("clocks.max.gr", &["clocks.max.graphics"], MHZ, Key::GraphicsClockMax, MHz, "Highest graphics clock."),
     table("clocks.max.sm", &["clocks.max.streaming_multiprocessor"], MHZ, Key::SmClockMax, MHz, "Highest SM clock."),
     table("clocks.max.mem", &["clocks.max.memory"], MHZ, Key::MemoryClockMax, MHz, "Highest memory clock."),
     table("fan.speed", &[], PCT, Key::Fan, Percent, "Fan speed as a share of its maximum."),

@@ -258,6 +258,9 @@ pub struct GpuReading {
     pub energy_joules: Option<f64>,
     pub sm_clock_max: Option<MegaHertz>,
     pub memory_clock_max: Option<MegaHertz>,
+    /// The graphics clock and its maximum (NVML's `NVML_CLOCK_GRAPHICS`; `clocks.gr`).
+    pub graphics_clock: Option<MegaHertz>,
+    pub graphics_clock_max: Option<MegaHertz>,
     pub encoder_util: Option<Percent>,
     pub decoder_util: Option<Percent>,
     pub pcie_link_gen: Option<u32>,
@@ -320,6 +323,8 @@ impl GpuReading {
             energy_joules: None,
             sm_clock_max: None,
             memory_clock_max: None,
+            graphics_clock: None,
+            graphics_clock_max: None,
             encoder_util: None,
             decoder_util: None,
             pcie_link_gen: None,

@@ -143,6 +143,23 @@ fn every_gpu_field_has_nvidia_smis_header_unit_and_value() {
     assert_eq!(lines.len(), 3);
 }
 
+/// Issue 24: the graphics clock and its maximum, added through the field table (issue 21
+/// §1), under nvidia-smi's names and aliases; the T4's fake does not answer them: `[N/A]`.
+#[test]
+fn graphics_clocks_are_nvidia_smis_clocks_gr_and_clocks_max_gr() {
+    let (code, out, err) = Fake::new(&fixture()).run(&[
+        "--query-gpu=index,clocks.gr,clocks.max.gr,clocks.current.graphics,clocks.max.graphics",
+        "--format=csv",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "index, clocks.gr [MHz], clocks.max.gr [MHz], clocks.gr [MHz], clocks.max.gr [MHz]\n\
+         0, 1740 MHz, 1985 MHz, 1740 MHz, 1985 MHz\n\
+         1, [N/A], [N/A], [N/A], [N/A]\n"
+    );
+}
+
 #[test]
 fn aliases_answer_under_nvidia_smis_own_name_and_timestamp_is_its_shape() {
     let (code, out, err) = Fake::new(&fixture()).run(&[

@@ -63,6 +63,8 @@ enum Query {
     MemClock,
     SmClockMax,
     MemClockMax,
+    GraphicsClock,
+    GraphicsClockMax,
     PState,
     Encoder,
     Decoder,

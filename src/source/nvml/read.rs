@@ -152,6 +152,14 @@ fn read_clocks_and_links(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result
     g.memory_clock_max = s
         .ask(Query::MemClockMax, || d.max_clock_info(Clock::Memory))?
         .map(MegaHertz);
+    g.graphics_clock = s
+        .ask(Query::GraphicsClock, || d.clock_info(Clock::Graphics))?
+        .map(MegaHertz);
+    g.graphics_clock_max = s
+        .ask(Query::GraphicsClockMax, || {
+            d.max_clock_info(Clock::Graphics)
+        })?
+        .map(MegaHertz);
     // P-states are 0..=15; NVML_PSTATE_UNKNOWN (32) is not a reading.
     g.pstate = s
         .ask(Query::PState, || d.performance_state())?
