@@ -78,8 +78,8 @@ fn an_owner_whose_processes_report_no_vram_is_na_in_once_json_text_and_query() {
 fn owners_on_the_panels_say_na_and_partial_sums() {
     let mut sample = common::sim(1).sample().unwrap();
     let gpu = sample.gpus[0].id.clone();
-    let on_gpu = |p: &gpuwatch::source::ProcReading| p.gpu == gpu;
-    let user = |p: &gpuwatch::source::ProcReading| p.details().map(|d| d.user.clone());
+    let on_gpu = |p: &gpuwatch::reading::ProcReading| p.gpu == gpu;
+    let user = |p: &gpuwatch::reading::ProcReading| p.details().map(|d| d.user.clone());
     let mut users: Vec<String> = sample
         .processes
         .iter()

@@ -7,8 +7,9 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use gpuwatch::procinfo::ProcInfo;
+use gpuwatch::reading::HostProc;
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::nvml::NvmlSource;
-use gpuwatch::source::{GpuSource, HostProc};
 use serde_json::{Value, json};
 
 use crate::common;

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant, SystemTime};
 use common::tmux::Tmux;
 use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::procinfo::ProcInfo;
+use gpuwatch::reading::{GpuId, GpuStatus, HostProc, ProcReading, Sample};
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::nvml::NvmlSource;
-use gpuwatch::source::{GpuId, GpuSource, GpuStatus, HostProc, ProcReading, Sample};
 use gpuwatch::state::{Action, Msg, State, update};
 use serde_json::{Value, json};
 
@@ -261,11 +262,11 @@ fn a_gpu_that_answers_not_supported_to_everything_is_shown_as_na() {
             "no UUID: a stand-in that says so"
         );
         assert_eq!(g.id.uuid(), None, "the stand-in is not a UUID");
-        let absent = gpuwatch::source::GpuReading {
+        let absent = gpuwatch::reading::GpuReading {
             status: GpuStatus::Ok,
             // Which source read it is known even when the GPU answers nothing.
-            vendor: Some(gpuwatch::source::Vendor::Nvidia),
-            ..gpuwatch::source::GpuReading::absent(g.id.clone(), 1, g.name.clone())
+            vendor: Some(gpuwatch::reading::Vendor::Nvidia),
+            ..gpuwatch::reading::GpuReading::absent(g.id.clone(), 1, g.name.clone())
         };
         assert_eq!(g, &absent, "every reading absent, none zero");
         assert!(on_gpu(smp, 1).is_empty());
@@ -450,7 +451,7 @@ fn a_gpu_lost_mid_run_and_back_warns_then_clears_through_the_pipeline() {
     let temps: Vec<Option<f64>> = t4
         .points()
         .iter()
-        .map(|p| p.get(gpuwatch::source::fields::Key::Temperature))
+        .map(|p| p.get(gpuwatch::reading::fields::Key::Temperature))
         .collect();
     assert_eq!(&temps[2..4], &[None, None], "the loss is a gap, not zeros");
 }
