@@ -415,6 +415,49 @@ fn the_loop_prints_a_block_per_sample_with_one_header() {
     assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
 }
 
+/// Issue 24: `-l` ended by Ctrl+C (SIGINT) as nvidia-smi's man page says ("Pressing Ctrl+C at
+/// any time will abort the loop"): the output read to its end holds whole blocks only (every
+/// line ended, every GPU in each block), and the exit status says which signal (130).
+#[test]
+fn a_loop_stopped_by_sigint_leaves_whole_blocks_and_exits_130() {
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_gpuwatch"))
+        .env_clear()
+        .env("HOME", common::EMPTY_HOME)
+        .args([
+            "--demo",
+            "--demo-gpus",
+            "3",
+            "--query-gpu=index,uuid,memory.used",
+        ])
+        .args(["--format=csv,noheader", "-lms", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    // Interrupted while blocks are being written: after the first line of the first one.
+    reader.read_line(&mut first).unwrap();
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "128 + SIGINT");
+    let all = first + &rest;
+    assert!(all.ends_with('\n'), "no partial line: {all:?}");
+    let lines: Vec<&str> = all.lines().collect();
+    assert_eq!(lines.len() % 3, 0, "whole blocks of 3 GPUs: {all}");
+    for block in lines.chunks(3) {
+        let idx: Vec<&str> = block
+            .iter()
+            .map(|l| l.split(", ").next().unwrap())
+            .collect();
+        assert_eq!(idx, ["0", "1", "2"], "{all}");
+        assert!(block.iter().all(|l| l.split(", ").count() == 3), "{all}");
+    }
+}
+
 /// The AMD fixture through the DRM source: the same field names, VRAM in MiB.
 #[test]
 fn the_amd_fixture_answers_with_the_same_field_names() {
