@@ -149,24 +149,26 @@ impl Fleet {
 /// (`-i 0`, `--only 0` and the panels name one GPU), and the caller says which were
 /// numbered so. Returns (UUID, index given) for each.
 fn number_unindexed(gpus: &mut [GpuReading], unindexed: &HashSet<GpuId>) -> Vec<(String, u32)> {
-    let mut next = gpus
+    // With no labelled GPU on the host, numbering starts at 0: nothing to collide with.
+    let first = gpus
         .iter()
         .filter(|g| !unindexed.contains(&g.id))
         .map(|g| g.index + 1)
         .max()
         .unwrap_or(0);
-    let mut out = Vec::new();
     let mut missing: Vec<&mut GpuReading> = gpus
         .iter_mut()
         .filter(|g| unindexed.contains(&g.id))
         .collect();
     missing.sort_by(|a, b| a.id.cmp(&b.id));
-    for g in missing {
-        g.index = next;
-        out.push((g.id.0.clone(), next));
-        next += 1;
-    }
-    out
+    missing
+        .into_iter()
+        .zip(first..)
+        .map(|(g, index)| {
+            g.index = index;
+            (g.id.0.clone(), index)
+        })
+        .collect()
 }
 
 /// Name, PCI bus id, driver version and pod allocation from whichever series has them.
