@@ -198,8 +198,6 @@ impl SimSource {
         } else {
             345
         }));
-        // On NVIDIA boards the graphics and SM clocks run together.
-        g.graphics_clock = g.sm_clock;
         self.energy_joules[i] += power * self.step.as_secs_f64();
         util
     }
@@ -291,7 +289,6 @@ fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64
     g.energy_joules = Some(energy.round());
     g.sm_clock_max = Some(MegaHertz(1980));
     g.memory_clock_max = Some(MegaHertz(2619));
-    g.graphics_clock_max = g.sm_clock_max;
     g.pcie_link_gen = Some(5);
     g.pcie_link_width = Some(16);
     g.pcie_link_gen_max = Some(5);
