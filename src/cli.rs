@@ -161,7 +161,8 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", global = true)]
     pub sysfs_root: Option<String>,
 
-    /// The /proc root the AMD and Intel sources scan for DRM clients (fdinfo) [default: /proc].
+    /// The /proc root the sources read processes and the host line from (the AMD and Intel
+    /// sources also scan it for DRM clients) [default: /proc].
     #[arg(long, value_name = "PATH", global = true)]
     pub proc_root: Option<String>,
 

@@ -184,7 +184,7 @@ fn instance_rows(state: &State, g: &crate::reading::GpuReading, w: usize) -> Str
     for m in &g.mig_devices {
         let who: Vec<String> = crate::model::owners::instance_owners(&state.model, m)
             .iter()
-            .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
+            .map(|(u, b)| format!("{u} {}", crate::present::format::total_short(*b)))
             .collect();
         let name = format!(
             "└ {} ci{}",
@@ -217,7 +217,7 @@ fn instance_rows(state: &State, g: &crate::reading::GpuReading, w: usize) -> Str
 fn owners_text(state: &State, g: &crate::reading::GpuReading) -> String {
     let mut who: Vec<String> = owners(&state.model, g)
         .iter()
-        .map(|(u, b)| format!("{u} {}", bytes_short(*b)))
+        .map(|(u, b)| format!("{u} {}", crate::present::format::total_short(*b)))
         .collect();
     if let Some(rest) = unattributed(&state.model, g) {
         who.push(format!("no process {}", bytes_short(rest)));

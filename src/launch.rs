@@ -255,10 +255,11 @@ fn live_source(settings: &Settings, opening: Opening) -> Result<Live, String> {
     };
     let nvml = || {
         NvmlSource::open(settings.nvml_lib.as_deref()).map(|s| {
-            s.with_pods(PodDirectory::new(
-                settings.kubelet_socket.clone(),
-                crate::procinfo::pods::POLL_INTERVAL,
-            ))
+            s.with_proc_root(&settings.drm_roots.proc)
+                .with_pods(PodDirectory::new(
+                    settings.kubelet_socket.clone(),
+                    crate::procinfo::pods::POLL_INTERVAL,
+                ))
         })
     };
     let drm = |vendors: &[Vendor]| DrmSource::open(vendors, &settings.drm_roots);

@@ -269,6 +269,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFanSpeed_v2(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn nvmlDeviceGetClockInfo(d: Device, kind: c_uint, mhz: *mut c_uint) -> u32 {
     match kind {
+        0 => field("nvmlDeviceGetClockInfo", d, "clock_graphics", mhz),
         1 => field("nvmlDeviceGetClockInfo", d, "clock_sm", mhz),
         2 => field("nvmlDeviceGetClockInfo", d, "clock_memory", mhz),
         _ => with_gpu("nvmlDeviceGetClockInfo", d, |_, _| ERROR_NOT_SUPPORTED),
@@ -282,6 +283,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
     mhz: *mut c_uint,
 ) -> u32 {
     match kind {
+        0 => field("nvmlDeviceGetMaxClockInfo", d, "max_clock_graphics", mhz),
         1 => field("nvmlDeviceGetMaxClockInfo", d, "max_clock_sm", mhz),
         2 => field("nvmlDeviceGetMaxClockInfo", d, "max_clock_memory", mhz),
         _ => with_gpu("nvmlDeviceGetMaxClockInfo", d, |_, _| ERROR_NOT_SUPPORTED),

@@ -97,6 +97,8 @@ pub const FIELDS: &[&str] = &[
     "clock_memory",                // MHz
     "max_clock_sm",                // MHz
     "max_clock_memory",            // MHz
+    "clock_graphics",              // MHz (NVML_CLOCK_GRAPHICS)
+    "max_clock_graphics",          // MHz
     "pstate",                      // 0..15 (32 = unknown)
     "encoder_util",                // %
     "decoder_util",                // %

@@ -28,7 +28,7 @@ pub struct Observed {
     /// `present::warnings::warning_line`'s sentence.
     pub message: String,
     /// Who holds the GPU: (user or job, VRAM), largest first.
-    pub owners: Vec<(String, Bytes)>,
+    pub owners: Vec<(String, crate::model::users::Total<Bytes>)>,
 }
 
 /// (host, kind, GPU UUID or "" for a host-wide warning).

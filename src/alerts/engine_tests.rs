@@ -30,7 +30,7 @@ fn on(gpu: u32, kind: WarningCode, severity: Severity) -> Observed {
         kind,
         host: "h".into(),
         message: format!("GPU {gpu} hot"),
-        owners: vec![("carol".into(), Bytes::from_gib(52.3))],
+        owners: vec![("carol".into(), Bytes::from_gib(52.3).into())],
     }
 }
 

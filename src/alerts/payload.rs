@@ -61,7 +61,8 @@ fn alert_json(a: &Alert) -> Value {
     let owners: Vec<Value> = f
         .owners
         .iter()
-        .map(|(name, vram)| json!({"name": name, "gpu_memory": vram.0}))
+        // `null` when none of the owner's processes said (absent is not zero).
+        .map(|(name, vram)| json!({"name": name, "gpu_memory": vram.value().map(|b| b.0)}))
         .collect();
     json!({
         "source": "gpuwatch",
@@ -197,10 +198,10 @@ pub fn text(event: &Event) -> String {
     }
 }
 
-fn owners_text(owners: &[(String, crate::units::Bytes)]) -> String {
+fn owners_text(owners: &[(String, crate::model::users::Total<crate::units::Bytes>)]) -> String {
     let who: Vec<String> = owners
         .iter()
-        .map(|(name, vram)| format!("{name} {}", bytes_short(*vram)))
+        .map(|(name, vram)| format!("{name} {}", crate::ui::format::total_short(*vram)))
         .collect();
     who.join(", ")
 }
@@ -312,7 +313,7 @@ mod tests {
                 kind: crate::wire::WarningCode::Overheating,
                 host: "gpu1".into(),
                 message: "GPU 3 92°C for 31s — overheating (critical at 90°C)".into(),
-                owners: vec![("carol".into(), Bytes::from_gib(52.3))],
+                owners: vec![("carol".into(), Bytes::from_gib(52.3).into())],
             },
             started: at,
             at: at + Duration::from_secs(1),
@@ -365,7 +366,7 @@ mod tests {
             panic!()
         };
         a.facts.message = "idle holder <!channel> & <@U024BE7LH> @everyone".into();
-        a.facts.owners = vec![("<!here|x>".into(), Bytes::from_gib(1.0))];
+        a.facts.owners = vec![("<!here|x>".into(), Bytes::from_gib(1.0).into())];
         let event = Event::Alert(a);
         let slack = body(&event, Format::Slack)["text"]
             .as_str()

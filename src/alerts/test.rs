@@ -34,7 +34,7 @@ pub fn synthetic(host: &str, now: SystemTime) -> Event {
                 crate::present::warnings::warning_line(&warning)
             ),
             host: host.to_string(),
-            owners: vec![("nobody".into(), Bytes::from_gib(1.0))],
+            owners: vec![("nobody".into(), Bytes::from_gib(1.0).into())],
             warning,
         },
         started: now,

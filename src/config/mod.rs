@@ -189,7 +189,8 @@ pub struct Settings {
     /// Where `only` came from (`--only` or `GPUWATCH_ONLY`), for "matches no GPU".
     pub only_origin: String,
     pub nvml_lib: Option<PathBuf>,
-    /// Where the AMD and Intel sources read sysfs and /proc (`--sysfs-root`, `--proc-root`).
+    /// Where the AMD and Intel sources read sysfs, and every source /proc (`--sysfs-root`,
+    /// `--proc-root`).
     pub drm_roots: crate::source::drm::Roots,
     /// The kubelet pod-resources socket (`--kubelet-socket`).
     pub kubelet_socket: PathBuf,

@@ -95,7 +95,8 @@ pub(super) fn kubelet_socket(cli: &Cli, r: &Resolver) -> Result<PathBuf, Setting
     }
 }
 
-/// `--sysfs-root` and `--proc-root`: where the DRM (AMD, Intel) sources read.
+/// `--sysfs-root` and `--proc-root`: where the DRM (AMD, Intel) sources read sysfs, and
+/// where every source (NVML too) reads /proc.
 pub(super) fn drm_roots(cli: &Cli, r: &Resolver) -> Result<Roots, SettingsError> {
     let path = |flag: &'static str, given: &Option<String>, default: &str| {
         Ok::<PathBuf, SettingsError>(

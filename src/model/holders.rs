@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::procs::ProcRow;
+use super::users::Total;
 use crate::reading::workload::PodAllocation;
 use crate::reading::{GpuId, GpuReading};
 use crate::units::Bytes;
@@ -13,7 +14,8 @@ use crate::units::Bytes;
 pub struct Holders {
     /// (owner, VRAM) per owner, largest first: a job (`slurm 48121 (alice)`), else a user;
     /// a process whose user is unknown (another PID namespace) is listed as `pid N`.
-    pub owners: Vec<(String, Bytes)>,
+    /// Unknown VRAM is counted apart ([`Total`]), never as 0.
+    pub owners: Vec<(String, Total<Bytes>)>,
     /// VRAM the listed processes hold together; `None` when any of them is unknown.
     pub listed: Option<Bytes>,
     pub processes: usize,
@@ -65,8 +67,12 @@ pub fn add_pods(holders: &mut HashMap<GpuId, Holders>, gpus: &[GpuReading], rows
                 h.owners.retain(|(n, _)| *n != name);
                 let label = pod_label(alloc);
                 match h.owners.iter_mut().find(|(n, _)| *n == label) {
-                    Some((_, total)) => *total = *total + row.vram.unwrap_or_default(),
-                    None => h.owners.push((label, row.vram.unwrap_or_default())),
+                    Some((_, total)) => total.add(row.vram),
+                    None => {
+                        let mut total = Total::default();
+                        total.add(row.vram);
+                        h.owners.push((label, total));
+                    }
                 }
             }
         }
@@ -90,9 +96,13 @@ pub fn add_pods(holders: &mut HashMap<GpuId, Holders>, gpus: &[GpuReading], rows
         }
     }
     for h in holders.values_mut() {
-        h.owners
-            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        sort_owners(&mut h.owners);
     }
+}
+
+/// Largest known VRAM first, ties by name.
+fn sort_owners(owners: &mut [(String, Total<Bytes>)]) {
+    owners.sort_by(|a, b| b.1.known.cmp(&a.1.known).then_with(|| a.0.cmp(&b.0)));
 }
 
 fn pod_label(alloc: &PodAllocation) -> String {
@@ -116,10 +126,14 @@ fn add_pod(h: &mut Holders, used: Option<Bytes>, alloc: &PodAllocation) {
         }
         return;
     }
+    // What no listed process accounts for: unknown when the GPU's use or a listed
+    // process's is.
     let rest = used
         .zip(h.listed)
-        .map_or(Bytes(0), |(used, listed)| used.saturating_sub(listed));
-    h.owners.push((label.clone(), rest));
+        .map(|(used, listed)| used.saturating_sub(listed));
+    let mut total = Total::default();
+    total.add(rest);
+    h.owners.push((label.clone(), total));
     h.pods.push(label);
 }
 
@@ -134,8 +148,7 @@ pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
         }
     }
     for h in out.values_mut() {
-        h.owners
-            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        sort_owners(&mut h.owners);
     }
     out
 }
@@ -151,10 +164,13 @@ fn add_row(out: &mut HashMap<GpuId, Holders>, key: &GpuId, row: &ProcRow) {
         _ => None,
     };
     let name = owner_name(row);
-    let vram = row.vram.unwrap_or_default();
     match h.owners.iter_mut().find(|(u, _)| *u == name) {
-        Some((_, total)) => *total = *total + vram,
-        None => h.owners.push((name, vram)),
+        Some((_, total)) => total.add(row.vram),
+        None => {
+            let mut total = Total::default();
+            total.add(row.vram);
+            h.owners.push((name, total));
+        }
     }
 }
 
@@ -178,7 +194,7 @@ mod tests {
         let h = &holders[&gpu.id];
         assert_eq!(
             h.owners,
-            [("k8s ml/trainer-0".to_string(), Bytes::from_gib(10.0))]
+            [("k8s ml/trainer-0".to_string(), Bytes::from_gib(10.0).into())]
         );
         assert_eq!(h.pods, ["k8s ml/trainer-0"]);
         // Twice is still once.
@@ -189,7 +205,10 @@ mod tests {
         other.insert(
             gpu.id.clone(),
             Holders {
-                owners: vec![("k8s ml/trainer-01 (bob)".into(), Bytes::from_gib(1.0))],
+                owners: vec![(
+                    "k8s ml/trainer-01 (bob)".into(),
+                    Bytes::from_gib(1.0).into(),
+                )],
                 listed: Some(Bytes::from_gib(1.0)),
                 processes: 1,
                 pods: Vec::new(),
@@ -231,7 +250,7 @@ mod tests {
         let h = &holders[&gpu.id];
         assert_eq!(
             h.owners,
-            [("k8s ml/trainer-0".to_string(), Bytes::from_gib(3.25))]
+            [("k8s ml/trainer-0".to_string(), Bytes::from_gib(3.25).into())]
         );
         assert_eq!(h.pods, ["k8s ml/trainer-0"]);
         // Two pods on the GPU: whose the hidden process is cannot be told.

@@ -5,6 +5,7 @@
 use super::Model;
 use super::activity::FREE_MAX_UTIL;
 use super::procs::ProcRow;
+use super::users::Total;
 use crate::reading::mig::MigReading;
 use crate::reading::workload::Workload;
 use crate::reading::{GpuReading, GpuStatus};
@@ -15,9 +16,10 @@ use crate::units::Bytes;
 pub const UNATTRIBUTED_MIN: Bytes = Bytes(Bytes::GIB);
 const FREE_MAX_MEMORY_RATIO: f64 = 0.05;
 
-/// (user, VRAM) for each user with a process on this GPU, largest first. A process whose
+/// (user, VRAM) for each user with a process on this GPU, largest first (VRAM no
+/// process reported is counted apart: `Total`). A process whose
 /// user is unknown (another PID namespace) is listed by PID.
-pub fn owners<'a>(model: &'a Model, gpu: &GpuReading) -> &'a [(String, Bytes)] {
+pub fn owners<'a>(model: &'a Model, gpu: &GpuReading) -> &'a [(String, Total<Bytes>)] {
     model.holders(&gpu.id).map_or(&[], |h| h.owners.as_slice())
 }
 
@@ -106,7 +108,7 @@ pub fn free_labels(model: &Model) -> Vec<String> {
 }
 
 /// (owner, VRAM) for each owner with a process on this MIG instance, largest first.
-pub fn instance_owners<'a>(model: &'a Model, m: &MigReading) -> &'a [(String, Bytes)] {
+pub fn instance_owners<'a>(model: &'a Model, m: &MigReading) -> &'a [(String, Total<Bytes>)] {
     model.holders(&m.id).map_or(&[], |h| h.owners.as_slice())
 }
 

@@ -12,20 +12,47 @@ use crate::units::Bytes;
 use super::activity::IDLE_MAX_UTIL;
 
 /// A sum over processes some of whose values may be unknown: absent is not zero, so the
-/// unknown ones are counted, not added as 0.
+/// unknown ones are counted, not added as 0. The one home of "a sum of `Option`s": the
+/// per-user view and each GPU's owners (`holders`) sum this way.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Total<T> {
     /// The sum of the values that are known.
     pub known: T,
     /// How many values were unknown.
     pub unknown: usize,
+    /// How many values were known (and summed into `known`).
+    pub counted: usize,
 }
 
 impl<T: std::ops::Add<Output = T> + Copy> Total<T> {
-    fn add(&mut self, value: Option<T>) {
+    pub fn add(&mut self, value: Option<T>) {
         match value {
-            Some(v) => self.known = self.known + v,
+            Some(v) => {
+                self.known = self.known + v;
+                self.counted += 1;
+            }
             None => self.unknown += 1,
+        }
+    }
+
+    /// The sum when any value is known; `None` when every value was unknown (N/A, not 0).
+    pub fn value(&self) -> Option<T> {
+        (self.counted > 0 || self.unknown == 0).then_some(self.known)
+    }
+
+    /// Some values known and some not: `known` is at least what was summed.
+    pub fn partial(&self) -> bool {
+        self.counted > 0 && self.unknown > 0
+    }
+}
+
+impl<T> From<T> for Total<T> {
+    /// One known value.
+    fn from(value: T) -> Self {
+        Total {
+            known: value,
+            unknown: 0,
+            counted: 1,
         }
     }
 }

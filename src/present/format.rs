@@ -60,6 +60,16 @@ pub fn bytes_short(b: Bytes) -> String {
     }
 }
 
+/// A VRAM sum some of whose values may be unknown (an owner's processes): `N/A` when none
+/// is known, `12.0G+` when only some are (at least that much), the plain sum otherwise.
+pub fn total_short(t: crate::model::users::Total<Bytes>) -> String {
+    match t.value() {
+        None => NA.to_string(),
+        Some(b) if t.partial() => format!("{}+", bytes_short(b)),
+        Some(b) => bytes_short(b),
+    }
+}
+
 /// A duration as the warnings say it: `40s`, `1m11s`, `2m`, `5h20m`, `3d4h`.
 pub fn duration_short(d: Duration) -> String {
     let s = d.as_secs();

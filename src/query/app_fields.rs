@@ -47,8 +47,8 @@ pub const APP_FIELDS: &[AppField] = &[
         name: "gpu_uuid",
         aliases: &[],
         unit: None,
-        get: |_, _, g| Some(g.id.0.clone()),
-        help: "The GPU's UUID.",
+        get: |_, _, g| g.id.uuid().map(str::to_string),
+        help: "The GPU's UUID ([N/A] when the GPU did not give one).",
     },
     AppField {
         name: "pid",

@@ -11,7 +11,12 @@ pub(super) fn render(gpus: &[&GpuReading], with_host: bool) -> String {
             (Some(h), true) => format!("{h}: "),
             _ => String::new(),
         };
-        out += &format!("{host}GPU {}: {} (UUID: {})\n", g.index, g.name, g.id.0);
+        out += &format!(
+            "{host}GPU {}: {} (UUID: {})\n",
+            g.index,
+            g.name,
+            g.id.uuid().unwrap_or("N/A")
+        );
         for (i, m) in g.mig_devices.iter().enumerate() {
             let profile = m.profile.as_deref().unwrap_or("[N/A]");
             out += &format!(

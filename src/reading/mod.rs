@@ -21,6 +21,25 @@ use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GpuId(pub String);
 
+impl GpuId {
+    /// What every stand-in id starts with. No vendor writes a UUID this way (NVML's are
+    /// `GPU-…`/`MIG-…`, the DRM sources' `AMD-…`/`INTEL-…`), so a stand-in never collides
+    /// with a real GPU's id.
+    const NO_UUID: &'static str = "no-uuid:";
+
+    /// The stand-in id of a GPU whose UUID could not be read: `no-uuid:nvml/1` names the
+    /// source and the slot, so it stays put across samples and says what it is.
+    pub fn without_uuid(source: &str, index: u32) -> Self {
+        GpuId(format!("{}{source}/{index}", Self::NO_UUID))
+    }
+
+    /// The UUID, or `None` when this id is a stand-in ([`GpuId::without_uuid`]): what a
+    /// `uuid` field shows (`[N/A]`, never the stand-in as if it were one).
+    pub fn uuid(&self) -> Option<&str> {
+        (!self.0.starts_with(Self::NO_UUID)).then_some(self.0.as_str())
+    }
+}
+
 /// One poll of every GPU on a host.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
@@ -243,6 +262,9 @@ pub struct GpuReading {
     pub energy_joules: Option<f64>,
     pub sm_clock_max: Option<MegaHertz>,
     pub memory_clock_max: Option<MegaHertz>,
+    /// The graphics clock and its maximum (NVML's `NVML_CLOCK_GRAPHICS`; `clocks.gr`).
+    pub graphics_clock: Option<MegaHertz>,
+    pub graphics_clock_max: Option<MegaHertz>,
     pub encoder_util: Option<Percent>,
     pub decoder_util: Option<Percent>,
     pub pcie_link_gen: Option<u32>,
@@ -305,6 +327,8 @@ impl GpuReading {
             energy_joules: None,
             sm_clock_max: None,
             memory_clock_max: None,
+            graphics_clock: None,
+            graphics_clock_max: None,
             encoder_util: None,
             decoder_util: None,
             pcie_link_gen: None,

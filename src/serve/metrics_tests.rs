@@ -536,3 +536,33 @@ fn user_series_carry_unix_users_only_and_bare_containers_their_own_label() {
         "{text}"
     );
 }
+
+/// Issue 21 §9: VRAM no process reported was added as 0 into `gpuwatch_user_gpu_memory_bytes`.
+/// A user none of whose processes said has no series (absent, not 0); one some of whose did
+/// has the sum of what is known.
+#[test]
+fn a_users_unknown_vram_is_not_summed_as_zero() {
+    let of = |pid, user: &str, vram: Option<Bytes>| {
+        let mut p = proc_on(FULL, pid, visible("python3 x.py"));
+        if let HostProc::Visible(d) = &mut p.host {
+            d.user = user.into();
+        }
+        p.gpu_memory = vram;
+        p
+    };
+    let procs = vec![
+        of(10, "nobodyknows", None),
+        of(11, "nobodyknows", None),
+        of(12, "some", Some(Bytes(2 * Bytes::GIB))),
+        of(13, "some", None),
+    ];
+    let text = render(&state_with(vec![full()], procs), MetricOptions::default());
+    let gpu = r#"gpu="0",uuid="GPU-full",name="NVIDIA H100 80GB HBM3""#;
+    assert_eq!(
+        samples(&text, "gpuwatch_user_gpu_memory_bytes"),
+        [format!(
+            "gpuwatch_user_gpu_memory_bytes{{{gpu},user=\"some\"}} 2147483648"
+        )],
+        "{text}"
+    );
+}

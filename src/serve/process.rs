@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::procs::{ProcRow, Visibility};
+use crate::model::users::Total;
 use crate::state::State;
 
 use super::metrics::MetricOptions;
@@ -94,23 +95,28 @@ pub(super) fn render_totals(e: &mut Exposition, state: &State, redact: bool) {
 /// `sum by (user)` adds up one person across jobs; jobs and pods have the workload series.
 /// Processes whose user is not known here are counted as left out, never a `pid N` user.
 fn render_users(e: &mut Exposition, state: &State) {
-    let mut users: BTreeMap<(usize, &str), u64> = BTreeMap::new();
+    // VRAM no process reported is not 0: a user none of whose processes said has no series;
+    // one some of whose did has the sum of what is known.
+    let mut users: BTreeMap<(usize, &str), Total<u64>> = BTreeMap::new();
     let mut left_out = 0usize;
     for r in &state.model.procs().all {
         let gpu = state.model.gpus().iter().position(|g| g.id == r.key.gpu);
         match (gpu, crate::model::owners::unix_user(r)) {
             (Some(gpu), Some(user)) => {
-                *users.entry((gpu, user)).or_default() += r.vram.map_or(0, |b| b.0);
+                users
+                    .entry((gpu, user))
+                    .or_default()
+                    .add(r.vram.map(|b| b.0));
             }
             _ => left_out += 1,
         }
     }
     e.family(
         USER_MEMORY,
-        users.iter().map(|((gpu, user), vram)| {
+        users.iter().filter_map(|((gpu, user), vram)| {
             let mut labels = gpu_labels(&state.model.gpus()[*gpu]);
             labels.push(("user", user.to_string()));
-            (labels, *vram as f64)
+            Some((labels, vram.value()? as f64))
         }),
     );
     let known = state.model.now().is_some();

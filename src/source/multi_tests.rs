@@ -411,7 +411,7 @@ async fn hosts_reporting_the_same_uuids_are_both_shown_and_said_once() {
     for g in state.model.gpus() {
         let held: u64 = crate::model::owners::owners(&state.model, g)
             .iter()
-            .map(|(_, b)| b.0)
+            .map(|(_, b)| b.known.0)
             .sum();
         let used = g.memory_used.expect("the demo reads VRAM").0;
         assert!(

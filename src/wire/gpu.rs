@@ -62,6 +62,11 @@ pub struct Gpu {
     pub clocks_mem: Option<u32>,
     pub clocks_max_sm: Option<u32>,
     pub clocks_max_mem: Option<u32>,
+    /// MHz (`clocks.gr`, `clocks.max.gr`; 2.3): absent from older documents, read as unknown.
+    #[serde(default)]
+    pub clocks_gr: Option<u32>,
+    #[serde(default)]
+    pub clocks_max_gr: Option<u32>,
     /// 0 (fastest) to 15; nvidia-smi writes `P0`.
     pub pstate: Option<u32>,
     pub pcie_link_gen_current: Option<u32>,
@@ -277,6 +282,8 @@ impl Gpu {
             clocks_mem: g.memory_clock.map(|m| m.0),
             clocks_max_sm: g.sm_clock_max.map(|m| m.0),
             clocks_max_mem: g.memory_clock_max.map(|m| m.0),
+            clocks_gr: g.graphics_clock.map(|m| m.0),
+            clocks_max_gr: g.graphics_clock_max.map(|m| m.0),
             pstate: g.pstate,
             pcie_link_gen_current: g.pcie_link_gen,
             pcie_link_width_current: g.pcie_link_width,
@@ -338,6 +345,8 @@ impl Gpu {
         g.memory_clock = self.clocks_mem.map(MegaHertz);
         g.sm_clock_max = self.clocks_max_sm.map(MegaHertz);
         g.memory_clock_max = self.clocks_max_mem.map(MegaHertz);
+        g.graphics_clock = self.clocks_gr.map(MegaHertz);
+        g.graphics_clock_max = self.clocks_max_gr.map(MegaHertz);
         g.pstate = self.pstate;
         g.pcie_link_gen = self.pcie_link_gen_current;
         g.pcie_link_width = self.pcie_link_width_current;

@@ -9,6 +9,7 @@ mod common;
 #[path = "../serve_support/mod.rs"]
 mod serve_support;
 
+mod absent_sums;
 mod alerts;
 mod app_loop;
 mod attribution;
@@ -33,6 +34,7 @@ mod mig;
 mod mixed;
 mod names;
 mod nvml_fake;
+mod nvml_world;
 mod pick;
 mod pid_namespace;
 mod prometheus;

@@ -143,6 +143,23 @@ fn every_gpu_field_has_nvidia_smis_header_unit_and_value() {
     assert_eq!(lines.len(), 3);
 }
 
+/// Issue 24: the graphics clock and its maximum, added through the field table (issue 21
+/// §1), under nvidia-smi's names and aliases; the T4's fake does not answer them: `[N/A]`.
+#[test]
+fn graphics_clocks_are_nvidia_smis_clocks_gr_and_clocks_max_gr() {
+    let (code, out, err) = Fake::new(&fixture()).run(&[
+        "--query-gpu=index,clocks.gr,clocks.max.gr,clocks.current.graphics,clocks.max.graphics",
+        "--format=csv",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "index, clocks.gr [MHz], clocks.max.gr [MHz], clocks.gr [MHz], clocks.max.gr [MHz]\n\
+         0, 1740 MHz, 1985 MHz, 1740 MHz, 1985 MHz\n\
+         1, [N/A], [N/A], [N/A], [N/A]\n"
+    );
+}
+
 #[test]
 fn aliases_answer_under_nvidia_smis_own_name_and_timestamp_is_its_shape() {
     let (code, out, err) = Fake::new(&fixture()).run(&[
@@ -396,6 +413,49 @@ fn the_loop_prints_a_block_per_sample_with_one_header() {
     assert_eq!(times[0], times[1], "one block is one sample");
     assert!(times[1] != times[2] && times[3] != times[4], "{times:?}");
     assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
+}
+
+/// Issue 24: `-l` ended by Ctrl+C (SIGINT) as nvidia-smi's man page says ("Pressing Ctrl+C at
+/// any time will abort the loop"): the output read to its end holds whole blocks only (every
+/// line ended, every GPU in each block), and the exit status says which signal (130).
+#[test]
+fn a_loop_stopped_by_sigint_leaves_whole_blocks_and_exits_130() {
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_gpuwatch"))
+        .env_clear()
+        .env("HOME", common::EMPTY_HOME)
+        .args([
+            "--demo",
+            "--demo-gpus",
+            "3",
+            "--query-gpu=index,uuid,memory.used",
+        ])
+        .args(["--format=csv,noheader", "-lms", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    // Interrupted while blocks are being written: after the first line of the first one.
+    reader.read_line(&mut first).unwrap();
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "128 + SIGINT");
+    let all = first + &rest;
+    assert!(all.ends_with('\n'), "no partial line: {all:?}");
+    let lines: Vec<&str> = all.lines().collect();
+    assert_eq!(lines.len() % 3, 0, "whole blocks of 3 GPUs: {all}");
+    for block in lines.chunks(3) {
+        let idx: Vec<&str> = block
+            .iter()
+            .map(|l| l.split(", ").next().unwrap())
+            .collect();
+        assert_eq!(idx, ["0", "1", "2"], "{all}");
+        assert!(block.iter().all(|l| l.split(", ").count() == 3), "{all}");
+    }
 }
 
 /// The AMD fixture through the DRM source: the same field names, VRAM in MiB.

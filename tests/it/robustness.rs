@@ -159,15 +159,21 @@ impl Fake {
         NvmlSource::open(Some(&lib)).expect("the fake NVML opens")
     }
 
-    fn once(&self, json: bool) -> std::process::Output {
+    /// The binary on this scenario's fake NVML.
+    fn command(&self) -> assert_cmd::Command {
         let mut cmd = common::clean_command();
         cmd.env(
             "GPUWATCH_FAKE_NVML_SCENARIO",
             self.dir.path().join("scenario.json"),
         )
         .arg("--nvml-lib")
-        .arg(common::fake_lib())
-        .arg("--once");
+        .arg(common::fake_lib());
+        cmd
+    }
+
+    fn once(&self, json: bool) -> std::process::Output {
+        let mut cmd = self.command();
+        cmd.arg("--once");
         if json {
             cmd.arg("--json");
         }
@@ -250,7 +256,12 @@ fn a_gpu_that_answers_not_supported_to_everything_is_shown_as_na() {
             GpuStatus::Ok,
             "answering NOT_SUPPORTED is not lost"
         );
-        assert_eq!(g.id, GpuId("index-1".into()), "no UUID: named by index");
+        assert_eq!(
+            g.id,
+            GpuId::without_uuid("nvml", 1),
+            "no UUID: a stand-in that says so"
+        );
+        assert_eq!(g.id.uuid(), None, "the stand-in is not a UUID");
         let absent = gpuwatch::reading::GpuReading {
             status: GpuStatus::Ok,
             // Which source read it is known even when the GPU answers nothing.
@@ -288,6 +299,23 @@ fn a_gpu_that_answers_not_supported_to_everything_is_shown_as_na() {
         // Present and null: absent from the document would be a different promise.
         assert_eq!(doc["gpus"][1].get(key), Some(&Value::Null), "gpus[1].{key}");
     }
+    // The document's id is the stand-in, which no real GPU's UUID can equal.
+    assert_eq!(doc["gpus"][1]["uuid"], json!("no-uuid:nvml/1"));
+    assert!(doc["gpus"][0]["uuid"].as_str().unwrap().starts_with("GPU-"));
+    // nvidia-smi's interface never passes the stand-in off as a UUID.
+    let out = fake
+        .command()
+        .args(["query", "--query-gpu=index,uuid", "--format=csv,noheader"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("0, GPU-"), "{text}");
+    assert_eq!(lines[1], "1, [N/A]", "{text}");
+    let out = fake.command().arg("-L").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("GPU 1: NVIDIA GPU (UUID: N/A)"), "{text}");
     let out = fake.once(false);
     assert!(
         out.status.success(),

@@ -35,6 +35,8 @@ pub enum Key {
     MemoryClock,
     SmClockMax,
     MemoryClockMax,
+    GraphicsClock,
+    GraphicsClockMax,
     Pstate,
     EncoderUtil,
     DecoderUtil,

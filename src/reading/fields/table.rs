@@ -332,6 +332,29 @@ const READINGS: &[Field] = &[
         ),
         dcgm: dcgm_read("DCGM_FI_DEV_MAX_MEM_CLOCK", Scale::Per(MHZ)),
     },
+    // DCGM has no graphics-clock field: these are gpuwatch's series only.
+    Field {
+        key: Key::GraphicsClock,
+        json: "clocks_gr",
+        get: |g| hertz(g.graphics_clock),
+        set: Some(|g, v| g.graphics_clock = to_mhz(v)),
+        native: gauge(
+            "gpuwatch_gpu_graphics_clock_hertz",
+            "Graphics (shader) clock.",
+        ),
+        dcgm: None,
+    },
+    Field {
+        key: Key::GraphicsClockMax,
+        json: "clocks_max_gr",
+        get: |g| hertz(g.graphics_clock_max),
+        set: Some(|g, v| g.graphics_clock_max = to_mhz(v)),
+        native: gauge(
+            "gpuwatch_gpu_graphics_clock_max_hertz",
+            "Highest graphics clock the GPU supports.",
+        ),
+        dcgm: None,
+    },
     Field {
         key: Key::Pstate,
         json: "pstate",

@@ -63,6 +63,8 @@ enum Query {
     MemClock,
     SmClockMax,
     MemClockMax,
+    GraphicsClock,
+    GraphicsClockMax,
     PState,
     Encoder,
     Decoder,
@@ -137,11 +139,10 @@ impl Slot {
     }
 
     fn lost_reading(&self, index: u32) -> GpuReading {
-        let id = GpuId(
-            self.uuid
-                .clone()
-                .unwrap_or_else(|| format!("index-{index}")),
-        );
+        let id = self
+            .uuid
+            .clone()
+            .map_or_else(|| GpuId::without_uuid("nvml", index), GpuId);
         let name = self.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
         let mut g = GpuReading::absent(id, index, name);
         g.vendor = Some(crate::reading::Vendor::Nvidia);
@@ -177,7 +178,13 @@ pub struct NvmlSource {
     squatters: Vec<String>,
     /// What was last said of the engine and Slurm lookups (the kubelet's is `pods`').
     said: crate::reading::lookup::Said,
+    /// The wall clock (sample times, XID arrival) and the monotonic one (CPU deltas), read
+    /// together once per sample: the system's unless a test gives its own (`with_clock`).
+    clock: NvmlClock,
 }
+
+/// What `NvmlSource` reads the time from: (wall clock, monotonic clock), once per sample.
+pub type NvmlClock = Box<dyn FnMut() -> (SystemTime, Instant) + Send>;
 
 impl NvmlSource {
     /// Loads NVML from `lib` (or the system's `libnvidia-ml.so.1`) and initialises it.
@@ -211,7 +218,27 @@ impl NvmlSource {
             pods: PodDirectory::disabled(),
             squatters: Vec::new(),
             said: Default::default(),
+            clock: Box::new(|| (SystemTime::now(), Instant::now())),
         })
+    }
+
+    /// Reads the host's processes and load from the /proc at `root` (`--proc-root`: a
+    /// captured tree, or the host's /proc mounted in a container), as the DRM sources do.
+    pub fn with_proc_root(self, root: &Path) -> Self {
+        self.with_procinfo(ProcInfo::system_at(root), root)
+    }
+
+    /// The same with the process lookups given (tests: a fixture /proc with fixed units).
+    pub fn with_procinfo(mut self, procinfo: ProcInfo, root: &Path) -> Self {
+        self.procinfo = procinfo;
+        self.host_load = crate::procinfo::host::HostReader::new(root);
+        self
+    }
+
+    /// Takes every sample's time from `clock` instead of the system's.
+    pub fn with_clock(mut self, clock: NvmlClock) -> Self {
+        self.clock = clock;
+        self
     }
 
     fn device_count(&self) -> Result<u32, SourceError> {
@@ -244,8 +271,9 @@ fn open_error(e: NvmlError) -> NvmlOpenError {
 impl GpuSource for NvmlSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
         let count = self.device_count()?;
+        let (now, instant) = (self.clock)();
         // Events before the readings, so an XID that arrived before this sample is in it.
-        self.lib.drain(count, SystemTime::now());
+        self.lib.drain(count, now);
         // NVML's count is fixed once initialised; a slot seen before but no longer counted
         // is still reported (as lost) so it does not silently vanish.
         let slots = (count as usize).max(self.slots.len());
@@ -278,7 +306,7 @@ impl GpuSource for NvmlSource {
         }
         let hosts = self
             .procinfo
-            .sample(listed.iter().map(|(_, p)| p.pid), Instant::now());
+            .sample(listed.iter().map(|(_, p)| p.pid), instant);
         let processes: Vec<ProcReading> = listed
             .into_iter()
             .map(|(gpu, p)| ProcReading {
@@ -305,7 +333,7 @@ impl GpuSource for NvmlSource {
         host.lookups = self.pods.status().into_iter().collect();
         host.lookups.extend(self.procinfo.names().statuses());
         Ok(Sample {
-            time: SystemTime::now(),
+            time: now,
             host,
             gpus,
             processes,

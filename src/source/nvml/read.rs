@@ -28,7 +28,7 @@ pub(super) fn read_gpu(
     let uuid = match d.uuid() {
         Ok(u) => u,
         Err(NvmlError::GpuLost) => return Err(Lost),
-        Err(_) => format!("index-{index}"),
+        Err(_) => GpuId::without_uuid("nvml", index).0,
     };
     if s.uuid.as_deref() != Some(uuid.as_str()) {
         // A different board in this slot (or the first sighting): forget what the old
@@ -151,6 +151,14 @@ fn read_clocks_and_links(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result
         .map(MegaHertz);
     g.memory_clock_max = s
         .ask(Query::MemClockMax, || d.max_clock_info(Clock::Memory))?
+        .map(MegaHertz);
+    g.graphics_clock = s
+        .ask(Query::GraphicsClock, || d.clock_info(Clock::Graphics))?
+        .map(MegaHertz);
+    g.graphics_clock_max = s
+        .ask(Query::GraphicsClockMax, || {
+            d.max_clock_info(Clock::Graphics)
+        })?
         .map(MegaHertz);
     // P-states are 0..=15; NVML_PSTATE_UNKNOWN (32) is not a reading.
     g.pstate = s

@@ -3,7 +3,7 @@
 //! apart, and the GPUs grouped by host. Series arrive one at a time ([`Reading::add`]) as
 //! the answer is parsed; at most `MAX_GPUS` GPUs are read, the rest counted. Pure.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::api::Series;
 use super::series::{self, Identity, Target};
@@ -19,6 +19,8 @@ pub(super) struct Fleet {
     drivers: Vec<String>,
     /// Series of GPUs beyond the first `MAX_GPUS`, left out.
     pub(super) left_out: usize,
+    /// (host, GPU UUID, index given) of each GPU none of whose series had a `gpu` label.
+    pub(super) unindexed: Vec<(String, String, u32)>,
 }
 
 /// A fleet being read, one series at a time as the answer is parsed (a fleet's answer is
@@ -49,10 +51,18 @@ impl Reading {
             self.fleet.left_out += 1;
             return;
         }
-        let (_, g) = self.gpus.entry(id.uuid.clone()).or_insert_with(|| {
+        let (known, g) = self.gpus.entry(id.uuid.clone()).or_insert_with(|| {
+            // The index is settled in `place` when no series says it (never 0 by default:
+            // that is another GPU's).
             let g = GpuReading::absent(GpuId(id.uuid.clone()), id.index.unwrap_or(0), "");
             (id.clone(), g)
         });
+        if known.index.is_none()
+            && let Some(i) = id.index
+        {
+            known.index = Some(i);
+            g.index = i;
+        }
         fill_identity(g, &id, &s.labels, &mut self.fleet.drivers);
         if mig::instance_of(&s.labels).is_some() {
             // One instance's value (its framebuffer), not the GPU's.
@@ -94,6 +104,11 @@ impl Fleet {
             .iter()
             .zip(crate::source::multi::display_names(&instances))
             .collect();
+        let unindexed: HashSet<GpuId> = gpus
+            .iter()
+            .filter(|(id, _)| id.index.is_none())
+            .map(|(_, g)| g.id.clone())
+            .collect();
         for (id, mut g) in gpus {
             let host = id
                 .host
@@ -110,7 +125,10 @@ impl Fleet {
             }
             known.gpus.push(g);
         }
-        for k in self.hosts.values_mut() {
+        for (host, k) in self.hosts.iter_mut() {
+            for (uuid, index) in number_unindexed(&mut k.gpus, &unindexed) {
+                self.unindexed.push((host.clone(), uuid, index));
+            }
             k.gpus
                 .sort_by(|a, b| (a.index, &a.id).cmp(&(b.index, &b.id)));
         }
@@ -124,6 +142,33 @@ impl Fleet {
             .all(|d| d == first)
             .then(|| first.clone())
     }
+}
+
+/// Gives each of a host's GPUs that no series gave an index (`unindexed`) one after the
+/// highest index a labelled GPU has there, in UUID order: two GPUs never share an index
+/// (`-i 0`, `--only 0` and the panels name one GPU), and the caller says which were
+/// numbered so. Returns (UUID, index given) for each.
+fn number_unindexed(gpus: &mut [GpuReading], unindexed: &HashSet<GpuId>) -> Vec<(String, u32)> {
+    // With no labelled GPU on the host, numbering starts at 0: nothing to collide with.
+    let first = gpus
+        .iter()
+        .filter(|g| !unindexed.contains(&g.id))
+        .map(|g| g.index + 1)
+        .max()
+        .unwrap_or(0);
+    let mut missing: Vec<&mut GpuReading> = gpus
+        .iter_mut()
+        .filter(|g| unindexed.contains(&g.id))
+        .collect();
+    missing.sort_by(|a, b| a.id.cmp(&b.id));
+    missing
+        .into_iter()
+        .zip(first..)
+        .map(|(g, index)| {
+            g.index = index;
+            (g.id.0.clone(), index)
+        })
+        .collect()
 }
 
 /// Name, PCI bus id, driver version and pod allocation from whichever series has them.

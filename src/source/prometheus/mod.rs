@@ -55,6 +55,8 @@ pub struct PrometheusSource {
     known: HashMap<String, Known>,
     /// Which bounds the last notice said were hit, so it is said once, not every refresh.
     said_cut: Option<[bool; 4]>,
+    /// GPUs already said to have no `gpu` label (host, UUID), so each is said once.
+    said_unindexed: std::collections::HashSet<(String, String)>,
     notices: Vec<String>,
 }
 
@@ -100,6 +102,7 @@ impl PrometheusSource {
             clock,
             known: HashMap::new(),
             said_cut: None,
+            said_unindexed: Default::default(),
             notices: Vec::new(),
         }
     }
@@ -166,6 +169,7 @@ impl GpuSource for PrometheusSource {
         self.add_vanished(&mut out, &names, &fleet.up);
         cut.add(self.history.take_cut());
         self.note_cut(cut, fleet.left_out);
+        self.note_unindexed(&fleet.unindexed);
         Ok(out)
     }
 
@@ -204,6 +208,18 @@ impl PrometheusSource {
 
     /// Says what this refresh left out, once for each new kind of cut (the counts change
     /// every refresh; the notice would otherwise repeat forever).
+    /// Says once per GPU that its series carry no `gpu` label and which index it is shown
+    /// as: the index is gpuwatch's, not the exporter's.
+    fn note_unindexed(&mut self, unindexed: &[(String, String, u32)]) {
+        for (host, uuid, index) in unindexed {
+            if self.said_unindexed.insert((host.clone(), uuid.clone())) {
+                self.notices.push(format!(
+                    "{host}: GPU {uuid} has no `gpu` label (its index is unknown); shown as {index}, after the GPUs whose index is known"
+                ));
+            }
+        }
+    }
+
     fn note_cut(&mut self, cut: Cut, gpus_left_out: usize) {
         let kinds = [
             gpus_left_out > 0,

@@ -601,3 +601,55 @@ fn a_long_window_asks_for_what_a_chart_shows() {
     let steps = param(&range, "end") - param(&range, "start");
     assert_eq!(steps, (crate::reading::SHOWN_POINTS - 1) as f64);
 }
+
+/// Issue 21 §9: a GPU whose series carry no `gpu` label became index 0, beside the host's
+/// real GPU 0 (`-i 0` and `--only 0` named two GPUs). It is numbered after the labelled
+/// GPUs of its host, and that is said once.
+#[test]
+fn a_gpu_without_a_gpu_label_does_not_take_the_index_of_gpu_0() {
+    let mut all = native("node1:9401", "GPU-n0", 0);
+    all.extend(native("node1:9401", "GPU-n1", 1));
+    let unlabelled: Vec<_> = native("node1:9401", "GPU-zz", 0)
+        .into_iter()
+        .map(|(mut m, v)| {
+            m.as_object_mut().unwrap().remove("gpu");
+            (m, v)
+        })
+        .collect();
+    all.extend(unlabelled);
+    // Another host's GPU 0 keeps its index: numbering is per host.
+    all.extend(native("node2:9401", "GPU-m0", 0));
+    let (mut src, _) = source(vector(&all), empty_matrix);
+    let s = src.sample().unwrap();
+    let index = |uuid: &str| {
+        s.gpus
+            .iter()
+            .find(|g| g.id == GpuId(uuid.into()))
+            .map(|g| (g.host.clone().unwrap(), g.index))
+            .unwrap()
+    };
+    assert_eq!(index("GPU-n0"), ("node1".into(), 0));
+    assert_eq!(index("GPU-n1"), ("node1".into(), 1));
+    assert_eq!(
+        index("GPU-zz"),
+        ("node1".into(), 2),
+        "after the labelled GPUs"
+    );
+    assert_eq!(index("GPU-m0"), ("node2".into(), 0));
+    let z = s
+        .gpus
+        .iter()
+        .find(|g| g.id == GpuId("GPU-zz".into()))
+        .unwrap();
+    assert_eq!(z.util, Some(Percent(42)), "its readings are its own");
+    let said = src.notices();
+    assert_eq!(
+        said,
+        vec![
+            "node1: GPU GPU-zz has no `gpu` label (its index is unknown); shown as 2, after the GPUs whose index is known"
+                .to_string()
+        ]
+    );
+    src.sample().unwrap();
+    assert!(src.notices().is_empty(), "said once");
+}

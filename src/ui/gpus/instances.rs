@@ -75,7 +75,7 @@ fn spans(
         let own = state.config.current_user.as_deref() == Some(who.as_str());
         let style = if own { theme.own_process } else { theme.text };
         out.push(Span::styled(
-            format!("{who} {} ", bytes_short(*vram)),
+            format!("{who} {} ", super::super::format::total_short(*vram)),
             style,
         ));
     }
