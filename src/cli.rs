@@ -250,7 +250,7 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub hosts_file: Option<String>,
 
-    /// Draw the fleet a Prometheus server scrapes (gpuwatch or dcgm-exporter series): http://HOST:PORT.
+    /// Draw the fleet a Prometheus server scrapes (gpuwatch or dcgm-exporter series): http(s)://HOST:PORT.
     #[arg(long, value_name = "URL", global = true)]
     pub prometheus: Option<String>,
 
@@ -269,6 +269,10 @@ pub struct Cli {
     /// With --prometheus: a file holding a bearer token to send.
     #[arg(long, value_name = "FILE", global = true)]
     pub bearer_token_file: Option<String>,
+
+    /// With --prometheus https://: the CA certificates (PEM) its certificate must chain to, instead of the system's.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub prometheus_ca_file: Option<String>,
 
     /// With --remote or --hosts-file: show this machine's GPUs too.
     #[arg(long, global = true)]

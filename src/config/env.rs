@@ -39,6 +39,7 @@ pub const ENV_FLAGS: &[&str] = &[
     "prometheus-user",
     "password-file",
     "bearer-token-file",
+    "prometheus-ca-file",
     "listen",
     "dcgm-compat",
     "process-metrics",

@@ -192,7 +192,7 @@ idle_timeout = "{idle}"
 
 [prometheus]
 # Draw the fleet a Prometheus server scrapes (gpuwatch's or dcgm-exporter's series), as
-# http://HOST:PORT (--prometheus); off by default.
+# http://HOST:PORT or https://HOST:PORT (--prometheus); off by default.
 # url = "http://prometheus:9090"
 # Only series matching this selector (--selector).
 # selector = '{{cluster="a"}}'
@@ -202,6 +202,9 @@ idle_timeout = "{idle}"
 # password_file = "/etc/gpuwatch/prometheus-password"
 # Or a file holding a bearer token (--bearer-token-file).
 # bearer_token_file = "/var/run/secrets/prometheus-token"
+# With https: the CA certificates (PEM) the server's certificate must chain to
+# (--prometheus-ca-file); the system's CAs otherwise.
+# ca_file = "/etc/gpuwatch/prometheus-ca.pem"
 "#,
         listen = DEFAULT_LISTEN,
         limit = super::serve::DEFAULT_PROCESS_METRICS_LIMIT,
