@@ -107,6 +107,9 @@ fn post(url: &str, body: &str) -> Result<String, String> {
         )),
         Ok(response) => Err(format!("HTTP {}", response.status.as_u16())),
         Err(http_client::Error::TimedOut(_)) => Err(format!("no answer within {TIMEOUT:?}")),
+        Err(http_client::Error::Tls(why)) if why.contains("does not verify") => Err(format!(
+            "TLS: {why}; add its CA to the system's store (or point SSL_CERT_FILE at it)"
+        )),
         Err(e) => Err(scrub(&e.to_string(), url)),
     }
 }

@@ -102,9 +102,7 @@ pub fn describe(e: &std::io::Error) -> String {
 fn certificate(why: &rustls::CertificateError) -> String {
     use rustls::CertificateError as C;
     match why {
-        C::UnknownIssuer => {
-            "signed by an authority not trusted here (give its CA's PEM file)".into()
-        }
+        C::UnknownIssuer => "signed by an authority not trusted here".into(),
         C::Expired | C::ExpiredContext { .. } => "expired".into(),
         C::NotValidForName | C::NotValidForNameContext { .. } => {
             "not issued for this host name".into()
