@@ -194,6 +194,7 @@ fn main() {
     let api = HttpApi::new(
         &format!("http://{address}"),
         &Auth::None,
+        None,
         Duration::from_secs(60),
     )
     .unwrap();

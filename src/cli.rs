@@ -237,7 +237,7 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub hosts_file: Option<String>,
 
-    /// Draw the fleet a Prometheus server scrapes (gpuwatch or dcgm-exporter series): http://HOST:PORT.
+    /// Draw the fleet a Prometheus server scrapes (gpuwatch or dcgm-exporter series): http(s)://HOST:PORT.
     #[arg(long, value_name = "URL", global = true)]
     pub prometheus: Option<String>,
 
@@ -256,6 +256,10 @@ pub struct Cli {
     /// With --prometheus: a file holding a bearer token to send.
     #[arg(long, value_name = "FILE", global = true)]
     pub bearer_token_file: Option<String>,
+
+    /// With --prometheus https://: the CA certificates (PEM) its certificate must chain to, instead of the system's.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub prometheus_ca_file: Option<String>,
 
     /// With --remote or --hosts-file: show this machine's GPUs too.
     #[arg(long, global = true)]
@@ -309,8 +313,8 @@ pub struct Cli {
     #[arg(long, value_name = "SIZE", global = true)]
     pub stale_min_vram: Option<String>,
 
-    /// POST each alert as JSON to this URL (repeatable; http://, or https:// when built with
-    /// the tls feature). Shown redacted, never in full.
+    /// POST each alert as JSON to this URL (repeatable; http:// or https://). Shown redacted,
+    /// never in full.
     #[arg(long, value_name = "URL", global = true)]
     pub alert_webhook: Vec<String>,
 

@@ -184,9 +184,20 @@ fn prometheus_source(p: &PrometheusSettings, settings: &Settings) -> Result<Buil
         (_, _, Some(file)) => Auth::Bearer(secret(file, "--bearer-token-file")?),
         _ => Auth::None,
     };
-    let api = HttpApi::new(&p.url, &auth, prometheus::TIMEOUT)
+    let tls = match &p.ca_file {
+        Some(ca) => Some(
+            crate::http_client::tls::client_config(Some(ca))
+                .map_err(|e| format!("--prometheus-ca-file {e}"))?,
+        ),
+        None => None,
+    };
+    let api = HttpApi::new(&p.url, &auth, tls, prometheus::TIMEOUT)
         .map_err(|e| format!("--prometheus: {e}"))?;
-    let server = p.url.trim_start_matches("http://").to_string();
+    let server = p
+        .url
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .to_string();
     let source = PrometheusSource::new(
         Box::new(api),
         &server,

@@ -27,6 +27,7 @@ pub mod cli;
 pub mod config;
 pub mod headless;
 pub mod history;
+pub mod http_client;
 pub mod init;
 pub mod keymap;
 pub mod launch;

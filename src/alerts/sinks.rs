@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 use super::engine::Event;
 use super::payload::{self, Format};
 use super::process_group;
-
-/// Whether webhooks may be `https://` (the `tls` feature builds ureq with rustls).
-pub const TLS: bool = cfg!(feature = "tls");
+use crate::http_client::{self, Endpoint, Limits, Request, blocking, tls};
 
 /// How long one attempt may take.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 /// Waits between webhook attempts (so three attempts in all).
 pub const BACKOFF: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(3)];
+/// What a webhook answers is only looked at for its status; a chat service's reply is small.
+const MAX_ANSWER: usize = 64 << 10;
 
 /// One configured sink.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,31 +85,37 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// One POST through the one client (`crate::http_client`); an https URL's certificate
+/// must chain to the system's CAs. No redirect is followed: a POST redirected would be
+/// sent again as a GET without its body, a delivery that only looks successful.
 fn post(url: &str, body: &str) -> Result<String, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(true)
-        .timeout_global(Some(TIMEOUT))
-        .build()
-        .into();
-    match agent
-        .post(url)
-        .header("Content-Type", "application/json")
-        .header(
-            "User-Agent",
-            concat!("gpuwatch/", env!("CARGO_PKG_VERSION")),
-        )
-        .send(body)
-    {
-        Ok(response) => Ok(format!("HTTP {}", response.status().as_u16())),
-        Err(ureq::Error::StatusCode(code)) => Err(format!("HTTP {code}")),
-        Err(ureq::Error::Timeout(_)) => Err(format!("no answer within {TIMEOUT:?}")),
-        Err(ureq::Error::Io(e)) => Err(e.to_string()),
-        // ureq's other errors may quote the URL; say what kind of failure it was instead.
+    // The URL's own words never reach a message: its path or user part is the secret.
+    let endpoint = Endpoint::url(url, || tls::client_config(None))?;
+    let request =
+        Request::post("", body.to_string()).header(http::header::CONTENT_TYPE, "application/json");
+    let limits = Limits {
+        timeout: TIMEOUT,
+        max_body: MAX_ANSWER,
+    };
+    match blocking::send(&endpoint, request, limits) {
+        Ok(response) if response.status.is_success() => {
+            Ok(format!("HTTP {}", response.status.as_u16()))
+        }
+        Ok(response) if response.status.is_redirection() => Err(format!(
+            "HTTP {} (redirect not followed)",
+            response.status.as_u16()
+        )),
+        Ok(response) => Err(format!("HTTP {}", response.status.as_u16())),
+        Err(http_client::Error::TimedOut(_)) => Err(format!("no answer within {TIMEOUT:?}")),
+        Err(http_client::Error::Tls(why)) if why.contains("does not verify") => Err(format!(
+            "TLS: {why}; add its CA to the system's store (or point SSL_CERT_FILE at it)"
+        )),
         Err(e) => Err(scrub(&e.to_string(), url)),
     }
 }
 
-/// `text` with every copy of `url` replaced by its redacted form.
+/// `text` with every copy of `url` replaced by its redacted form (a message should never
+/// quote it; this makes sure).
 fn scrub(text: &str, url: &str) -> String {
     text.replace(url, &redact(url))
 }

@@ -51,7 +51,7 @@ pub struct FileConfig {
     pub alerts: AlertsTable,
 }
 
-/// `--prometheus`, `--selector` and the credentials' files.
+/// `--prometheus`, `--selector`, the credentials' files and the CA file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrometheusTable {
@@ -60,6 +60,7 @@ pub struct PrometheusTable {
     pub user: Entry<String>,
     pub password_file: Entry<String>,
     pub bearer_token_file: Entry<String>,
+    pub ca_file: Entry<String>,
 }
 
 /// `--alert-webhook` (a list here), `--alert-format`, `--alert-command`, `--no-bell`

@@ -109,7 +109,7 @@ impl RemoteSettings {
 /// `--prometheus`: the server to read the fleet from, and how.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrometheusSettings {
-    /// `http://HOST:PORT[/prefix]`, checked.
+    /// `http(s)://HOST:PORT[/prefix]`, checked.
     pub url: String,
     /// The selector's matchers without braces (`cluster="a"`), or empty.
     pub matchers: String,
@@ -117,6 +117,9 @@ pub struct PrometheusSettings {
     /// Read when the source is built (resolving reads no file but the config).
     pub password_file: Option<PathBuf>,
     pub bearer_token_file: Option<PathBuf>,
+    /// `--prometheus-ca-file`: the CAs an https server's certificate must chain to (the
+    /// system's when `None`); read when the source is built.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `gpuwatch serve`: where to listen and which extra metric families to export.

@@ -98,7 +98,7 @@ pub(super) const SERVE_ALERTS: &[Setting] = &[
         "prometheus.url",
         none("http://prometheus:9090"),
         "Draw the fleet a Prometheus server scrapes (gpuwatch's or dcgm-exporter's series), as \
-         http://HOST:PORT",
+         http://HOST:PORT or https://HOST:PORT",
     ),
     Setting::new(
         "selector",
@@ -125,11 +125,18 @@ pub(super) const SERVE_ALERTS: &[Setting] = &[
         "A file holding a bearer token for the Prometheus server",
     ),
     Setting::new(
+        "prometheus-ca-file",
+        "prometheus.ca_file",
+        none("/etc/gpuwatch/prometheus-ca.pem"),
+        "With https: the CA certificates (PEM) the server's certificate must chain to; the \
+         system's CAs otherwise",
+    ),
+    Setting::new(
         "alert-webhook",
         "alerts.webhooks",
         Default(|| "[]".into()),
         "POST each alert to these URLs (repeatable, or comma-separated in the variable); \
-         http://, or https:// when built with the tls feature; shown redacted in every message",
+         http:// or https://; shown redacted in every message",
     ),
     Setting::new(
         "alert-format",

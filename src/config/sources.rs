@@ -180,7 +180,8 @@ pub(super) fn remote(cli: &Cli, r: &Resolver) -> Result<RemoteSettings, Settings
 }
 
 /// `--prometheus URL` with `--selector` and credentials, each flag > env > `[prometheus]` key.
-/// The URL is checked here (plain `http://`); the credentials' files are read by `launch`.
+/// The URL is checked here (`http://` or `https://`); the credentials' and CA files are read
+/// by `launch`.
 pub(super) fn prometheus(
     cli: &Cli,
     r: &Resolver,
@@ -201,12 +202,21 @@ pub(super) fn prometheus(
         None,
     )?;
     let (user, password_file, bearer_token_file) = credentials(cli, r)?;
+    let file = |s: &str| Ok(Some(PathBuf::from(s)));
+    let ca_file = r.layer(
+        ("prometheus-ca-file", &cli.prometheus_ca_file),
+        ("prometheus.ca_file", &t.ca_file),
+        file,
+        |s| file(s),
+        None,
+    )?;
     let Some(url_value) = url.value.clone() else {
         for (given, at) in [
             (selector.value.is_some(), selector.at()),
             (user.value.is_some(), user.at()),
             (password_file.value.is_some(), password_file.at()),
             (bearer_token_file.value.is_some(), bearer_token_file.at()),
+            (ca_file.value.is_some(), ca_file.at()),
         ] {
             if given {
                 return Err(SettingsError::new(
@@ -218,12 +228,20 @@ pub(super) fn prometheus(
         }
         return Ok(None);
     };
+    if ca_file.value.is_some() && !url_value.starts_with("https://") {
+        return Err(SettingsError::new(
+            ca_file.at(),
+            "only with an https:// --prometheus URL".into(),
+            None,
+        ));
+    }
     Ok(Some(PrometheusSettings {
         url: url_value,
         matchers: selector.value.unwrap_or_default(),
         user: user.value,
         password_file: password_file.value,
         bearer_token_file: bearer_token_file.value,
+        ca_file: ca_file.value,
     }))
 }
 
@@ -271,19 +289,20 @@ fn credentials(cli: &Cli, r: &Resolver) -> Result<Credentials, SettingsError> {
     }
 }
 
-/// `http://HOST:PORT[/prefix]`: plain HTTP only (no TLS stack in gpuwatch yet).
+/// `http(s)://HOST:PORT[/prefix]`.
 fn parse_url(text: &str) -> Result<Option<String>, String> {
     let t = text.trim().trim_end_matches('/');
-    let Some(rest) = t.strip_prefix("http://") else {
-        return Err(if t.starts_with("https://") {
-            "https is not supported yet: reach Prometheus over plain http:// (e.g. through a local proxy)".into()
-        } else {
-            format!("{t:?} is not an http:// URL, e.g. http://prometheus:9090")
-        });
+    let Some(rest) = t
+        .strip_prefix("http://")
+        .or_else(|| t.strip_prefix("https://"))
+    else {
+        return Err(format!(
+            "{t:?} is not an http:// or https:// URL, e.g. http://prometheus:9090"
+        ));
     };
     let host = rest.split('/').next().unwrap_or("");
     if host.is_empty() || host.contains(['?', '#', '@']) {
-        return Err(format!("{t:?} has no HOST[:PORT] after http://"));
+        return Err(format!("{t:?} has no HOST[:PORT] after the scheme"));
     }
     Ok(Some(t.to_string()))
 }

@@ -255,11 +255,33 @@ fn prometheus_settings_layer_and_check() {
         err(&["--selector", "{a=\"b\"}"]),
         "--selector: only with --prometheus"
     );
-    assert!(
-        err(&["--prometheus", "https://prom"])
-            .starts_with("--prometheus: https is not supported yet")
+    let tls = resolve(&[
+        "--prometheus",
+        "https://prom",
+        "--prometheus-ca-file",
+        "/ca.pem",
+    ])
+    .unwrap()
+    .prometheus
+    .unwrap();
+    assert_eq!(
+        (tls.url.as_str(), tls.ca_file.as_deref()),
+        ("https://prom", Some(std::path::Path::new("/ca.pem")))
     );
-    assert!(err(&["--prometheus", "prom:9090"]).contains("is not an http:// URL"));
+    assert_eq!(
+        err(&[
+            "--prometheus",
+            "http://p:1",
+            "--prometheus-ca-file",
+            "/ca.pem"
+        ]),
+        "--prometheus-ca-file: only with an https:// --prometheus URL"
+    );
+    assert_eq!(
+        err(&["--prometheus-ca-file", "/ca.pem"]),
+        "--prometheus-ca-file: only with --prometheus"
+    );
+    assert!(err(&["--prometheus", "prom:9090"]).contains("is not an http:// or https:// URL"));
     assert!(
         err(&["--prometheus", "http://p:1", "--selector", "cluster=a"])
             .contains("not a series selector")

@@ -16,6 +16,7 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 
+use crate::http_client::tls::read_certs;
 use crate::safe_file;
 
 /// A certificate chain, key or CA bundle in PEM: a long chain is a few tens of KiB.
@@ -267,18 +268,6 @@ impl Spec {
         }
         Ok(Arc::new(roots))
     }
-}
-
-/// The PEM certificates in `path`, at least one.
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = safe_file::read_text(path, MAX_PEM).map_err(|e| e.to_string())?;
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    if certs.is_empty() {
-        return Err("no PEM certificate in it".into());
-    }
-    Ok(certs)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod fuzz_inputs;
 mod hardening;
 mod hardening_tui;
 mod health;
+mod https_clients;
 mod json_schema;
 mod kubelet;
 mod layers;

@@ -8,11 +8,10 @@
 use crate::serve_support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serve_support::tls::{fixture_roots, https_with, tls_client, web_config};
+use serve_support::tls::{fixture_roots, https_with, issue, tls_client, web_config};
 use serve_support::{Exporter, free_port, gpuwatch, request, skip_without, wait_until};
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -97,53 +96,6 @@ fn healthy_beside_ready_and_the_metrics_at_the_telemetry_path() {
     assert!(metrics.body.contains("gpuwatch_gpu_info{"));
     assert_eq!(e.get("/metrics").status, 404);
     assert!(e.get("/").body.contains("href=\"gpu/metrics\""));
-}
-
-/// `openssl ARGS` in `dir`, which must succeed.
-fn openssl(dir: &Path, args: &str) {
-    let out = Command::new("openssl")
-        .current_dir(dir)
-        .args(args.split_whitespace())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "openssl {args}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A throwaway CA in `dir` (`NAME-ca.crt`), and a certificate it signed (`NAME.crt`,
-/// `NAME.key`) for `usage` (`clientAuth`, or `serverAuth` for 127.0.0.1).
-fn issue(dir: &Path, name: &str, usage: &str) {
-    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    openssl(
-        dir,
-        &format!(
-            "req -x509 {ec} -keyout {name}-ca.key -out {name}-ca.crt -subj /CN={name}-ca -days 2"
-        ),
-    );
-    openssl(
-        dir,
-        &format!("req {ec} -keyout {name}.key -out {name}.csr -subj /CN={name}"),
-    );
-    let san = if usage == "serverAuth" {
-        "subjectAltName=IP:127.0.0.1\n"
-    } else {
-        ""
-    };
-    std::fs::write(
-        dir.join(format!("{name}.ext")),
-        format!("basicConstraints=CA:FALSE\nextendedKeyUsage={usage}\n{san}"),
-    )
-    .unwrap();
-    openssl(
-        dir,
-        &format!(
-            "x509 -req -in {name}.csr -CA {name}-ca.crt -CAkey {name}-ca.key -CAcreateserial \
-             -out {name}.crt -days 2 -extfile {name}.ext"
-        ),
-    );
 }
 
 fn certs(path: PathBuf) -> Vec<CertificateDer<'static>> {

@@ -26,17 +26,31 @@ impl Prometheus {
 
     /// One scrape job over all of `targets`, every second.
     pub fn start_many(dir: &Path, targets: &[&str]) -> Self {
+        Self::start_jobs(dir, &Self::one_job(targets), &[], &[])
+    }
+
+    /// `start_many` behind Prometheus's own `--web.config.file` (TLS, basic auth): its API
+    /// then answers only over https, so `query` cannot reach it.
+    pub fn start_many_web(dir: &Path, targets: &[&str], web_config: &Path) -> Self {
+        let web = format!("--web.config.file={}", web_config.display());
+        Self::start_jobs(dir, &Self::one_job(targets), &[], &[web])
+    }
+
+    fn one_job(targets: &[&str]) -> String {
         let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
-        let jobs = format!(
+        format!(
             "  - job_name: gpuwatch\n    static_configs:\n      \
              - targets: [{}]\n        labels:\n          cluster: a\n",
             list.join(", ")
-        );
-        Self::start_config(dir, &jobs, &[])
+        )
     }
 
     /// These scrape jobs (YAML under `scrape_configs:`) and rule files, every second.
     pub fn start_config(dir: &Path, jobs: &str, rule_files: &[&str]) -> Self {
+        Self::start_jobs(dir, jobs, rule_files, &[])
+    }
+
+    fn start_jobs(dir: &Path, jobs: &str, rule_files: &[&str], extra: &[String]) -> Self {
         let files: String = rule_files.iter().map(|f| format!("\n  - '{f}'")).collect();
         let rules = if files.is_empty() {
             String::new()
@@ -58,6 +72,7 @@ impl Prometheus {
                 dir.join("data").display()
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)

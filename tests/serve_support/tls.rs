@@ -1,11 +1,13 @@
 //! HTTPS for the exporter tests: a web config naming copies of the TLS fixtures
 //! (tests/fixtures/tls: a throwaway CA's certificate and a localhost/127.0.0.1 server
 //! certificate it signed, the CA key discarded), a rustls client that trusts that CA, and one
-//! request over it. Only 127.0.0.1 is contacted; every read is bounded.
+//! request over it; and throwaway CAs and certificates made by `openssl` at test time (CI has
+//! it). Only 127.0.0.1 is contacted; every read is bounded.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,4 +92,51 @@ pub fn https_with(
 pub fn https(addr: SocketAddr, path: &str, auth: Option<&str>) -> Response {
     https_with(tls_client(), addr, path, auth)
         .unwrap_or_else(|e| panic!("GET {path} over TLS: {e}"))
+}
+
+/// `openssl ARGS` in `dir`, which must succeed.
+pub fn openssl(dir: &Path, args: &str) {
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A throwaway CA in `dir` (`NAME-ca.crt`), and a certificate it signed (`NAME.crt`,
+/// `NAME.key`) for `usage` (`clientAuth`, or `serverAuth` for 127.0.0.1).
+pub fn issue(dir: &Path, name: &str, usage: &str) {
+    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    openssl(
+        dir,
+        &format!(
+            "req -x509 {ec} -keyout {name}-ca.key -out {name}-ca.crt -subj /CN={name}-ca -days 2"
+        ),
+    );
+    openssl(
+        dir,
+        &format!("req {ec} -keyout {name}.key -out {name}.csr -subj /CN={name}"),
+    );
+    let san = if usage == "serverAuth" {
+        "subjectAltName=IP:127.0.0.1\n"
+    } else {
+        ""
+    };
+    std::fs::write(
+        dir.join(format!("{name}.ext")),
+        format!("basicConstraints=CA:FALSE\nextendedKeyUsage={usage}\n{san}"),
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &format!(
+            "x509 -req -in {name}.csr -CA {name}-ca.crt -CAkey {name}-ca.key -CAcreateserial \
+             -out {name}.crt -days 2 -extfile {name}.ext"
+        ),
+    );
 }

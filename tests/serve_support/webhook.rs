@@ -1,13 +1,15 @@
-//! A webhook receiver on 127.0.0.1 for the alert tests (tests/it/alerts.rs, tests/it/health.rs):
-//! every request's path and JSON body go to a channel; it answers 200 or holds the
-//! connection open. Only loopback; every wait is bounded by the caller's timeout.
+//! A webhook receiver on 127.0.0.1 for the alert tests (tests/it/alerts.rs, tests/it/health.rs,
+//! tests/it/https_clients.rs): every request's path and JSON body go to a channel; it answers
+//! 200 or holds the connection open, over plain HTTP or TLS. Only loopback; every wait is
+//! bounded by the caller's timeout.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio_rustls::rustls;
 
 /// What the receiver does with a request.
 #[derive(Clone, Copy, PartialEq)]
@@ -25,13 +27,30 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn start(answer: Answer) -> Receiver {
+        Self::start_with(answer, None)
+    }
+
+    /// The same over TLS with `tls`'s certificate (an https webhook, as Slack's and Discord's
+    /// are). A client whose handshake fails sends nothing to the channel.
+    pub fn start_tls(answer: Answer, tls: Arc<rustls::ServerConfig>) -> Receiver {
+        Self::start_with(answer, Some(tls))
+    }
+
+    fn start_with(answer: Answer, tls: Option<Arc<rustls::ServerConfig>>) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, bodies) = mpsc::channel();
         std::thread::spawn(move || {
             for stream in listener.incoming().map_while(Result::ok) {
                 let tx = tx.clone();
-                std::thread::spawn(move || serve_one(stream, answer, &tx));
+                let tls = tls.clone();
+                std::thread::spawn(move || match tls {
+                    None => serve_one(stream, answer, &tx),
+                    Some(config) => {
+                        let conn = rustls::ServerConnection::new(config).unwrap();
+                        serve_one(rustls::StreamOwned::new(conn, stream), answer, &tx);
+                    }
+                });
             }
         });
         Receiver { addr, bodies }
@@ -43,10 +62,13 @@ impl Receiver {
     }
 }
 
-fn serve_one(stream: TcpStream, answer: Answer, tx: &mpsc::Sender<(String, Value)>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+fn serve_one<S: Read + Write>(stream: S, answer: Answer, tx: &mpsc::Sender<(String, Value)>) {
+    let mut reader = BufReader::new(stream);
     let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
+    // A failed TLS handshake surfaces here, as an error reading the request line.
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
     let mut length = 0;
     loop {
@@ -65,8 +87,9 @@ fn serve_one(stream: TcpStream, answer: Answer, tx: &mpsc::Sender<(String, Value
     let _ = tx.send((path, serde_json::from_slice(&body).unwrap()));
     match answer {
         Answer::Ok => {
-            let mut stream = stream;
+            let stream = reader.get_mut();
             let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            let _ = stream.flush();
         }
         // Hold the connection well past the sink's timeout.
         Answer::Hang => std::thread::sleep(Duration::from_secs(120)),

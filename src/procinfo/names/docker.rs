@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::http::{self, HttpError};
 use super::{ContainerFacts, ContainerLookup, LookupError};
+use crate::http_client::{self, Endpoint, Limits, Request, blocking};
 use crate::reading::workload::{ContainerNames, Engine, PodNames};
 
 /// An inspect answer is a few kilobytes (tens with many labels or a long environment);
@@ -82,12 +82,16 @@ impl ContainerLookup for EngineApi {
         let path = format!("/containers/{id}/json");
         let (mut denied, mut unknown) = (None, false);
         for socket in sockets {
-            match http::get(socket, &path, deadline, MAX_ANSWER) {
-                Ok(answer) if answer.status == 404 => unknown = true,
+            match get(socket, &path, deadline) {
+                Ok(answer) if answer.status == http::StatusCode::NOT_FOUND => unknown = true,
                 Ok(answer) => return facts(engine, answer),
-                Err(HttpError::Missing(_)) => continue,
-                Err(HttpError::Denied(at)) => denied = Some(at),
-                Err(HttpError::TimedOut) => return Err(LookupError::TimedOut(timeout)),
+                Err(http_client::Error::Connect(e)) if socket_missing(&e) => continue,
+                Err(http_client::Error::Connect(e))
+                    if e.kind() == std::io::ErrorKind::PermissionDenied =>
+                {
+                    denied = Some(socket.display().to_string())
+                }
+                Err(http_client::Error::TimedOut(_)) => return Err(LookupError::TimedOut(timeout)),
                 Err(other) => {
                     return Err(LookupError::Failed(format!(
                         "{} API at {}: {other}",
@@ -169,8 +173,32 @@ impl EngineApi {
     }
 }
 
-fn facts(engine: Engine, answer: http::Response) -> Result<ContainerFacts, LookupError> {
-    match answer.status {
+/// `GET path` on the engine's socket with what is left of `deadline`.
+fn get(
+    socket: &Path,
+    path: &str,
+    deadline: Instant,
+) -> Result<http_client::Response, http_client::Error> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(http_client::Error::TimedOut(left));
+    }
+    let request = Request::get(path).header(http::header::ACCEPT, "application/json");
+    let limits = Limits {
+        timeout: left,
+        max_body: MAX_ANSWER,
+    };
+    blocking::send(&Endpoint::unix(socket), request, limits)
+}
+
+/// No socket there, or a stale one nobody listens on: the engine is not running.
+fn socket_missing(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionRefused, NotFound};
+    matches!(e.kind(), NotFound | ConnectionRefused)
+}
+
+fn facts(engine: Engine, answer: http_client::Response) -> Result<ContainerFacts, LookupError> {
+    match answer.status.as_u16() {
         200 => parse_inspect(&answer.body),
         status => Err(LookupError::Failed(format!(
             "{} API answered HTTP {status}",
@@ -251,6 +279,15 @@ mod tests {
         }
       }
     }"#;
+
+    #[test]
+    fn a_missing_or_stale_socket_is_skipped_a_denied_one_is_not() {
+        use std::io::ErrorKind::*;
+        assert!(socket_missing(&NotFound.into()));
+        assert!(socket_missing(&ConnectionRefused.into()));
+        // Tests run as root, which no socket refuses: the mapping is checked here.
+        assert!(!socket_missing(&PermissionDenied.into()));
+    }
 
     #[test]
     fn a_compose_container_has_its_name_image_project_and_service() {

@@ -11,7 +11,6 @@
 
 mod cache;
 pub mod docker;
-mod http;
 pub mod slurm;
 mod worker;
 

@@ -1,12 +1,16 @@
 //! Prometheus's HTTP query API as the source needs it: `GET /api/v1/query` (instant) and
 //! `/api/v1/query_range`, through an injected [`Api`] so tests need no server, and the JSON
 //! answers read into plain series. The real [`HttpApi`] sets basic-auth or bearer headers,
-//! times every request out, follows no redirects, and reads plain HTTP only.
+//! times every request out, follows no redirects, and speaks http or https.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio_rustls::rustls::ClientConfig;
 
 pub use super::answer::Series;
 use super::answer::error_text;
+use crate::http_client::{self, Endpoint, Limits, Request, blocking, tls};
 
 /// One GET against the server.
 pub trait Api: Send {
@@ -39,90 +43,61 @@ impl std::fmt::Debug for Auth {
 /// costs (a hostile server's 100 MB label is refused here, not parsed).
 pub const MAX_ANSWER: u64 = 64 << 20;
 
-/// The real server, over plain HTTP with ureq (the source runs on the blocking pool).
+/// The real server, over http or https with the one client (`crate::http_client`; the
+/// source runs on the blocking pool, so the blocking wrapper).
 pub struct HttpApi {
-    agent: ureq::Agent,
-    base: String,
+    endpoint: Endpoint,
     authorization: Option<String>,
+    timeout: Duration,
 }
 
 impl HttpApi {
-    /// `base`: `http://HOST:PORT` with an optional path prefix (a Prometheus behind a proxy).
-    pub fn new(base: &str, auth: &Auth, timeout: Duration) -> Result<HttpApi, String> {
+    /// `base`: `http(s)://HOST:PORT` with an optional path prefix (a Prometheus behind a
+    /// proxy). An https server's certificate must chain to the CAs of `tls` when given
+    /// (`--prometheus-ca-file`), to the system's otherwise.
+    pub fn new(
+        base: &str,
+        auth: &Auth,
+        tls: Option<Arc<ClientConfig>>,
+        timeout: Duration,
+    ) -> Result<HttpApi, String> {
         let base = base.trim_end_matches('/');
-        if !base.starts_with("http://") {
-            return Err(format!(
-                "{base:?} is not an http:// URL (https is not supported yet: put a local \
-                 proxy in front, or reach Prometheus over plain HTTP)"
-            ));
-        }
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            // A redirect could send the credentials elsewhere: follow none, say so.
-            .max_redirects(0)
-            .timeout_global(Some(timeout))
-            .build()
-            .into();
+        let endpoint = Endpoint::url(base, || tls.map_or_else(|| tls::client_config(None), Ok))
+            .map_err(|why| format!("{base:?}: {why}"))?;
         Ok(HttpApi {
-            agent,
-            base: base.to_string(),
+            endpoint,
             authorization: authorization(auth),
+            timeout,
         })
     }
 }
 
 fn authorization(auth: &Auth) -> Option<String> {
-    use base64_like::encode;
     match auth {
         Auth::None => None,
-        Auth::Basic { user, password } => {
-            Some(format!("Basic {}", encode(&format!("{user}:{password}"))))
-        }
+        Auth::Basic { user, password } => Some(http_client::basic_auth(user, password)),
         Auth::Bearer(token) => Some(format!("Bearer {token}")),
     }
 }
 
 impl Api for HttpApi {
     fn get(&self, path_and_query: &str) -> Result<String, String> {
-        let url = format!("{}{path_and_query}", self.base);
-        let mut request = self.agent.get(&url);
+        let mut request = Request::get(path_and_query);
         if let Some(a) = &self.authorization {
-            request = request.header("Authorization", a);
+            request = request.header(http::header::AUTHORIZATION, a.clone());
         }
-        let mut response = request.call().map_err(describe)?;
-        let status = response.status().as_u16();
-        if (300..400).contains(&status) {
-            let to = response
-                .headers()
-                .get("location")
-                .and_then(|l| l.to_str().ok())
-                .map(|l| {
-                    format!(
-                        " to {}",
-                        l.chars()
-                            .filter(|c| !c.is_control())
-                            .take(120)
-                            .collect::<String>()
-                    )
-                })
-                .unwrap_or_default();
-            return Err(format!("HTTP {status} redirect{to} not followed"));
+        let limits = Limits {
+            timeout: self.timeout,
+            max_body: MAX_ANSWER as usize,
+        };
+        // A redirect could send the credentials elsewhere: the client follows none, and
+        // the answer says where it pointed.
+        let response = blocking::send(&self.endpoint, request, limits).map_err(describe)?;
+        let status = response.status.as_u16();
+        if response.status.is_redirection() {
+            return Err(response.redirect_not_followed());
         }
-        // A length announced over the bound is refused before a byte of it is read.
-        let length = response
-            .headers()
-            .get("content-length")
-            .and_then(|l| l.to_str().ok())
-            .and_then(|l| l.trim().parse::<u64>().ok());
-        if length.is_some_and(|l| l > MAX_ANSWER) {
-            return Err(too_large());
-        }
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER)
-            .read_to_string()
-            .map_err(describe)?;
+        let body = String::from_utf8_lossy(&response.body).into_owned();
         match status {
             200..=299 => Ok(body),
             401 | 403 => Err(format!(
@@ -141,37 +116,14 @@ fn too_large() -> String {
     )
 }
 
-fn describe(e: ureq::Error) -> String {
+fn describe(e: http_client::Error) -> String {
     match e {
-        ureq::Error::Timeout(_) => "no answer in time".into(),
-        ureq::Error::BodyExceedsLimit(_) => too_large(),
-        ureq::Error::Io(io) => io.to_string(),
-        other => other.to_string(),
-    }
-}
-
-/// Hand-written (a dozen lines) rather than a crate: basic auth is the only base64 here.
-mod base64_like {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-    pub fn encode(text: &str) -> String {
-        let mut out = String::new();
-        for chunk in text.as_bytes().chunks(3) {
-            let b = [
-                chunk[0],
-                *chunk.get(1).unwrap_or(&0),
-                *chunk.get(2).unwrap_or(&0),
-            ];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
-                } else {
-                    out.push('=');
-                }
-            }
+        http_client::Error::TimedOut(_) => "no answer in time".into(),
+        http_client::Error::TooLarge(_) => too_large(),
+        http_client::Error::Tls(why) if why.contains("does not verify") => {
+            format!("{why}; give the CA with --prometheus-ca-file")
         }
-        out
+        other => other.to_string(),
     }
 }
 
@@ -213,12 +165,14 @@ mod tests {
 
     #[test]
     fn basic_auth_is_base64() {
+        let auth = Auth::Basic {
+            user: "Aladdin".into(),
+            password: "open sesame".into(),
+        };
         assert_eq!(
-            base64_like::encode("Aladdin:open sesame"),
-            "QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+            authorization(&auth).unwrap(),
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
         );
-        assert_eq!(base64_like::encode("ab"), "YWI=");
-        assert_eq!(base64_like::encode("abc"), "YWJj");
     }
 
     #[test]
@@ -227,12 +181,16 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_http_urls() {
-        let err = HttpApi::new("https://prom:9090", &Auth::None, Duration::from_secs(1))
+    fn http_and_https_urls() {
+        let t = Duration::from_secs(1);
+        let err = HttpApi::new("ftp://prom:9090", &Auth::None, None, t)
             .err()
             .unwrap();
-        assert!(err.contains("not an http:// URL"), "{err}");
-        assert!(HttpApi::new("http://prom:9090/", &Auth::None, Duration::from_secs(1)).is_ok());
+        assert!(err.contains("not an http:// or https:// URL"), "{err}");
+        assert!(HttpApi::new("http://prom:9090/", &Auth::None, None, t).is_ok());
+        let missing = std::path::Path::new("/nonexistent/ca.pem");
+        let err = tls::client_config(Some(missing)).err().unwrap();
+        assert!(err.starts_with("/nonexistent/ca.pem: "), "{err}");
         let secret = format!("{:?}", Auth::Bearer("s3cret".into()));
         assert!(!secret.contains("s3cret"));
     }
