@@ -166,6 +166,9 @@ with_local = false
 [serve]
 # gpuwatch serve: the IP:PORT to listen on; 0.0.0.0 exposes it on every interface (--listen).
 listen = "{listen}"
+# Or several addresses, as node_exporter's --web.listen-address takes them: HOST:PORT,
+# [IPv6]:PORT, :PORT for every interface (instead of listen, not beside it).
+# web_listen_address = [":{port}"]
 # Also export dcgm-exporter's DCGM_FI_DEV_* names for existing dashboards (--dcgm-compat).
 dcgm_compat = false
 # Also export per-PID series labelled by PID, user and command (--process-metrics); per-user
@@ -204,6 +207,7 @@ idle_timeout = "{idle}"
 # bearer_token_file = "/var/run/secrets/prometheus-token"
 "#,
         listen = DEFAULT_LISTEN,
+        port = super::serve::DEFAULT_PORT,
         limit = super::serve::DEFAULT_PROCESS_METRICS_LIMIT,
         max_connections = super::serve::DEFAULT_MAX_CONNECTIONS,
         header = humantime::format_duration(super::serve::DEFAULT_HEADER_TIMEOUT),
