@@ -2,6 +2,7 @@
 //! source (NVML, the simulated fleet, later remote hosts) implements.
 //! Owns the data model of a sample; knows nothing of history, warnings or drawing.
 
+pub mod cut;
 pub mod drm;
 pub mod fields;
 pub mod health;
@@ -101,6 +102,9 @@ pub struct HostInfo {
     /// How the outside lookups naming GPU holders last went; empty where none is made
     /// (not a Kubernetes node, the demo, a remote host).
     pub lookups: Vec<lookup::LookupStatus>,
+    /// What the source left out of this sample to stay within its bounds; empty when
+    /// nothing was (every source but `--prometheus`, always).
+    pub cuts: Vec<cut::LeftOut>,
 }
 
 /// How busy the host itself is, from /proc (`procinfo::host`): a GPU starved by its data

@@ -1,7 +1,7 @@
 //! Issue 26 §10 and §11 through the binary: a stand-in Prometheus on 127.0.0.1 serves
 //! hostile answers (100,000 GPUs, a 100 MB label, a million points per series) and
 //! `gpuwatch --prometheus URL --once --json` stays within a time and a memory budget and
-//! says what it left out; the demo opens with a million seconds of `--history` as fast as
+//! says what it left out (on stderr and in the document's `cuts`); the demo opens with a million seconds of `--history` as fast as
 //! with the default. Peak memory is the child's VmHWM, read from /proc while it runs (not
 //! `wait4`'s `ru_maxrss`, which counts the forking test process's memory too).
 
@@ -168,6 +168,10 @@ fn a_hundred_thousand_gpus_are_cut_to_the_bound_and_said() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let doc: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(doc["gpus"].as_array().unwrap().len(), 10_000);
+    assert_eq!(
+        doc["cuts"],
+        json!([{"bound": "gpus", "left_out": 90_000, "limit": 10_000}])
+    );
     assert!(
         run.stderr
             .contains("left out 90000 series of GPUs beyond the first 10000"),
@@ -225,6 +229,11 @@ fn a_million_points_per_series_keep_what_a_chart_shows() {
         "{}",
         run.stderr
     );
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        doc["cuts"],
+        json!([{"bound": "points", "left_out": 999_500, "limit": 500}])
+    );
     println!(
         "1 M points per series: {:.1} s, peak {} MiB",
         run.took.as_secs_f64(),
@@ -232,6 +241,38 @@ fn a_million_points_per_series_keep_what_a_chart_shows() {
     );
     assert!(run.peak_mib < 200, "peak {} MiB", run.peak_mib);
     assert!(run.took < Duration::from_secs(60), "{:?}", run.took);
+}
+
+/// A cut is said in the JSON too, not only on screen and stderr: a label value over the
+/// bound is left out and listed in `cuts` (schema-valid); with nothing cut, `cuts` is empty.
+#[test]
+fn what_was_cut_is_in_the_json_document() {
+    let long = "x".repeat(1000);
+    let mut series: Value = serde_json::from_slice(&fleet(2)).unwrap();
+    series["data"]["result"][0]["metric"]["name"] = json!(long);
+    let addr = stand_in(series.to_string().into_bytes(), matrix(Vec::new()));
+    let out = once_json(addr).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("1 label values longer than 512 bytes"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["cuts"],
+        json!([{"bound": "labels", "left_out": 1, "limit": 512}])
+    );
+    crate::json_schema::assert_conforms(&doc, "--prometheus with a cut");
+    let addr = stand_in(fleet(2), matrix(Vec::new()));
+    let out = once_json(addr).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["cuts"],
+        json!([]),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// §11: `--history 1000000s` back-filled every second (> 120 s, 5 GB); now it opens about as

@@ -3,7 +3,7 @@
 //! not the raw sample, so the document lists what the TUI shows. Knows no words: the caller
 //! passes each warning's sentence in (`ui::text::warning_line`).
 
-use super::{ContextDoc, Lookup, epoch_secs};
+use super::{ContextDoc, CutDoc, Lookup, epoch_secs};
 use super::{Gpu, Host, Proc, SCHEMA_MAJOR, SCHEMA_MINOR, Snapshot, SnapshotGpu, Warning};
 use crate::model::Model;
 use crate::model::owners::{free_gpus, unattributed};
@@ -36,6 +36,7 @@ impl Snapshot {
                 .collect(),
             free_gpus: free_gpus(model),
             lookups: model.host().lookups.iter().map(Lookup::of).collect(),
+            cuts: model.host().cuts.iter().map(CutDoc::of).collect(),
         }
     }
 }

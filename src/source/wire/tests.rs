@@ -34,6 +34,7 @@ fn snapshot_of(sample: &Sample) -> Snapshot {
         warnings: Vec::new(),
         free_gpus: Vec::new(),
         lookups: Vec::new(),
+        cuts: Vec::new(),
     }
 }
 
