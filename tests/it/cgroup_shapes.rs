@@ -84,7 +84,9 @@ fn debian_slurm_podman_pods_and_slurm_without_cgroups() {
     let mut task = StdCommand::new("sleep");
     task.arg("600")
         .env("SLURM_JOB_ID", "77")
-        .env("SLURM_STEP_ID", "0");
+        .env("SLURM_STEP_ID", "0")
+        .env("SLURM_ARRAY_JOB_ID", "70")
+        .env("SLURM_ARRAY_TASK_ID", "7");
     let linuxproc = Placed::spawn(task, &root, &format!("{t}-3/system.slice/slurmd.service"));
     let dir = tempfile::tempdir().unwrap();
     let pids = [debian.pid(), podman.pid(), linuxproc.pid()];
@@ -112,6 +114,17 @@ fn debian_slurm_podman_pods_and_slurm_without_cgroups() {
         (&json!("slurm"), &json!("77"), &json!("0")),
         "{env_job:#}"
     );
+    // An array task is in the JSON as users know it (70_7), beside its own job id.
+    assert_eq!(
+        (&env_job["slurm_array_job"], &env_job["slurm_array_task"]),
+        (&json!("70"), &json!(7)),
+        "{env_job:#}"
+    );
+    assert!(
+        job.get("slurm_array_job").is_none(),
+        "not an array task: {job:#}"
+    );
+    crate::json_schema::assert_conforms(&doc, "Slurm shapes");
 }
 
 /// gpuwatch in a private cgroup namespace (`unshare --cgroup`, as in a container on a
