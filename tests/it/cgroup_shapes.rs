@@ -127,6 +127,50 @@ fn debian_slurm_podman_pods_and_slurm_without_cgroups() {
     crate::json_schema::assert_conforms(&doc, "Slurm shapes");
 }
 
+/// Anyone can set `SLURM_JOB_ID`: outside a job's cgroup (Slurm without cgroups), a job the
+/// environment names is believed only while its user is the process's own. `nobody`
+/// claiming a job of root's is shown as nobody's, with no job; claiming its own, as that job.
+#[test]
+fn a_job_only_the_environment_names_must_be_the_owners_own() {
+    let Some(root) = hierarchy() else { return };
+    let t = tag("claims");
+    let claim = |job: &str, user: &str, n: u32| {
+        let mut task = StdCommand::new("sleep");
+        task.arg("600")
+            .env("SLURM_JOB_ID", job)
+            .env("SLURM_JOB_USER", user)
+            .uid(65534)
+            .gid(65534);
+        Placed::spawn(task, &root, &format!("{t}-{n}/system.slice/slurmd.service"))
+    };
+    // Job ids no test cluster hands out, so a running slurmctld cannot answer for them.
+    let (forged, own) = (claim("987654", "root", 1), claim("987655", "nobody", 2));
+    let dir = tempfile::tempdir().unwrap();
+    let doc = once_json(
+        &scenario(dir.path(), &[forged.pid(), own.pid()]),
+        "",
+        "",
+        &[],
+    );
+    let forged_doc = |key: &str| {
+        doc["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == json!(forged.pid()))
+            .unwrap()[key]
+            .clone()
+    };
+    assert_eq!(forged_doc("user"), json!("nobody"), "{doc:#}");
+    assert!(forged_doc("workload").is_null(), "{doc:#}");
+    let job = workload_of(&doc, own.pid());
+    assert_eq!(
+        (&job["hpc_job"], &job["hpc_job_user"]),
+        (&json!("987655"), &json!("nobody")),
+        "{job:#}"
+    );
+}
+
 /// gpuwatch in a private cgroup namespace (`unshare --cgroup`, as in a container on a
 /// cgroup v2 host or any pod) reads other containers' paths relative to its own.
 #[test]
