@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::source::cut::LeftOut;
+use crate::reading::cut::LeftOut;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CutDoc {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::workload::{
+use crate::reading::workload::{
     ArrayTask, ContainerNames, Engine, PodNames, PodQos, SlurmNames, Workload,
 };
 
