@@ -113,6 +113,7 @@ pub struct RemoteTable {
 #[serde(deny_unknown_fields)]
 pub struct ServeTable {
     pub listen: Entry<String>,
+    pub web_listen_address: Entry<Vec<String>>,
     pub dcgm_compat: Entry<bool>,
     pub process_metrics: Entry<bool>,
     pub process_metrics_limit: Entry<u64>,

@@ -7,6 +7,8 @@ use std::fmt;
 use std::net::SocketAddr;
 
 use super::SettingsError;
+use super::file::Entry;
+use super::values::{Got, Resolver};
 
 /// One `--web.listen-address`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +84,41 @@ pub(super) fn web_listen_addresses(
                 .map_err(|why| SettingsError::new(origin(), why, Some(format!("{text:?}"))))
         })
         .collect()
+}
+
+/// `[serve] web_listen_address`, a list in the forms above, for when neither flag nor
+/// variable sets the address: `--listen`/`GPUWATCH_LISTEN` and `--web.listen-address` are
+/// layers above the file and win, and `[serve] listen` beside it in the file is refused (two
+/// keys for one thing: say which to keep rather than pick one). `listen` is what the layers
+/// made of `listen` (its origin says whether the file gave it). With the addresses, where
+/// they were written (`FILE:LINE: serve.web_listen_address`).
+pub(super) fn file_listen_addresses(
+    r: &Resolver,
+    entry: &Entry<Vec<String>>,
+    listen: &Got<SocketAddr>,
+) -> Result<Option<(Vec<ListenAddress>, String)>, SettingsError> {
+    const KEY: &str = "serve.web_listen_address";
+    let Some(entry) = entry else {
+        return Ok(None);
+    };
+    if listen.given_for_this_run() {
+        return Ok(None);
+    }
+    let bad = |why: String| Err(r.file_error(KEY, &entry.span(), why));
+    if listen.given() {
+        return bad("given with serve.listen, which sets the same thing: keep one".into());
+    }
+    if entry.get_ref().is_empty() {
+        return bad(format!("names no address: {FORMS}"));
+    }
+    let mut addresses = Vec::new();
+    for text in entry.get_ref() {
+        match ListenAddress::parse(text) {
+            Ok(address) => addresses.push(address),
+            Err(why) => return bad(format!("{text:?}: {why}")),
+        }
+    }
+    Ok(Some((addresses, r.file_place(KEY, &entry.span()))))
 }
 
 /// The routes besides the metrics, which the metrics must not hide.

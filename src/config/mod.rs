@@ -126,10 +126,12 @@ pub struct PrometheusSettings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeSettings {
     pub listen: SocketAddr,
-    /// Where `listen` came from (`--listen`, `GPUWATCH_LISTEN`, `FILE:LINE: serve.listen`), so
-    /// a port in use is blamed on the place to change.
+    /// Where the address came from (`--listen`, `GPUWATCH_LISTEN`, `FILE:LINE: serve.listen`,
+    /// `--web.listen-address`, `FILE:LINE: serve.web_listen_address`), so a port in use is
+    /// blamed on the place to change.
     pub listen_origin: String,
-    /// `--web.listen-address`, each; when any is given, these instead of `listen`.
+    /// `--web.listen-address` or `[serve] web_listen_address`, each; when any is given, these
+    /// instead of `listen`.
     pub listen_addresses: Vec<ListenAddress>,
     /// `--web.telemetry-path`: where the metrics are served (`/metrics`).
     pub telemetry_path: String,

@@ -316,18 +316,6 @@ pub(super) const FLAG_ONLY: &[Setting] = &[
         "Monochrome output (also when NO_COLOR is set and non-empty); beats --theme",
     ),
     Setting::new(
-        "web.listen-address",
-        "",
-        Unset {
-            shown: "none",
-            example: "",
-        },
-        "node_exporter's spelling of --listen, repeatable: HOST:PORT, [IPv6]:PORT, :PORT (every \
-         interface) or a host name; not with --listen",
-    )
-    .serve()
-    .flag_only(),
-    Setting::new(
         "web.telemetry-path",
         "",
         Default(|| quoted("/metrics")),

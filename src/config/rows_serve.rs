@@ -23,6 +23,18 @@ pub(super) const SERVE_ALERTS: &[Setting] = &[
     )
     .serve(),
     Setting::new(
+        "web.listen-address",
+        "serve.web_listen_address",
+        Unset {
+            shown: "none",
+            example: "[\":19445\"]",
+        },
+        "node_exporter's spelling of --listen, repeatable: HOST:PORT, [IPv6]:PORT, :PORT (every \
+         interface) or a host name; instead of listen, not beside it",
+    )
+    .serve()
+    .flag_only(),
+    Setting::new(
         "dcgm-compat",
         "serve.dcgm_compat",
         Switch(false),

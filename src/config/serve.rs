@@ -71,10 +71,18 @@ pub(super) fn serve(cli: &Cli, r: &Resolver, env: Env) -> Result<ServeSettings, 
     )?;
     let listen_flag = args.is_some_and(|a| a.listen.is_some());
     let web_listen = args.map_or(&[][..], |a| &a.web_listen_address[..]);
+    let (listen_addresses, listen_origin) = match web_listen {
+        [] => super::listen::file_listen_addresses(r, &t.web_listen_address, &listen)?
+            .unwrap_or_else(|| (Vec::new(), listen.at())),
+        given => (
+            super::listen::web_listen_addresses(given, listen_flag)?,
+            "--web.listen-address".into(),
+        ),
+    };
     Ok(ServeSettings {
         listen: listen.value,
-        listen_origin: listen.at(),
-        listen_addresses: super::listen::web_listen_addresses(web_listen, listen_flag)?,
+        listen_origin,
+        listen_addresses,
         telemetry_path: super::listen::telemetry_path(
             args.and_then(|a| a.web_telemetry_path.as_deref()),
         )?,

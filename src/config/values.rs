@@ -144,6 +144,12 @@ impl<'a> Resolver<'a> {
         self.file.map_or(&self.blank, |f| &f.config)
     }
 
+    /// `FILE:LINE: key`, where a file's value was written.
+    pub fn file_place(&self, key: &str, span: &Range<usize>) -> String {
+        self.file
+            .map_or_else(|| key.to_string(), |f| f.origin(key, span))
+    }
+
     pub fn file_error(&self, key: &str, span: &Range<usize>, why: String) -> SettingsError {
         let (origin, shown) = match self.file {
             Some(f) => (f.origin(key, span), f.snippet(span)),

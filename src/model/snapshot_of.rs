@@ -9,7 +9,7 @@ use crate::model::owners::{free_gpus, unattributed};
 use crate::model::procs::ProcRow;
 use crate::model::warnings as model;
 use crate::reading::Visibility;
-use crate::wire::{ContextDoc, Lookup, epoch_secs};
+use crate::wire::{ContextDoc, CutDoc, Lookup, epoch_secs};
 use crate::wire::{Gpu, Host, Proc, SCHEMA_MAJOR, SCHEMA_MINOR, Snapshot, SnapshotGpu, Warning};
 
 impl Snapshot {
@@ -37,6 +37,7 @@ impl Snapshot {
                 .collect(),
             free_gpus: free_gpus(model),
             lookups: model.host().lookups.iter().map(Lookup::of).collect(),
+            cuts: model.host().cuts.iter().map(CutDoc::of).collect(),
         }
     }
 }

@@ -55,6 +55,10 @@ struct Known {
     /// (a process cannot move itself out of its container; `environ` is what it was
     /// started with), so read once.
     context: ProcContext,
+    /// The workload is a Slurm job only the process's environment names (no cgroup does):
+    /// anyone can set `SLURM_JOB_ID`, so it holds only while the job's user is the
+    /// process's own (never blame another user's job).
+    claimed: bool,
     /// The resolver has said all it will about the workload's names: stop asking.
     named: bool,
     /// utime + stime at the previous sample, and when that sample was taken.
@@ -292,10 +296,27 @@ impl ProcInfo {
             return;
         };
         let filled = self.names.fill(workload, known.context.env.as_deref());
+        if known.claimed && !self.claim_holds(known.uid, &filled.workload) {
+            known.context.workload = None;
+            known.named = true;
+            return;
+        }
         if filled.workload != *workload {
             known.context.workload = Some(Arc::new(filled.workload));
         }
         known.named = filled.complete;
+    }
+
+    /// Whether a job claimed by a process's environment is the process owner's own: its
+    /// user (scontrol's, else the environment's) is unknown or the owner's name.
+    fn claim_holds(&mut self, uid: u32, workload: &Workload) -> bool {
+        match workload {
+            Workload::Slurm { names, .. } => match names.user.as_deref() {
+                Some(user) => user == self.user_name(uid),
+                None => true,
+            },
+            _ => true,
+        }
     }
 
     /// The process's identity right now — start time, owner and the PID it has in our
@@ -391,8 +412,9 @@ impl ProcInfo {
         let from_cgroup = std::fs::read_to_string(dir.join("cgroup"))
             .ok()
             .and_then(|text| cgroup::workload(&text));
+        let (workload, claimed) = workload(from_cgroup, env.as_ref());
         let context = ProcContext {
-            workload: workload(from_cgroup, env.as_ref()).map(Arc::new),
+            workload: workload.map(Arc::new),
             env: env.map(Arc::new),
             parents: Some(Arc::new(self.parents(stat.ppid))),
         };
@@ -402,6 +424,7 @@ impl ProcInfo {
             real_uid: uids.real,
             command,
             context,
+            claimed,
             named: false,
             cpu_ticks: stat.cpu_ticks,
             seen_at: now,
@@ -467,20 +490,23 @@ impl ProcInfo {
 
 /// The workload the cgroup names; where it names none, or only Slurm's own daemon (under
 /// `proctrack/linuxproc` or `pgid` a job's tasks stay in slurmd's cgroup, or the root one),
-/// the Slurm job the process's environment names, when it was readable.
+/// the Slurm job the process's environment names, when it was readable; with whether the
+/// environment claimed it.
 fn workload(
     from_cgroup: Option<Workload>,
     env: Option<&crate::reading::workload::ProcEnv>,
-) -> Option<Workload> {
+) -> (Option<Workload>, bool) {
     let slurm_daemon = matches!(
         &from_cgroup,
         Some(Workload::Service { name, user: None }) if name == "slurmd" || name == "slurmstepd"
     );
     if from_cgroup.is_some() && !slurm_daemon {
-        return from_cgroup;
+        return (from_cgroup, false);
     }
-    env.and_then(names::slurm::workload_from_env)
-        .or(from_cgroup)
+    match env.and_then(names::slurm::workload_from_env) {
+        Some(job) => (Some(job), true),
+        None => (from_cgroup, false),
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! The readings vocabulary: what one poll of the hardware returns (`Sample`, `GpuReading`,
 //! `ProcReading`, host facts, a history point), the field table, health, MIG, throttle
-//! reasons, workloads, outside lookups' status and the device-list grammar. Every layer
-//! above speaks it: sources fill it, the wire format writes it, the model derives from it.
+//! reasons, workloads, outside lookups' status, what a source left out (`cut`) and the
+//! device-list grammar. Every layer above speaks it: sources fill it, the wire format
+//! writes it, the model derives from it.
 //! Imports nothing of the crate but `units` (the layer rule, tests/it/layers.rs).
 
+pub mod cut;
 pub mod device_list;
 pub mod fields;
 pub mod health;
@@ -124,6 +126,9 @@ pub struct HostInfo {
     /// How the outside lookups naming GPU holders last went; empty where none is made
     /// (not a Kubernetes node, the demo, a remote host).
     pub lookups: Vec<lookup::LookupStatus>,
+    /// What the source left out of this sample to stay within its bounds; empty when
+    /// nothing was (every source but `--prometheus`, always).
+    pub cuts: Vec<cut::LeftOut>,
 }
 
 /// How busy the host itself is, from /proc (`procinfo::host`): a GPU starved by its data

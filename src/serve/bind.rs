@@ -1,6 +1,6 @@
 //! Binding the exporter's listening sockets before the runtime starts, so an address that
 //! cannot be had is a usage error naming where it was set: `--listen` (one IP:PORT), or each
-//! `--web.listen-address` (`:PORT` is every interface, dual-stack where the host has IPv6; a
+//! `--web.listen-address` or `[serve] web_listen_address` entry (`:PORT` is every interface, dual-stack where the host has IPv6; a
 //! host name is each address it resolves to). Owns nothing after start-up.
 
 use std::io::ErrorKind;
@@ -15,7 +15,7 @@ pub fn bind_all(settings: &ServeSettings) -> Result<Vec<TcpListener>, String> {
     }
     let mut all = Vec::new();
     for address in &settings.listen_addresses {
-        let origin = format!("--web.listen-address {address}");
+        let origin = format!("{} {address}", settings.listen_origin);
         all.extend(bind_address(address, &origin)?);
     }
     Ok(all)

@@ -60,6 +60,13 @@ impl Published {
     }
 }
 
+/// The probe pages: they answer without basic auth (as Kubernetes' `httpGet` probes and
+/// load balancers send no credentials) and say only whether the exporter is up and has a
+/// sample, which a TCP connect would tell anyone anyway. TLS, when configured, still applies.
+pub const PROBES: [&str; 2] = [HEALTHY, READY];
+const HEALTHY: &str = "/-/healthy";
+const READY: &str = "/-/ready";
+
 /// The latest published documents.
 pub type Latest = watch::Receiver<Arc<Published>>;
 
@@ -87,8 +94,8 @@ pub fn router(shared: Shared, telemetry: &str) -> Router {
         )
         .route(telemetry, get(metrics_page))
         .route("/api/v1/snapshot", get(snapshot))
-        .route("/-/ready", get(ready))
-        .route("/-/healthy", get(healthy))
+        .route(READY, get(ready))
+        .route(HEALTHY, get(healthy))
         .with_state(shared)
 }
 

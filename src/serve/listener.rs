@@ -7,7 +7,7 @@
 //! (`QUIET`); every request's headers must come within `header_timeout` (hyper's timer, which
 //! also runs while a keep-alive connection waits for its next request); a connection on which
 //! no byte moves for `idle_timeout` is closed. Then TLS when the web config asks, basic auth
-//! before any route, and the axum router. Knows nothing of GPUs.
+//! before any route but the probe pages, and the axum router. Knows nothing of GPUs.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -27,6 +27,7 @@ use tower::ServiceExt;
 use crate::config::ConnectionLimits;
 
 use super::auth::Users;
+use super::http::PROBES;
 use super::slots::{self, Slot, Table, Tracked};
 use super::stats::Stats;
 use super::tls::Tls;
@@ -226,9 +227,10 @@ where
     }
 }
 
-/// Basic auth when the web config has users, then the router.
+/// Basic auth when the web config has users (but not for the probe pages), then the router.
 async fn answer(conn: &Conn, req: Request<Incoming>) -> Response<Body> {
-    if let Some(users) = conn.users.clone() {
+    let probe = PROBES.contains(&req.uri().path());
+    if let Some(users) = conn.users.clone().filter(|_| !probe) {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)

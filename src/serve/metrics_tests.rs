@@ -115,6 +115,7 @@ fn state_with(gpus: Vec<GpuReading>, processes: Vec<ProcReading>) -> State {
         cuda_version: None,
         load: Default::default(),
         lookups: Vec::new(),
+        cuts: Vec::new(),
     };
     sample.gpus = gpus;
     sample.processes = processes;

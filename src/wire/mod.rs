@@ -15,6 +15,7 @@
 //! Major 1 is still read by `v1`.
 
 mod code;
+mod cut;
 mod gpu;
 mod lookup;
 mod process;
@@ -28,6 +29,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use code::WarningCode;
+pub use cut::CutDoc;
 pub use gpu::{
     Gpu, RemappedRowsDoc, RetiredPagesDoc, Status, XidDoc, throttle_reason_names,
     throttle_reasons_from_names,
@@ -42,8 +44,9 @@ use crate::reading::{HostInfo, HostStatus, Sample};
 pub const SCHEMA_MAJOR: u32 = 2;
 /// The minor version this gpuwatch writes; any minor of `SCHEMA_MAJOR` is read.
 /// Minor 2 added the host's load, GPU health counters and warnings, vendors, MIG
-/// instances, PCIe maxima, per-process peaks and parents; minor 3 the outside lookups.
-pub const SCHEMA_MINOR: u32 = 3;
+/// instances, PCIe maxima, per-process peaks and parents; minor 3 the outside lookups;
+/// minor 4 the source's cuts.
+pub const SCHEMA_MINOR: u32 = 4;
 
 /// The host that took the sample. The load fields came with minor 2: an older document
 /// lacks them, which reads as unknown.
@@ -104,8 +107,9 @@ impl Host {
                     .load_average
                     .filter(|l| l.iter().all(|v| v.is_finite() && *v >= 0.0)),
             },
-            // A remote host's lookups are its own business: not read back (yet).
+            // A remote host's lookups and cuts are its own business: not read back (yet).
             lookups: Vec::new(),
+            cuts: Vec::new(),
         }
     }
 }
@@ -143,6 +147,9 @@ pub struct Snapshot {
     /// How each outside lookup naming GPU holders last went (minor 3); empty where none
     /// is made.
     pub lookups: Vec<Lookup>,
+    /// What the source left out of this sample to stay within its bounds (minor 4); empty
+    /// when nothing was.
+    pub cuts: Vec<CutDoc>,
 }
 
 impl Snapshot {

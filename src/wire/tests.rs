@@ -34,6 +34,7 @@ fn snapshot_of(sample: &Sample) -> Snapshot {
         warnings: Vec::new(),
         free_gpus: Vec::new(),
         lookups: Vec::new(),
+        cuts: Vec::new(),
     }
 }
 
@@ -217,4 +218,36 @@ fn a_version_1_snapshot_is_still_read() {
         ("alice", 1001, 42)
     );
     assert_eq!(s.processes[0].sm_util.map(|u| u.0), Some(50));
+}
+
+/// An array task travels both ways (a `--remote` watcher shows `70_7` too); a plain job has
+/// no array fields at all.
+#[test]
+fn a_slurm_array_task_round_trips() {
+    use crate::reading::workload::{ArrayTask, SlurmNames, Workload};
+    use workload::WorkloadDoc;
+    let task = Workload::Slurm {
+        job: 77,
+        step: Some("0".into()),
+        uid: None,
+        names: SlurmNames {
+            array: Some(ArrayTask { job: 70, task: 7 }),
+            ..SlurmNames::default()
+        },
+    };
+    let text = serde_json::to_string(&WorkloadDoc::from_workload(&task)).unwrap();
+    assert!(
+        text.contains(r#""slurm_array_job":"70","slurm_array_task":7"#),
+        "{text}"
+    );
+    let back: WorkloadDoc = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.into_workload(), Some(task));
+    let plain = Workload::Slurm {
+        job: 8,
+        step: None,
+        uid: None,
+        names: SlurmNames::default(),
+    };
+    let text = serde_json::to_string(&WorkloadDoc::from_workload(&plain)).unwrap();
+    assert!(!text.contains("array"), "{text}");
 }

@@ -33,6 +33,7 @@ impl From<Host> for HostInfo {
             cuda_version: h.cuda_version,
             load: Default::default(),
             lookups: Vec::new(),
+            cuts: Vec::new(),
         }
     }
 }

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::reading::workload::{ContainerNames, Engine, PodNames, PodQos, SlurmNames, Workload};
+use crate::reading::workload::{
+    ArrayTask, ContainerNames, Engine, PodNames, PodQos, SlurmNames, Workload,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -54,6 +56,13 @@ pub struct WorkloadDoc {
     pub hpc_account: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_step: Option<String>,
+    /// The array job this job is a task of (`ArrayJobId`, as text like `hpc_job`): users
+    /// know task 1 of array 5 as `5_1`, not by its own job id (minor 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_array_job: Option<String>,
+    /// The task's index in that array (`ArrayTaskId`; minor 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_array_task: Option<u32>,
     /// The systemd unit without `.service`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
@@ -136,6 +145,8 @@ impl WorkloadDoc {
                 d.hpc_job_name = names.name.clone();
                 d.hpc_job_user = names.user.clone();
                 d.hpc_account = names.account.clone();
+                d.slurm_array_job = names.array.map(|a| a.job.to_string());
+                d.slurm_array_task = names.array.map(|a| a.task);
             }
             Workload::Service { name, user } => {
                 d.kind = Some(Kind::Service);
@@ -188,7 +199,11 @@ impl WorkloadDoc {
                     name: self.hpc_job_name,
                     user: self.hpc_job_user,
                     account: self.hpc_account,
-                    array: None,
+                    array: self
+                        .slurm_array_job
+                        .and_then(|j| j.parse().ok())
+                        .zip(self.slurm_array_task)
+                        .map(|(job, task)| ArrayTask { job, task }),
                 },
             },
             Kind::Service => Workload::Service {

@@ -1,7 +1,7 @@
 //! Issue 26 §10 and §11 through the binary: a stand-in Prometheus on 127.0.0.1 serves
 //! hostile answers (100,000 GPUs, a 100 MB label, a million points per series) and
 //! `gpuwatch --prometheus URL --once --json` stays within a time and a memory budget and
-//! says what it left out; the demo opens with a million seconds of `--history` as fast as
+//! says what it left out (on stderr and in the document's `cuts`); the demo opens with a million seconds of `--history` as fast as
 //! with the default. Peak memory is the child's VmHWM, read from /proc while it runs (not
 //! `wait4`'s `ru_maxrss`, which counts the forking test process's memory too).
 
@@ -75,21 +75,28 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
 /// later ones an empty matrix, each on its own connection (a client that stops reading
 /// only ends its own).
 fn stand_in(instant: Vec<u8>, range: Vec<u8>) -> SocketAddr {
+    stand_in_rounds(vec![instant], range)
+}
+
+/// A stand-in whose nth instant answer is `instants[n]` (the last one from then on): a fleet
+/// that changes between refreshes. The first range answer is `range`, the rest empty.
+fn stand_in_rounds(instants: Vec<Vec<u8>>, range: Vec<u8>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let (instant, range) = (Arc::new(instant), Arc::new(range));
+    let instants: Arc<Vec<Arc<Vec<u8>>>> = Arc::new(instants.into_iter().map(Arc::new).collect());
+    let range = Arc::new(range);
     let empty = Arc::new(matrix(Vec::new()));
-    let ranges = Arc::new(AtomicUsize::new(0));
+    let (ranges, rounds) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let (i, r, e, n) = (
-                instant.clone(),
-                range.clone(),
-                empty.clone(),
-                ranges.clone(),
-            );
+            let (i, r, e) = (instants.clone(), range.clone(), empty.clone());
+            let (n, k) = (ranges.clone(), rounds.clone());
             std::thread::spawn(move || {
-                answer(stream, &i, || match n.fetch_add(1, SeqCst) {
+                let instant = || {
+                    let round = k.fetch_add(1, SeqCst).min(i.len() - 1);
+                    i[round].clone()
+                };
+                answer(stream, instant, || match n.fetch_add(1, SeqCst) {
                     0 => r,
                     _ => e,
                 })
@@ -99,7 +106,11 @@ fn stand_in(instant: Vec<u8>, range: Vec<u8>) -> SocketAddr {
     addr
 }
 
-fn answer(mut stream: TcpStream, instant: &[u8], range: impl FnOnce() -> Arc<Vec<u8>>) {
+fn answer(
+    mut stream: TcpStream,
+    instant: impl FnOnce() -> Arc<Vec<u8>>,
+    range: impl FnOnce() -> Arc<Vec<u8>>,
+) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut first = String::new();
     if reader.read_line(&mut first).is_err() {
@@ -109,12 +120,10 @@ fn answer(mut stream: TcpStream, instant: &[u8], range: impl FnOnce() -> Arc<Vec
     while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
         line.clear();
     }
-    let ranged;
     let body = if first.contains("query_range") {
-        ranged = range();
-        &ranged[..]
+        range()
     } else {
-        instant
+        instant()
     };
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
@@ -122,7 +131,7 @@ fn answer(mut stream: TcpStream, instant: &[u8], range: impl FnOnce() -> Arc<Vec
         body.len()
     );
     let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(body);
+    let _ = stream.write_all(&body);
 }
 
 fn vector(result: Vec<Value>) -> Vec<u8> {
@@ -168,6 +177,10 @@ fn a_hundred_thousand_gpus_are_cut_to_the_bound_and_said() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let doc: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(doc["gpus"].as_array().unwrap().len(), 10_000);
+    assert_eq!(
+        doc["cuts"],
+        json!([{"bound": "gpus", "left_out": 90_000, "limit": 10_000}])
+    );
     assert!(
         run.stderr
             .contains("left out 90000 series of GPUs beyond the first 10000"),
@@ -225,6 +238,11 @@ fn a_million_points_per_series_keep_what_a_chart_shows() {
         "{}",
         run.stderr
     );
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        doc["cuts"],
+        json!([{"bound": "points", "left_out": 999_500, "limit": 500}])
+    );
     println!(
         "1 M points per series: {:.1} s, peak {} MiB",
         run.took.as_secs_f64(),
@@ -232,6 +250,129 @@ fn a_million_points_per_series_keep_what_a_chart_shows() {
     );
     assert!(run.peak_mib < 200, "peak {} MiB", run.peak_mib);
     assert!(run.took < Duration::from_secs(60), "{:?}", run.took);
+}
+
+/// A cut is said in the JSON too, not only on screen and stderr: a label value over the
+/// bound is left out and listed in `cuts` (schema-valid); with nothing cut, `cuts` is empty.
+#[test]
+fn what_was_cut_is_in_the_json_document() {
+    let long = "x".repeat(1000);
+    let mut series: Value = serde_json::from_slice(&fleet(2)).unwrap();
+    series["data"]["result"][0]["metric"]["name"] = json!(long);
+    let addr = stand_in(series.to_string().into_bytes(), matrix(Vec::new()));
+    let out = once_json(addr).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("1 label values longer than 512 bytes"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["cuts"],
+        json!([{"bound": "labels", "left_out": 1, "limit": 512}])
+    );
+    crate::json_schema::assert_conforms(&doc, "--prometheus with a cut");
+    let addr = stand_in(fleet(2), matrix(Vec::new()));
+    let out = once_json(addr).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["cuts"],
+        json!([]),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Hosts that came and went were remembered forever (81 → 294 MB in a minute of churn):
+/// through the binary, a fleet of 4,000 GPUs on 500 hosts that are all new at every
+/// refresh. A vanished host's GPUs are shown lost for a while, but however fast hosts churn
+/// no sample holds more than the 10,000 GPUs gpuwatch remembers (without the eviction the
+/// fifth refresh held 20,000). Counted in the recording the query loop writes.
+#[test]
+fn hosts_that_come_and_go_are_evicted_through_the_binary() {
+    const PER_ROUND: usize = 4_000;
+    let rounds: Vec<Vec<u8>> = (0..5)
+        .map(|round| {
+            vector(
+                (0..PER_ROUND)
+                    .map(|n| {
+                        let host = round * PER_ROUND / 8 + n / 8;
+                        json!({"metric": {"__name__": "gpuwatch_gpu_info",
+                            "instance": format!("h{host}:9401"), "gpu": (n % 8).to_string(),
+                            "uuid": format!("GPU-{round}-{n}")}, "value": [1.0, "1"]})
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let addr = stand_in_rounds(rounds, matrix(Vec::new()));
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("churn.ndjson");
+    let mut child = gpuwatch()
+        .args(["--prometheus", &format!("http://{addr}"), "--record"])
+        .arg(&record)
+        .args([
+            "query",
+            "--query-gpu=uuid",
+            "--format=csv,noheader",
+            "-lms",
+            "100",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The header line, then a line per sample; 5 samples reach the last round. Lines are
+    // megabytes each: counted by their GPUs' `"status"` keys, not parsed (a debug build's
+    // serde_json takes seconds per line).
+    let samples = || -> Vec<(usize, usize)> {
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        // The last line may still be being written.
+        let whole = lines.len().saturating_sub(1);
+        lines[..whole]
+            .iter()
+            .map(|l| {
+                let lost = l.matches(r#""status":"lost""#).count();
+                (l.matches(r#""status":"ok""#).count() + lost, lost)
+            })
+            .collect()
+    };
+    let enough = |child: &mut std::process::Child| {
+        let done = child.try_wait().unwrap().is_some();
+        let lines = std::fs::read(&record).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+        (done || lines >= 7).then_some(())
+    };
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        serve_support::wait_until("5 recorded samples", Duration::from_secs(120), || {
+            enough(&mut child)
+        })
+    }));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let samples = samples();
+    assert!(
+        waited.is_ok() && samples.len() >= 5,
+        "{} samples; stderr: {}",
+        samples.len(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let held: Vec<usize> = samples.iter().map(|s| s.0).collect();
+    println!("GPUs per sample under churn: {held:?}");
+    assert_eq!(held[0], PER_ROUND, "{held:?}");
+    assert_eq!(
+        held[1],
+        2 * PER_ROUND,
+        "the vanished hosts' GPUs shown lost: {held:?}"
+    );
+    assert!(held.iter().all(|&n| n <= 10_000), "{held:?}");
+    assert_eq!(held[4], 10_000, "{held:?}");
+    assert_eq!(
+        samples[4].1,
+        10_000 - PER_ROUND,
+        "the newest round is live, the rest lost"
+    );
 }
 
 /// §11: `--history 1000000s` back-filled every second (> 120 s, 5 GB); now it opens about as

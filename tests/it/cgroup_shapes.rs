@@ -84,7 +84,9 @@ fn debian_slurm_podman_pods_and_slurm_without_cgroups() {
     let mut task = StdCommand::new("sleep");
     task.arg("600")
         .env("SLURM_JOB_ID", "77")
-        .env("SLURM_STEP_ID", "0");
+        .env("SLURM_STEP_ID", "0")
+        .env("SLURM_ARRAY_JOB_ID", "70")
+        .env("SLURM_ARRAY_TASK_ID", "7");
     let linuxproc = Placed::spawn(task, &root, &format!("{t}-3/system.slice/slurmd.service"));
     let dir = tempfile::tempdir().unwrap();
     let pids = [debian.pid(), podman.pid(), linuxproc.pid()];
@@ -111,6 +113,61 @@ fn debian_slurm_podman_pods_and_slurm_without_cgroups() {
         ),
         (&json!("slurm"), &json!("77"), &json!("0")),
         "{env_job:#}"
+    );
+    // An array task is in the JSON as users know it (70_7), beside its own job id.
+    assert_eq!(
+        (&env_job["slurm_array_job"], &env_job["slurm_array_task"]),
+        (&json!("70"), &json!(7)),
+        "{env_job:#}"
+    );
+    assert!(
+        job.get("slurm_array_job").is_none(),
+        "not an array task: {job:#}"
+    );
+    crate::json_schema::assert_conforms(&doc, "Slurm shapes");
+}
+
+/// Anyone can set `SLURM_JOB_ID`: outside a job's cgroup (Slurm without cgroups), a job the
+/// environment names is believed only while its user is the process's own. `nobody`
+/// claiming a job of root's is shown as nobody's, with no job; claiming its own, as that job.
+#[test]
+fn a_job_only_the_environment_names_must_be_the_owners_own() {
+    let Some(root) = hierarchy() else { return };
+    let t = tag("claims");
+    let claim = |job: &str, user: &str, n: u32| {
+        let mut task = StdCommand::new("sleep");
+        task.arg("600")
+            .env("SLURM_JOB_ID", job)
+            .env("SLURM_JOB_USER", user)
+            .uid(65534)
+            .gid(65534);
+        Placed::spawn(task, &root, &format!("{t}-{n}/system.slice/slurmd.service"))
+    };
+    // Job ids no test cluster hands out, so a running slurmctld cannot answer for them.
+    let (forged, own) = (claim("987654", "root", 1), claim("987655", "nobody", 2));
+    let dir = tempfile::tempdir().unwrap();
+    let doc = once_json(
+        &scenario(dir.path(), &[forged.pid(), own.pid()]),
+        "",
+        "",
+        &[],
+    );
+    let forged_doc = |key: &str| {
+        doc["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == json!(forged.pid()))
+            .unwrap()[key]
+            .clone()
+    };
+    assert_eq!(forged_doc("user"), json!("nobody"), "{doc:#}");
+    assert!(forged_doc("workload").is_null(), "{doc:#}");
+    let job = workload_of(&doc, own.pid());
+    assert_eq!(
+        (&job["hpc_job"], &job["hpc_job_user"]),
+        (&json!("987655"), &json!("nobody")),
+        "{job:#}"
     );
 }
 

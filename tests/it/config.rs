@@ -675,7 +675,7 @@ fn new_keys_name_file_line_and_key() {
         ),
         (
             "[serve]\nlisen = \"0.0.0.0:1\"\n",
-            "2: serve.lisen: unknown key (known keys here: listen, dcgm_compat, process_metrics, process_metrics_limit, redact, hostname, web_config_file, max_connections, header_timeout, idle_timeout)",
+            "2: serve.lisen: unknown key (known keys here: listen, web_listen_address, dcgm_compat, process_metrics, process_metrics_limit, redact, hostname, web_config_file, max_connections, header_timeout, idle_timeout)",
         ),
     ] {
         let home = config_home(text);

@@ -25,7 +25,7 @@ fn schema() -> Value {
 
 /// Validates `doc` and checks that every key it has is documented (the schema itself lets
 /// a later minor version add fields, so this is checked here, not there).
-fn assert_conforms(doc: &Value, what: &str) {
+pub(crate) fn assert_conforms(doc: &Value, what: &str) {
     let schema = schema();
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let errors: Vec<String> = validator
@@ -53,6 +53,7 @@ fn assert_conforms(doc: &Value, what: &str) {
         ("processes", "process"),
         ("warnings", "warning"),
         ("lookups", "lookup"),
+        ("cuts", "cut"),
     ] {
         for item in doc[list].as_array().unwrap() {
             documented(list, item, &schema["$defs"][def]["properties"]);
@@ -261,6 +262,7 @@ fn docs_json_md_names_every_field_of_the_schema() {
         "snapshot_gpu",
         "process",
         "warning",
+        "cut",
         "recording_header",
     ] {
         names.extend(

@@ -313,6 +313,12 @@ fn scontrol_names_a_job_and_fails_on_exit_codes_and_garbage() {
         );
         assert!(took < BOUND);
     }
+    // A failure says scontrol's own reason, not only its exit status.
+    let failed = scontrol.job(2, TIMEOUT).unwrap_err().to_string();
+    assert!(
+        failed.contains("scontrol exit status: 1: slurm_load_jobs error: Invalid job id specified"),
+        "{failed}"
+    );
     let missing = tempfile::tempdir().unwrap();
     assert!(matches!(
         Scontrol::new(missing.path()).job(48121, TIMEOUT),

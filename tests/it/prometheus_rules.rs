@@ -247,3 +247,75 @@ fn the_generator_reproduces_the_committed_manifest() {
         "run scripts/prometheus-rule.sh and commit {OPERATOR_RULES}"
     );
 }
+
+/// An admin points the runbook links at their own copy of docs/alerts.md with one command:
+/// every runbook_url in both rule files becomes the base plus the alert's anchor, the rule
+/// tests still pass, and a base that would break the sed (or is no URL) is refused with 2.
+#[test]
+fn the_generator_points_runbook_urls_at_a_base_the_admin_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["scripts", "assets/prometheus", "deploy/kubernetes"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    for file in [
+        "scripts/prometheus-rule.sh",
+        &format!("assets/prometheus/{RULES}"),
+        &format!("assets/prometheus/{TESTS}"),
+    ] {
+        std::fs::copy(Path::new(ROOT).join(file), dir.path().join(file)).unwrap();
+    }
+    let script = dir.path().join("scripts/prometheus-rule.sh");
+    for bad in [
+        "wiki/alerts",
+        "https://a|b",
+        "https://a/x#y",
+        "https://a&b",
+        "https://",
+    ] {
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["--runbook-base", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+    }
+    let base = "https://wiki.example.org/gpuwatch/alerts.html";
+    let out = Command::new("bash")
+        .arg(&script)
+        .args(["--runbook-base", base])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = |file: &str| std::fs::read_to_string(dir.path().join(file)).unwrap();
+    assert!(!text(&format!("assets/prometheus/{TESTS}")).contains("gpuwatch.invalid"));
+    for file in [
+        format!("assets/prometheus/{RULES}"),
+        OPERATOR_RULES.to_string(),
+    ] {
+        let doc: Value = serde_yaml_ng::from_str(&text(&file)).unwrap();
+        let groups = if doc["spec"].is_null() {
+            &doc
+        } else {
+            &doc["spec"]
+        };
+        let mut seen = 0;
+        for rule in each_rule(groups) {
+            let name = rule["alert"].as_str().unwrap().to_lowercase();
+            assert_eq!(
+                rule["annotations"]["runbook_url"].as_str(),
+                Some(format!("{base}#{name}").as_str()),
+                "{file}"
+            );
+            seen += 1;
+        }
+        assert!(seen > 10, "{file}: {seen} rules");
+    }
+    if let Some(mut promtool) = promtool() {
+        promtool.current_dir(dir.path().join("assets/prometheus"));
+        run(promtool, &["test", "rules", TESTS]);
+    }
+}

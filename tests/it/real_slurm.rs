@@ -293,12 +293,15 @@ fn a_failing_scontrol_is_said() {
         "gpuwatch: slurm lookup failed: naming job {}: ",
         cluster.job
     );
+    // scontrol's own reason is said with its status.
+    let reason = "scontrol exit status: 1: slurm_load_jobs error: Unable to contact slurm \
+                  controller (connect failure)";
     assert!(
-        // TODO(issue 22): scontrol's own stderr ("Unable to contact slurm controller") is
-        // not carried into the message yet (names/slurm.rs discards it); the status is.
-        lines[0].starts_with(&said) && lines[0].contains("scontrol exit status: 1"),
+        lines[0].starts_with(&said) && lines[0].contains(reason),
         "{stderr}"
     );
     assert_eq!(doc["lookups"][0]["kind"], "slurm", "{doc:#}");
     assert_eq!(doc["lookups"][0]["state"], "failed", "{doc:#}");
+    let error = doc["lookups"][0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains(reason), "{doc:#}");
 }

@@ -120,6 +120,7 @@ fn absent_zero_lost_sample() -> Sample {
             cuda_version: None,
             load: Default::default(),
             lookups: Vec::new(),
+            cuts: Vec::new(),
         },
         gpus: vec![absent, zero, lost],
         processes: vec![],

@@ -68,13 +68,77 @@ fn web_listen_address_with_listen_or_a_bad_port_is_one_line_and_exit_2() {
             "--web.listen-address: \"http\" is not a port",
         ),
     ] {
-        refused_in_one_line(&args, says);
+        refused_in_one_line(&[], &args, says);
     }
 }
 
-/// `gpuwatch --demo serve ARGS` exits 2 with one line on stderr that says `says`.
-fn refused_in_one_line<S: AsRef<std::ffi::OsStr>>(args: &[S], says: &str) {
+/// `[serve] web_listen_address` in the config file: several addresses, as the flag takes
+/// them; `GPUWATCH_LISTEN` (the systemd unit's one place for the address) is a layer above
+/// the file and wins; beside `[serve] listen` in the same file, or with a bad entry, it is one
+/// line naming the file, line and key; a port already taken is blamed on that key.
+#[test]
+fn web_listen_address_in_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    let (one, two, env) = (free_port(), free_port(), free_port());
+    let write = |text: String| std::fs::write(&file, text).unwrap();
+    let config = file.to_str().unwrap();
+    write(format!(
+        "[serve]\nweb_listen_address = [\"127.0.0.1:{one}\", \"localhost:{two}\"]\n"
+    ));
+    let mut cmd = gpuwatch();
+    cmd.args(["--config", config, "--demo", "serve"]);
+    let e = Exporter::start_serving(cmd, &[]);
+    e.wait_ready();
+    for port in [one, two] {
+        let r = request(
+            format!("127.0.0.1:{port}").parse().unwrap(),
+            "GET",
+            "/metrics",
+        );
+        assert_eq!(r.map(|r| r.status).ok(), Some(200), "port {port}");
+    }
+    drop(e);
+    let mut cmd = gpuwatch();
+    cmd.env("GPUWATCH_LISTEN", format!("127.0.0.1:{env}"))
+        .args(["--config", config, "--demo", "serve"]);
+    let e = Exporter::start_serving(cmd, &[]);
+    assert_eq!(e.addr.port(), env, "{}", e.stderr());
+    assert!(!e.stderr().contains(&format!(":{one}/")), "{}", e.stderr());
+    drop(e);
+    for (text, says) in [
+        (
+            format!("[serve]\nlisten = \"127.0.0.1:0\"\nweb_listen_address = [\":{one}\"]\n"),
+            "config.toml:3: serve.web_listen_address: given with serve.listen",
+        ),
+        (
+            "[serve]\nweb_listen_address = []\n".into(),
+            "config.toml:2: serve.web_listen_address: names no address",
+        ),
+        (
+            "[serve]\nweb_listen_address = [\"x:http\"]\n".into(),
+            "config.toml:2: serve.web_listen_address: \"x:http\": \"http\" is not a port",
+        ),
+    ] {
+        write(text);
+        refused_in_one_line(&["--config", config], &[] as &[&str], says);
+    }
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    write(format!(
+        "[serve]\nweb_listen_address = [\"127.0.0.1:{port}\"]\n"
+    ));
+    refused_in_one_line(
+        &["--config", config],
+        &[] as &[&str],
+        "config.toml:2: serve.web_listen_address 127.0.0.1:",
+    );
+}
+
+/// `gpuwatch GLOBAL --demo serve ARGS` exits 2 with one line on stderr that says `says`.
+fn refused_in_one_line<S: AsRef<std::ffi::OsStr>>(global: &[S], args: &[S], says: &str) {
     let out = gpuwatch()
+        .args(global)
         .args(["--demo", "serve"])
         .args(args)
         .output()
@@ -223,6 +287,7 @@ fn bad_client_auth_settings_are_one_line_and_exit_2() {
         let config = web_config(&sub, more);
         let config = config.to_str().unwrap();
         refused_in_one_line(
+            &[],
             &["--listen", "127.0.0.1:0", "--web.config.file", config],
             says,
         );

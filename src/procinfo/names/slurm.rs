@@ -17,6 +17,12 @@ use crate::reading::workload::{ArrayTask, ProcEnv, SlurmNames, Workload};
 /// One job's line is well under a kilobyte; a job array prints one per task.
 const MAX_OUTPUT: u64 = 256 * 1024;
 
+/// What is kept of scontrol's standard error for the failure's message (its first line,
+/// e.g. "slurm_load_jobs error: Unable to contact slurm controller (connect failure)").
+const MAX_ERROR: u64 = 4 * 1024;
+/// The most of that line said.
+const MAX_ERROR_CHARS: usize = 300;
+
 /// Runs `scontrol`, found on `path` (a `PATH`-style list) when the lookup is made, so a
 /// host without Slurm costs a few `stat`s per job id and no process.
 #[derive(Debug, Clone)]
@@ -62,19 +68,12 @@ fn run(command: &mut Command, deadline: Instant, timeout: Duration) -> Result<St
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .map_err(|e| LookupError::Failed(format!("cannot run scontrol: {e}")))?;
-    let stdout = child.stdout.take().expect("piped");
-    // std has no read with a deadline on a pipe: a helper thread reads, this one waits.
-    // It ends when the pipe closes, which the kill below guarantees.
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let read = stdout.take(MAX_OUTPUT).read_to_end(&mut out);
-        let _ = tx.send(read.map(|_| out));
-    });
+    let rx = read_on_a_thread(child.stdout.take().expect("piped"), MAX_OUTPUT);
+    let errors = read_on_a_thread(child.stderr.take().expect("piped"), MAX_ERROR);
     let left = deadline.saturating_duration_since(Instant::now());
     let out = match rx.recv_timeout(left) {
         Ok(Ok(out)) => out,
@@ -89,12 +88,51 @@ fn run(command: &mut Command, deadline: Instant, timeout: Duration) -> Result<St
     };
     match wait(&mut child, deadline) {
         Some(status) if status.success() => Ok(String::from_utf8_lossy(&out).into_owned()),
-        Some(status) => Err(LookupError::Failed(format!("scontrol {status}"))),
+        Some(status) => {
+            // By now scontrol has exited; only something it left running could hold its
+            // stderr open, and the deadline still bounds the wait.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let said = errors.recv_timeout(left).ok().and_then(Result::ok);
+            Err(LookupError::Failed(
+                match said.as_deref().and_then(first_line) {
+                    Some(line) => format!("scontrol {status}: {line}"),
+                    None => format!("scontrol {status}"),
+                },
+            ))
+        }
         None => {
             kill(&mut child);
             Err(LookupError::TimedOut(timeout))
         }
     }
+}
+
+/// Reads `pipe` to its end (at most `max` bytes) on a thread of its own: std has no read
+/// with a deadline on a pipe, so a helper reads and the caller waits on the channel. It ends
+/// when the pipe closes, which killing the process group guarantees.
+fn read_on_a_thread(
+    pipe: impl Read + Send + 'static,
+    max: u64,
+) -> mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let read = pipe.take(max).read_to_end(&mut out);
+        let _ = tx.send(read.map(|_| out));
+    });
+    rx
+}
+
+/// The first line of scontrol's stderr with text in it, control characters dropped and cut
+/// to `MAX_ERROR_CHARS` (it goes into one-line messages on screen, stderr and the JSON).
+fn first_line(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut clean: String = line.chars().filter(|c| !c.is_control()).collect();
+    if clean.chars().count() > MAX_ERROR_CHARS {
+        clean = clean.chars().take(MAX_ERROR_CHARS).collect::<String>() + "…";
+    }
+    Some(clean)
 }
 
 /// The exit status once the child has exited, or `None` at the deadline. Polled: the

@@ -90,6 +90,7 @@ impl DrmSource {
                 cuda_version: None,
                 load: Default::default(),
                 lookups: Vec::new(),
+                cuts: Vec::new(),
             },
             host_load: crate::procinfo::host::HostReader::new(&roots.proc),
         }
@@ -167,6 +168,7 @@ impl DrmSource {
             host: HostInfo {
                 load: self.host_load.read(),
                 lookups: Vec::new(),
+                cuts: Vec::new(),
                 ..self.host.clone()
             },
             gpus,

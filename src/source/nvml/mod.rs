@@ -207,6 +207,7 @@ impl NvmlSource {
             }),
             load: Default::default(),
             lookups: Vec::new(),
+            cuts: Vec::new(),
         };
         Ok(NvmlSource {
             lib: events::Library::open(nvml),

@@ -8,7 +8,8 @@
 //! metrics, so none are listed: unknown, not invented. The network and clock are injected.
 //! Everything is bounded: an answer's bytes (`api::MAX_ANSWER`), its series, labels and
 //! points (`answer::LIMITS`), the GPUs shown (`MAX_GPUS`) and the hosts remembered
-//! (`FORGET_AFTER`); what was left out is said in a notice.
+//! (`FORGET_AFTER`); what was left out is said in a notice, and carried on every sample
+//! (`HostInfo::cuts`, the JSON's `cuts`).
 
 mod answer;
 pub mod api;
@@ -24,6 +25,7 @@ use answer::Cut;
 use api::Api;
 use fleet::Reading;
 
+use crate::reading::cut::{Bound, LeftOut};
 use crate::reading::{GpuReading, GpuStatus, HostInfo, HostStatus, Sample};
 use crate::source::{GpuSource, SourceError};
 
@@ -54,7 +56,7 @@ pub struct PrometheusSource {
     /// targets.
     known: HashMap<String, Known>,
     /// Which bounds the last notice said were hit, so it is said once, not every refresh.
-    said_cut: Option<[bool; 4]>,
+    said_cut: Option<Vec<Bound>>,
     /// GPUs already said to have no `gpu` label (host, UUID), so each is said once.
     said_unindexed: std::collections::HashSet<(String, String)>,
     notices: Vec<String>,
@@ -147,6 +149,7 @@ impl GpuSource for PrometheusSource {
                 // A fleet has no one host's load; node-exporter's series are not read.
                 load: Default::default(),
                 lookups: Vec::new(),
+                cuts: Vec::new(),
             },
             gpus: Vec::new(),
             processes: Vec::new(),
@@ -168,7 +171,8 @@ impl GpuSource for PrometheusSource {
         self.forget(now);
         self.add_vanished(&mut out, &names, &fleet.up);
         cut.add(self.history.take_cut());
-        self.note_cut(cut, fleet.left_out);
+        out.host.cuts = left_out(cut, fleet.left_out);
+        self.note_cut(&out.host.cuts);
         self.note_unindexed(&fleet.unindexed);
         Ok(out)
     }
@@ -206,8 +210,6 @@ impl PrometheusSource {
         }
     }
 
-    /// Says what this refresh left out, once for each new kind of cut (the counts change
-    /// every refresh; the notice would otherwise repeat forever).
     /// Says once per GPU that its series carry no `gpu` label and which index it is shown
     /// as: the index is gpuwatch's, not the exporter's.
     fn note_unindexed(&mut self, unindexed: &[(String, String, u32)]) {
@@ -220,23 +222,20 @@ impl PrometheusSource {
         }
     }
 
-    fn note_cut(&mut self, cut: Cut, gpus_left_out: usize) {
-        let kinds = [
-            gpus_left_out > 0,
-            cut.series > 0,
-            cut.labels > 0,
-            cut.points > 0,
-        ];
-        if !kinds.contains(&true) {
+
+    /// Says what this refresh left out, once for each new set of bounds hit (the counts
+    /// change every refresh; the notice would otherwise repeat forever).
+    fn note_cut(&mut self, cuts: &[LeftOut]) {
+        if cuts.is_empty() {
             self.said_cut = None;
             return;
         }
-        if self.said_cut == Some(kinds) {
+        let bounds: Vec<Bound> = cuts.iter().map(|c| c.bound).collect();
+        if self.said_cut.as_ref() == Some(&bounds) {
             return;
         }
-        self.said_cut = Some(kinds);
-        self.notices
-            .push(cut_text(&self.server, cut, gpus_left_out));
+        self.said_cut = Some(bounds);
+        self.notices.push(cut_text(&self.server, cuts));
     }
 
     /// Hosts seen before with no series now: their GPUs lost, and why.
@@ -291,35 +290,38 @@ impl PrometheusSource {
     }
 }
 
+/// What one refresh left out, by bound (only the bounds hit).
+fn left_out(cut: Cut, gpus_left_out: usize) -> Vec<LeftOut> {
+    [
+        (Bound::Gpus, gpus_left_out, MAX_GPUS),
+        (Bound::Series, cut.series, answer::LIMITS.series),
+        (Bound::Labels, cut.labels, answer::LIMITS.label_bytes),
+        (Bound::Points, cut.points, answer::LIMITS.points),
+    ]
+    .into_iter()
+    .filter(|(_, count, _)| *count > 0)
+    .map(|(bound, count, limit)| LeftOut {
+        bound,
+        count,
+        limit,
+    })
+    .collect()
+}
+
 /// The notice for what one refresh left out, and what to do about it.
-fn cut_text(server: &str, cut: Cut, gpus_left_out: usize) -> String {
-    let mut parts = Vec::new();
-    if gpus_left_out > 0 {
-        parts.push(format!(
-            "{gpus_left_out} series of GPUs beyond the first {MAX_GPUS}"
-        ));
-    }
-    if cut.series > 0 {
-        parts.push(format!(
-            "{} series beyond {} in one answer",
-            cut.series,
-            answer::LIMITS.series
-        ));
-    }
-    if cut.labels > 0 {
-        parts.push(format!(
-            "{} label values longer than {} bytes",
-            cut.labels,
-            answer::LIMITS.label_bytes
-        ));
-    }
-    if cut.points > 0 {
-        parts.push(format!(
-            "{} history points beyond {} per series",
-            cut.points,
-            answer::LIMITS.points
-        ));
-    }
+fn cut_text(server: &str, cuts: &[LeftOut]) -> String {
+    let parts: Vec<String> = cuts
+        .iter()
+        .map(|c| {
+            let (count, limit) = (c.count, c.limit);
+            match c.bound {
+                Bound::Gpus => format!("{count} series of GPUs beyond the first {limit}"),
+                Bound::Series => format!("{count} series beyond {limit} in one answer"),
+                Bound::Labels => format!("{count} label values longer than {limit} bytes"),
+                Bound::Points => format!("{count} history points beyond {limit} per series"),
+            }
+        })
+        .collect();
     format!(
         "Prometheus {server}: left out {} (gpuwatch's bounds); narrow it with --selector",
         parts.join(", ")

@@ -351,6 +351,7 @@ impl SimSource {
                 cuda_version: Some("12.4".into()),
                 load,
                 lookups: Vec::new(),
+                cuts: Vec::new(),
             },
             gpus,
             processes,

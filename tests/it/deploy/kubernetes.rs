@@ -164,23 +164,15 @@ fn the_image_is_a_local_placeholder_the_header_says_how_to_replace() {
     assert!(text.contains("docker push"));
 }
 
-/// The kubelet's tcpSocket probe is a TCP connect to the named port. With basic auth on
-/// (`--web.config.file`) an HTTP probe without credentials gets 401 (an httpGet of /-/ready
-/// did, so the pod was never ready); the connect still succeeds.
+/// The kubelet's httpGet probes send no credentials. With basic auth on
+/// (`--web.config.file`) they got 401 and the pod was never ready; the probe pages now answer
+/// without it while every other page still asks. Each probe's path, on the binary with a
+/// basic-auth web config: readiness 200 after the first sample, liveness 200.
 #[test]
 fn the_probes_still_pass_with_basic_auth_on() {
     let docs = manifest();
     let pod = pod(&docs);
     let ports = pod["containers"][0]["ports"].as_sequence().unwrap();
-    for probe in ["readinessProbe", "livenessProbe"] {
-        let spec = &pod["containers"][0][probe];
-        assert!(spec["httpGet"].is_null(), "{probe}: {spec:?}");
-        let port = &spec["tcpSocket"]["port"];
-        assert!(
-            ports.iter().any(|p| &p["name"] == port),
-            "{probe} port {port:?}"
-        );
-    }
     let dir = tempfile::tempdir().unwrap();
     let hash = bcrypt::hash_with_salt("s3cret", 4, [3; 16])
         .unwrap()
@@ -194,8 +186,26 @@ fn the_probes_still_pass_with_basic_auth_on() {
     let mut cmd = gpuwatch();
     cmd.arg("--demo");
     let exporter = Exporter::start(cmd, &["--web.config.file", config.to_str().unwrap()]);
+    exporter.wait_ready();
     assert_eq!(exporter.get("/metrics").status, 401, "basic auth is on");
-    std::net::TcpStream::connect(exporter.addr).expect("what tcpSocket checks");
+    assert_eq!(exporter.get("/api/v1/snapshot").status, 401);
+    for (probe, path) in [
+        ("readinessProbe", "/-/ready"),
+        ("livenessProbe", "/-/healthy"),
+    ] {
+        let spec = &pod["containers"][0][probe]["httpGet"];
+        assert_eq!(spec["path"], path, "{probe}: {spec:?}");
+        let port = &spec["port"];
+        assert!(
+            ports.iter().any(|p| &p["name"] == port),
+            "{probe} port {port:?}"
+        );
+        let answer = exporter.get(path);
+        assert_eq!(answer.status, 200, "{probe} {path}: {}", answer.body);
+    }
+    // Only those exact pages: a prefix or a neighbour still asks.
+    assert_eq!(exporter.get("/-/ready/x").status, 401);
+    assert_eq!(exporter.get("/-/reload").status, 401);
 }
 
 /// gpuwatch's series carry the workload's namespace/pod/container: without honorLabels the
