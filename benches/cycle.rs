@@ -13,10 +13,9 @@ use std::time::{Duration, SystemTime};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use gpuwatch::model::filter::Filter;
 use gpuwatch::model::procs::{ProcRow, ProcTable, RowView, SortDir, SortKey};
+use gpuwatch::reading::{GpuReading, HostProc, ProcDetails, ProcKind, ProcReading, Sample};
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::sim::{SimClock, SimSource};
-use gpuwatch::source::{
-    GpuReading, GpuSource, HostProc, ProcDetails, ProcKind, ProcReading, Sample,
-};
 use gpuwatch::state::{Msg, State, ViewConfig, update};
 use gpuwatch::ui::{self, Theme};
 use gpuwatch::units::{Bytes, Percent};

@@ -79,7 +79,7 @@ pub struct Options {
     pub notice: Option<String>,
     pub theme: crate::ui::theme::ThemeName,
     /// Samples applied before the first frame (the demo's back-filled history).
-    pub prelude: Vec<crate::source::Sample>,
+    pub prelude: Vec<crate::reading::Sample>,
     /// Where alerts go, and whether the bell rings on a new critical one.
     pub alerts: AlertSettings,
 }

@@ -9,14 +9,15 @@ use color_eyre::eyre::{Result, eyre};
 use crate::model::owners::{free_labels, owners, unattributed};
 use crate::model::procs::Column;
 use crate::model::warnings::Severity;
+use crate::reading::{GpuStatus, Sample, Visibility};
 use crate::sampler::{self, SamplerEvent};
-use crate::source::wire;
-use crate::source::{GpuSource, GpuStatus, Sample, Visibility};
+use crate::source::GpuSource;
 use crate::state::{Msg, State, ViewConfig, update};
 use crate::text_safe::escape;
 use crate::ui::format::{NA, bytes_short, gib, or_na};
 use crate::ui::table::{cell_text, right_aligned};
 use crate::ui::text::warning_line;
+use crate::wire;
 
 /// How long `--once` waits for a second sample when the first could not give CPU%: a
 /// process's CPU use is a delta between two readings of /proc, so one sample has none.
@@ -121,8 +122,8 @@ pub fn render_text(state: &State) -> String {
 
 /// The TUI's host line as text (`host: CPU 38% · RAM …`); nothing when the source read no
 /// host figures at all (a recording or remote host of an older version).
-fn host_line(load: &crate::source::HostLoad) -> String {
-    if *load == crate::source::HostLoad::default() {
+fn host_line(load: &crate::reading::HostLoad) -> String {
+    if *load == crate::reading::HostLoad::default() {
         return String::new();
     }
     format!("host: {}\n", crate::ui::host::plain(load))
@@ -136,7 +137,7 @@ fn gpu_table(state: &State) -> String {
         "GPU", "NAME", "UTIL", "VRAM GiB", "TEMP", "POWER W", "FAN", "SM MHz", "MEM MHz", "P"
     );
     for g in state.model.gpus() {
-        if g.status == crate::source::GpuStatus::Lost {
+        if g.status == crate::reading::GpuStatus::Lost {
             out += &format!(
                 "{:>w$}  {:<22} LOST — not responding\n",
                 escape(&g.label()),
@@ -183,7 +184,7 @@ fn pair<T>(a: Option<T>, b: Option<T>, f: impl Fn(T) -> String) -> String {
 
 /// A line per MIG instance under its GPU's: `0/1` (GPU/GI), profile and CI, util `N/A`
 /// (NVML gives none per instance), memory, who holds it, and its `MIG-` UUID.
-fn instance_rows(state: &State, g: &crate::source::GpuReading, w: usize) -> String {
+fn instance_rows(state: &State, g: &crate::reading::GpuReading, w: usize) -> String {
     let mut out = String::new();
     for m in &g.mig_devices {
         let who: Vec<String> = crate::model::owners::instance_owners(&state.model, m)
@@ -218,7 +219,7 @@ fn instance_rows(state: &State, g: &crate::source::GpuReading, w: usize) -> Stri
 }
 
 /// `alice 68.0G, slurm 48121 (bob) 12.0G, no process 12.9G`, or `free` (or why not).
-fn owners_text(state: &State, g: &crate::source::GpuReading) -> String {
+fn owners_text(state: &State, g: &crate::reading::GpuReading) -> String {
     let mut who: Vec<String> = owners(&state.model, g)
         .iter()
         .map(|(u, b)| format!("{u} {}", bytes_short(*b)))

@@ -16,8 +16,8 @@ pub use packed::Points;
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
-use crate::source::fields::Key;
-use crate::source::{GpuReading, HistoryPoint};
+use crate::reading::fields::Key;
+use crate::reading::{GpuReading, HistoryPoint};
 
 /// The most points one ring may hold: a million samples (27 h at the 100 ms minimum
 /// interval, 11 days at 1 s) is about 160 MB for one GPU (160 bytes a point: the time and
@@ -235,7 +235,7 @@ mod tests {
         assert_eq!((small.len(), small.allocated() <= 300 + 16), (300, true));
         assert_eq!(Ring::<u8>::new(usize::MAX).capacity(), MAX_POINTS);
     }
-    use crate::source::GpuId;
+    use crate::reading::GpuId;
     use crate::units::{Bytes, Celsius};
     use std::time::Duration;
 

@@ -15,6 +15,7 @@ use crate::model::jobs::JobKey;
 use crate::model::warnings::{Subject, WarningKind};
 use crate::pick::{self, wait::Outcome};
 use crate::procinfo::pods::PodDirectory;
+use crate::reading::{Sample, Vendor};
 use crate::record::{self, RecordingSource};
 use crate::sampler;
 use crate::source::drm::DrmSource;
@@ -26,7 +27,7 @@ use crate::source::remote;
 use crate::source::replay::{ReplayHandle, ReplaySource};
 use crate::source::sim::{SimClock, SimSource};
 use crate::source::vendors::Vendors;
-use crate::source::{GpuSource, Sample, SourceError, Vendor};
+use crate::source::{GpuSource, SourceError};
 use crate::state::{State, ViewConfig};
 use crate::text_safe::escape;
 
@@ -108,7 +109,7 @@ fn check_only(built: &mut Built, settings: &Settings) -> Result<(), String> {
     let first = built.source.sample();
     if let Ok(sample) = &first
         && sample.hosts.iter().all(|h| h.error.is_none())
-        && let Some(why) = crate::select::unmatched(only, &sample.gpus)
+        && let Some(why) = crate::reading::device_list::unmatched(only, &sample.gpus)
     {
         return Err(format!("{}: {why}", settings.only_origin));
     }

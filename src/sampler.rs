@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
-use crate::source::{GpuSource, Sample};
+use crate::reading::Sample;
+use crate::source::GpuSource;
 
 mod until;
 pub use until::{Decide, until};

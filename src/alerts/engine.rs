@@ -13,9 +13,9 @@ use std::time::{Duration, SystemTime};
 use super::limit::RateLimit;
 use super::rules::Rules;
 use crate::model::warnings::{Severity, Warning};
-use crate::source::GpuReading;
-use crate::source::wire::WarningCode;
+use crate::reading::GpuReading;
 use crate::units::Bytes;
+use crate::wire::WarningCode;
 
 /// One warning as alerts see it: the typed warning, its words, and the facts around it.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,7 @@ use super::*;
 use crate::alerts::limit::MAX_PER_WINDOW;
 use crate::alerts::rules::KindRule;
 use crate::model::warnings::{Subject, WarningKind};
-use crate::source::GpuId;
+use crate::reading::GpuId;
 use crate::units::Celsius;
 
 fn t(secs: u64) -> SystemTime {

@@ -15,7 +15,7 @@ pub const WINDOW: Duration = Duration::from_secs(60);
 pub struct RateLimit {
     /// When each message in the current window went out.
     sent: VecDeque<SystemTime>,
-    held: BTreeMap<(crate::source::wire::WarningCode, super::engine::Status), usize>,
+    held: BTreeMap<(crate::wire::WarningCode, super::engine::Status), usize>,
 }
 
 impl RateLimit {

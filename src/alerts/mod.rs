@@ -81,7 +81,7 @@ impl Alerting {
 }
 
 /// The GPU's readings now, for a resolved alert's numbers.
-fn reading_now(model: &Model, subject: &Subject) -> Option<crate::source::GpuReading> {
+fn reading_now(model: &Model, subject: &Subject) -> Option<crate::reading::GpuReading> {
     let Subject::Gpu { id, host, .. } = subject else {
         return None;
     };

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::engine::{Alert, Event, HeldBack, Status};
 use crate::model::warnings::{Severity, Subject};
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
 use crate::ui::format::{bytes_short, duration_short};
 
 /// `--alert-format`.
@@ -57,7 +57,7 @@ pub fn json(event: &Event) -> Value {
 
 fn alert_json(a: &Alert) -> Value {
     let f = &a.facts;
-    let warning = crate::source::wire::Warning::of(&f.warning, Some(f.message.clone()));
+    let warning = crate::wire::Warning::of(&f.warning, Some(f.message.clone()));
     let owners: Vec<Value> = f
         .owners
         .iter()
@@ -284,8 +284,9 @@ mod tests {
     use super::*;
     use crate::alerts::engine::{Observed, Status};
     use crate::model::warnings::{Subject, Warning, WarningKind};
+    use crate::reading::GpuId;
+    use crate::source::GpuSource;
     use crate::source::sim::{SimClock, SimSource};
-    use crate::source::{GpuId, GpuSource};
     use crate::units::{Bytes, Celsius};
     use std::time::Duration;
 
@@ -308,7 +309,7 @@ mod tests {
                         slowdown: None,
                     },
                 },
-                kind: crate::source::wire::WarningCode::Overheating,
+                kind: crate::wire::WarningCode::Overheating,
                 host: "gpu1".into(),
                 message: "GPU 3 92°C for 31s — overheating (critical at 90°C)".into(),
                 owners: vec![("carol".into(), Bytes::from_gib(52.3))],

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::model::warnings::Severity;
-use crate::source::wire::WarningCode;
+use crate::wire::WarningCode;
 
 /// A warning-severity warning must hold this long before it alerts (by default).
 pub const DEFAULT_FOR_WARNING: Duration = Duration::from_secs(60);

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use super::AlertSettings;
 use super::engine::{Alert, Event, Observed, Status};
 use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
-use crate::source::GpuId;
+use crate::reading::GpuId;
 use crate::units::{Bytes, Celsius};
 
 /// A critical overheating GPU 0 on `host`, marked as a test everywhere it shows.

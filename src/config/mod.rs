@@ -33,7 +33,7 @@ use crate::cli::{Cli, PickArgs, PickFormat, SourceKind};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
 use crate::pick::{self, Criteria};
-use crate::select::{GpuSelector, parse_gpu_list};
+use crate::reading::device_list::{GpuSelector, parse_gpu_list};
 use crate::ui::theme::ThemeName;
 use crate::units::Bytes;
 use values::Resolver;

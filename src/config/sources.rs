@@ -8,7 +8,7 @@ use super::parse::{parse_addresses, parse_whole, scenario_by_name, source_by_nam
 use super::values::{Got, Resolver};
 use super::{PrometheusSettings, RemoteSettings, SettingsError};
 use crate::cli::{Cli, Command, SourceKind};
-use crate::select::{GpuSelector, parse_gpu_list};
+use crate::reading::device_list::{GpuSelector, parse_gpu_list};
 use crate::source::drm::Roots;
 use crate::source::remote::parse_address;
 use crate::source::sim::{MAX_GPUS, Scenario};

@@ -246,7 +246,7 @@ resolve_after = {resolve_after}
         for_critical = dur(rules::DEFAULT_FOR_CRITICAL),
         repeat = dur(rules::DEFAULT_REPEAT),
         resolve_after = dur(rules::DEFAULT_RESOLVE_AFTER),
-        kinds = crate::source::wire::WarningCode::names(", "),
+        kinds = crate::wire::WarningCode::names(", "),
         warning_kinds = rules::WARNING_KINDS.map(|k| k.name()).join(" and "),
     )
 }

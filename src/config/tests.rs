@@ -219,7 +219,7 @@ fn demo_and_source_from_the_stronger_place() {
 
 #[test]
 fn pick_takes_the_inherited_cuda_visible_devices_from_the_injected_env() {
-    use crate::select::GpuSelector;
+    use crate::reading::device_list::GpuSelector;
     let pick = |vars: &[(&str, &str)], args: &[&str]| {
         let vars: Vec<(String, String)> = vars
             .iter()

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use super::Ring;
-use crate::source::{GpuId, ProcReading};
+use crate::reading::{GpuId, ProcReading};
 use crate::units::Bytes;
 
 /// At most this many processes have a history; beyond it the longest-unseen go first.
@@ -203,7 +203,7 @@ impl ProcHistories {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{HostProc, ProcKind};
+    use crate::reading::{HostProc, ProcKind};
 
     fn proc(pid: u32, gpu: &str, mib: Option<u64>) -> ProcReading {
         ProcReading {

@@ -5,7 +5,7 @@
 use std::time::SystemTime;
 
 use super::warnings::{Alarm, Thresholds, WarningKind};
-use crate::source::{GpuReading, ProcReading};
+use crate::reading::{GpuReading, ProcReading};
 
 use super::activity::IDLE_MAX_UTIL;
 
@@ -62,7 +62,7 @@ pub(super) fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{GpuId, HostProc, ProcDetails, ProcKind};
+    use crate::reading::{GpuId, HostProc, ProcDetails, ProcKind};
     use crate::units::{Bytes, Percent};
     use std::time::Duration;
 

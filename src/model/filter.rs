@@ -170,7 +170,7 @@ fn term_matches(term: &Term, row: &ProcRow, lowered: &Lowered) -> bool {
 mod tests {
     use super::*;
     use crate::model::procs::{ProcKey, Visibility};
-    use crate::source::{GpuId, ProcKind};
+    use crate::reading::{GpuId, ProcKind};
 
     fn row(pid: u32, gpu: u32, user: &str, cmd: &str, vram_gib: f64) -> ProcRow {
         ProcRow {
@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn job_container_and_pod_terms_match_workloads() {
-        use crate::source::workload::{ContainerNames, Engine, SlurmNames, Workload};
+        use crate::reading::workload::{ContainerNames, Engine, SlurmNames, Workload};
         use std::sync::Arc;
         let with = |mut r: ProcRow, w: Workload| {
             r.job = jobs::label(&w);

@@ -10,8 +10,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::warnings::{Severity, WarningKind};
-use crate::source::GpuReading;
-use crate::source::throttle::ThrottleReason;
+use crate::reading::GpuReading;
+use crate::reading::throttle::ThrottleReason;
 
 /// How long an XID keeps its GPU's warning up after it arrived.
 pub const XID_HOLD: Duration = Duration::from_secs(10 * 60);

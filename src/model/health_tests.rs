@@ -2,8 +2,8 @@
 //! and its reset, and the slowdown hold.
 
 use super::*;
-use crate::source::GpuId;
-use crate::source::health::{RemappedRows, RetiredPages, XidTally};
+use crate::reading::GpuId;
+use crate::reading::health::{RemappedRows, RetiredPages, XidTally};
 
 fn t(secs: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + secs)

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use super::procs::ProcRow;
-use crate::source::workload::PodAllocation;
-use crate::source::{GpuId, GpuReading};
+use crate::reading::workload::PodAllocation;
+use crate::reading::{GpuId, GpuReading};
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -161,7 +161,7 @@ fn add_row(out: &mut HashMap<GpuId, Holders>, key: &GpuId, row: &ProcRow) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::workload::PodAllocation;
+    use crate::reading::workload::PodAllocation;
 
     #[test]
     fn a_pod_the_kubelet_names_holds_what_no_listed_process_accounts_for() {
@@ -200,7 +200,7 @@ mod tests {
     }
 
     fn hidden(pid: u32, gpu: &GpuId, gib: f64) -> ProcRow {
-        use crate::source::{HostProc, ProcKind, ProcReading};
+        use crate::reading::{HostProc, ProcKind, ProcReading};
         let reading = ProcReading {
             peak_gpu_memory: None,
             pid,

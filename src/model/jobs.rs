@@ -3,7 +3,7 @@
 //! workload (`slurm 48121 train-llama`, `docker trainer-1`, `k8s ml/bert-7f9c`,
 //! `svc jupyter`); a login session has none, the user says it all. Pure.
 
-use crate::source::workload::{ContainerNames, Engine, PodNames, SlurmNames, Workload};
+use crate::reading::workload::{ContainerNames, Engine, PodNames, SlurmNames, Workload};
 
 /// Characters of a container id or pod UID shown when no name is known (as `docker ps`).
 const SHORT_ID: usize = 12;
@@ -160,7 +160,7 @@ pub fn matches(w: &Workload, facet: Facet, needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::workload::{ArrayTask, ContainerNames, PodNames, PodQos};
+    use crate::reading::workload::{ArrayTask, ContainerNames, PodNames, PodQos};
 
     const ID: &str = "3f2a1b9c0d12e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9";
 

@@ -6,9 +6,9 @@
 
 use std::collections::HashSet;
 
-use crate::select::{GpuSelector, selects_instance};
-use crate::source::mig::MigReading;
-use crate::source::{GpuId, GpuReading, Sample};
+use crate::reading::device_list::{GpuSelector, selects_instance};
+use crate::reading::mig::MigReading;
+use crate::reading::{GpuId, GpuReading, Sample};
 
 /// The instance a process row runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub fn short_uuid(id: &GpuId) -> &str {
 pub fn apply_only(sample: &mut Sample, only: &[GpuSelector]) {
     let mut kept_pids: Vec<(GpuId, HashSet<u32>)> = Vec::new();
     sample.gpus.retain_mut(|g| {
-        if crate::select::selected(only, g) {
+        if crate::reading::device_list::selected(only, g) {
             return true;
         }
         g.mig_devices.retain(|m| selects_instance(only, m));
@@ -76,7 +76,7 @@ pub fn apply_only(sample: &mut Sample, only: &[GpuSelector]) {
     let whole: HashSet<&GpuId> = sample
         .gpus
         .iter()
-        .filter(|g| crate::select::selected(only, g))
+        .filter(|g| crate::reading::device_list::selected(only, g))
         .map(|g| &g.id)
         .collect();
     sample.processes.retain(|p| {
@@ -90,8 +90,8 @@ pub fn apply_only(sample: &mut Sample, only: &[GpuSelector]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::select::parse_gpu_list;
-    use crate::source::{HostInfo, HostProc, ProcKind, ProcReading};
+    use crate::reading::device_list::parse_gpu_list;
+    use crate::reading::{HostInfo, HostProc, ProcKind, ProcReading};
 
     fn mig(uuid: &str, gi: u32, pids: Vec<u32>) -> MigReading {
         MigReading {

@@ -15,8 +15,10 @@ pub mod mig;
 pub mod owners;
 pub mod pileup;
 pub mod procs;
+mod snapshot_of;
 pub mod users;
 pub mod visible;
+pub mod warning_doc;
 pub mod warnings;
 
 use std::collections::{HashMap, HashSet};
@@ -24,7 +26,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::history::GpuHistory;
 use crate::history::procs::{ProcHistories, ProcHistory, ProcId};
-use crate::source::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
+use crate::reading::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
 use procs::{ProcRow, ProcTable, SortKey};
 use warnings::{Alarm, Severity, Thresholds, Warning};
 
@@ -52,7 +54,7 @@ pub struct ViewConfig {
     pub sort: SortKey,
     pub sort_dir: procs::SortDir,
     /// Only these GPUs are shown (`--only`); `None` shows all.
-    pub only: Option<Vec<crate::select::GpuSelector>>,
+    pub only: Option<Vec<crate::reading::device_list::GpuSelector>>,
     /// Whether the source lists processes at all. `false` (`--prometheus`): no rows is
     /// "unknown", so VRAM no process accounts for is not a stale allocation.
     pub processes_known: bool,

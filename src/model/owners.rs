@@ -5,9 +5,9 @@
 use super::Model;
 use super::activity::FREE_MAX_UTIL;
 use super::procs::ProcRow;
-use crate::source::mig::MigReading;
-use crate::source::workload::Workload;
-use crate::source::{GpuReading, GpuStatus};
+use crate::reading::mig::MigReading;
+use crate::reading::workload::Workload;
+use crate::reading::{GpuReading, GpuStatus};
 use crate::units::Bytes;
 
 /// VRAM held with no process listed is worth pointing out above this (the driver itself

@@ -16,7 +16,7 @@ use super::owners::is_free;
 use super::procs::ProcRow;
 use super::visible::{Pinning, pinning_for};
 use super::warnings::{Severity, Subject, Warning, WarningKind};
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
 
 /// Whether a row on `gpu` is known to run unpinned (an unreadable environment is not
 /// evidence); pinned means by the variables of the GPU's vendor.
@@ -73,7 +73,7 @@ fn piled_up<'a>(rows: &[&'a ProcRow], gpu0: &GpuReading) -> Vec<&'a ProcRow> {
     if gpu0.mig_devices.is_empty() {
         return shared(rows, gpu0);
     }
-    let mut by_instance: BTreeMap<&crate::source::GpuId, Vec<&ProcRow>> = BTreeMap::new();
+    let mut by_instance: BTreeMap<&crate::reading::GpuId, Vec<&ProcRow>> = BTreeMap::new();
     for r in rows {
         if let Some(tag) = &r.instance {
             by_instance.entry(&tag.id).or_default().push(r);
@@ -103,9 +103,10 @@ mod tests {
 
     use super::*;
     use crate::model::ViewConfig;
-    use crate::source::mig::MigReading;
+    use crate::reading::GpuId;
+    use crate::reading::mig::MigReading;
+    use crate::source::GpuSource;
     use crate::source::sim::{SimClock, SimSource};
-    use crate::source::{GpuId, GpuSource};
 
     fn instance(n: u32, pids: &[u32]) -> MigReading {
         MigReading {

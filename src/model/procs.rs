@@ -5,9 +5,9 @@
 use std::cmp::Ordering;
 use std::time::{Duration, SystemTime};
 
-pub use crate::source::Visibility;
-use crate::source::workload::ProcContext;
-use crate::source::{GpuId, ProcKind, ProcReading};
+pub use crate::reading::Visibility;
+use crate::reading::workload::ProcContext;
+use crate::reading::{GpuId, ProcKind, ProcReading};
 use crate::units::Bytes;
 
 // The column and sort vocabulary lives in `columns`; re-exported so `procs::Column` etc.

@@ -43,9 +43,9 @@ fn rows_for(key: SortKey) -> Vec<ProcRow> {
                 SortKey::Job => r.job = v.map(|v| format!("slurm {v}")),
                 SortKey::Type => {
                     r.kind = match v {
-                        Some(10) => crate::source::ProcKind::Both,
-                        Some(20) => crate::source::ProcKind::Compute,
-                        _ => crate::source::ProcKind::Graphics,
+                        Some(10) => crate::reading::ProcKind::Both,
+                        Some(20) => crate::reading::ProcKind::Compute,
+                        _ => crate::reading::ProcKind::Graphics,
                     }
                 }
                 SortKey::Vram => r.vram = v.map(Bytes),

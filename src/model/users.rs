@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::procs::ProcRow;
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
 use crate::units::Bytes;
 
 use super::activity::IDLE_MAX_UTIL;

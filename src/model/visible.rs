@@ -5,9 +5,9 @@
 //! the process knows it by. AMD and Intel GPUs have their own variables (ROCm's
 //! `ROCR_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES`, Level Zero's `ZE_AFFINITY_MASK`). Pure.
 
-use crate::select::{Dialect, GpuSelector, parse_entry};
-use crate::source::workload::ProcEnv;
-use crate::source::{GpuReading, Vendor};
+use crate::reading::device_list::{Dialect, GpuSelector, parse_entry};
+use crate::reading::workload::ProcEnv;
+use crate::reading::{GpuReading, Vendor};
 
 /// What a process's environment says about its GPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +165,7 @@ fn job_index_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::GpuId;
+    use crate::reading::GpuId;
 
     fn gpus(names: &[&str]) -> Vec<GpuReading> {
         names

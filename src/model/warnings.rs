@@ -5,11 +5,11 @@
 use std::time::{Duration, SystemTime};
 
 use crate::history::GpuHistory;
-use crate::source::health::{RemappedRows, RetiredPages};
-use crate::source::throttle::ThrottleReason;
-use crate::source::wire::WarningCode;
-use crate::source::{GpuId, GpuReading, GpuStatus, ProcReading};
+use crate::reading::health::{RemappedRows, RetiredPages};
+use crate::reading::throttle::ThrottleReason;
+use crate::reading::{GpuId, GpuReading, GpuStatus, ProcReading};
 use crate::units::{Bytes, Celsius};
+use crate::wire::WarningCode;
 
 /// Thresholds; all are settings (flags now, a config file later).
 #[derive(Debug, Clone, PartialEq)]
@@ -360,7 +360,7 @@ fn memory_level(percent: f64, was: Option<Severity>, th: &Thresholds) -> Option<
 /// memory. No time-to-full: there is no per-instance history to fit a trend to.
 fn instance_oom(
     prev: &Alarm,
-    m: &crate::source::mig::MigReading,
+    m: &crate::reading::mig::MigReading,
     th: &Thresholds,
     alarm: &mut Alarm,
 ) -> Option<(Severity, WarningKind)> {

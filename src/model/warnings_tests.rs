@@ -92,7 +92,7 @@ fn vram_thresholds_and_hysteresis() {
 
 #[test]
 fn a_nearly_full_mig_instance_is_at_risk_while_its_gpu_is_not() {
-    use crate::source::mig::MigReading;
+    use crate::reading::mig::MigReading;
     let th = Thresholds {
         stale_min_vram: Bytes(u64::MAX),
         ..Thresholds::default()

@@ -15,7 +15,7 @@
 //! would see one GPU in each runtime.
 
 use super::slot::Slot;
-use crate::source::Vendor;
+use crate::reading::Vendor;
 
 /// The `env` line for `slots`, or why there is none.
 pub fn line(slots: &[Slot]) -> Result<String, String> {
@@ -70,7 +70,7 @@ fn rocm_entry(s: &Slot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{GpuId, GpuReading};
+    use crate::reading::{GpuId, GpuReading};
 
     fn gpu(index: u32, id: &str, vendor: Vendor) -> GpuReading {
         let mut g = GpuReading::absent(GpuId(id.into()), index, "g");

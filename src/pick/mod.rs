@@ -17,7 +17,7 @@ use crate::model::Model;
 use crate::model::jobs::{JobKey, short_label};
 use crate::model::owners::{is_free, unattributed};
 use crate::model::procs::ProcRow;
-use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::reading::{GpuId, GpuReading, GpuStatus};
 use crate::state::State;
 use crate::units::Bytes;
 use slot::Slot;
@@ -465,7 +465,7 @@ pub fn kubelet_unasked(model: &Model, req: &Request) -> Option<String> {
         .host()
         .lookups
         .iter()
-        .filter(|l| l.kind == crate::source::lookup::LookupKind::Kubelet)
+        .filter(|l| l.kind == crate::reading::lookup::LookupKind::Kubelet)
         .find_map(|l| l.error())?;
     Some(format!(
         "not picking on a Kubernetes node whose kubelet could not be asked which pods hold \

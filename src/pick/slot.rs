@@ -8,8 +8,8 @@
 use crate::model::Model;
 use crate::model::owners::UNATTRIBUTED_MIN;
 use crate::model::warnings::{Warning, WarningKind};
-use crate::source::mig::MigReading;
-use crate::source::{GpuId, GpuReading, Vendor};
+use crate::reading::mig::MigReading;
+use crate::reading::{GpuId, GpuReading, Vendor};
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

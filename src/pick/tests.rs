@@ -2,7 +2,7 @@
 //! memory, the inherited list, and reasons compared without their numbers.
 
 use super::*;
-use crate::source::{GpuId, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading, Sample};
+use crate::reading::{GpuId, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading, Sample};
 use crate::state::{Msg, ViewConfig, update};
 use crate::units::Percent;
 
@@ -191,7 +191,7 @@ fn reasons_compare_without_their_numbers() {
 fn in_slurm_job(mut p: ProcReading, job: u64) -> ProcReading {
     if let HostProc::Visible(d) = &mut p.host {
         d.context.workload = Some(std::sync::Arc::new(
-            crate::source::workload::Workload::Slurm {
+            crate::reading::workload::Workload::Slurm {
                 job,
                 step: Some("0".into()),
                 uid: None,
@@ -242,7 +242,7 @@ fn the_callers_other_jobs_are_someone_else_and_its_own_job_is_not() {
 /// A GPU in MIG mode with a 3g.40gb instance (GI 1) holding `used_gib` and a 2g.20gb
 /// instance (GI 5) nearly empty, next to a whole free GPU 1.
 fn mig_state(procs: Vec<ProcReading>, used_gib: f64) -> State {
-    use crate::source::mig::MigReading;
+    use crate::reading::mig::MigReading;
     let mut g0 = gpu(0, 80.0, used_gib + 0.1, 30);
     g0.mig_enabled = Some(true);
     let mig = |id: &str, gi, total, used, pids| MigReading {
@@ -317,7 +317,7 @@ fn a_neighbours_oom_risk_does_not_rule_an_instance_out() {
 
 #[test]
 fn an_instance_busy_by_gpm_is_skipped_and_an_unknown_activity_is_not() {
-    use crate::source::mig::MigReading;
+    use crate::reading::mig::MigReading;
     let mut g0 = gpu(0, 80.0, 1.0, 30);
     g0.mig_enabled = Some(true);
     let mig = |id: &str, gi, util: Option<u32>| MigReading {

@@ -28,8 +28,8 @@
 
 use std::collections::HashSet;
 
-use crate::select::{Dialect, GpuSelector, parse_entry, unmatched};
-use crate::source::{GpuId, GpuReading};
+use crate::reading::device_list::{Dialect, GpuSelector, parse_entry, unmatched};
+use crate::reading::{GpuId, GpuReading};
 
 /// The variable CUDA restricts a process's GPUs with.
 pub const VAR: &str = "CUDA_VISIBLE_DEVICES";
@@ -194,8 +194,8 @@ mod tests {
         }
     }
 
-    fn mig(id: &str) -> crate::source::mig::MigReading {
-        crate::source::mig::MigReading {
+    fn mig(id: &str) -> crate::reading::mig::MigReading {
+        crate::reading::mig::MigReading {
             id: GpuId(id.into()),
             gpu_instance_id: Some(1),
             compute_instance_id: Some(0),
@@ -237,8 +237,8 @@ mod tests {
     #[test]
     fn the_three_readers_of_a_device_list_agree() {
         use crate::model::visible::{job_index, pinning};
-        use crate::select::parse_gpu_list;
-        use crate::source::workload::ProcEnv;
+        use crate::reading::device_list::parse_gpu_list;
+        use crate::reading::workload::ProcEnv;
         let mut gpus = fleet();
         gpus[1].mig_devices = vec![mig("MIG-4b6f1c2d-aa")];
         let on_gpus = |hit: &dyn Fn(&GpuReading) -> bool| -> Vec<String> {

@@ -10,8 +10,8 @@ use std::future::Future;
 use tokio::sync::mpsc::Receiver;
 
 use super::{Choice, Reasons, Request, choose, format, kubelet_unasked};
+use crate::reading::{GpuId, Sample};
 use crate::sampler::{Decide, SamplerEvent, until};
-use crate::source::{GpuId, Sample};
 use crate::state::{Msg, State, update};
 
 /// How a pick ended.
@@ -213,8 +213,8 @@ mod tests {
 
     use super::*;
     use crate::pick::{Criteria, Format};
+    use crate::reading::{GpuReading, HostInfo};
     use crate::sampler;
-    use crate::source::{GpuReading, HostInfo};
     use crate::state::ViewConfig;
     use crate::units::{Bytes, Percent};
 

@@ -7,7 +7,7 @@
 //! Written by hand: no crate parses these paths into workloads (the cgroups crates manage
 //! cgroups, they do not classify other runtimes' paths).
 
-use crate::source::workload::{ContainerNames, Engine, PodNames, PodQos, SlurmNames, Workload};
+use crate::reading::workload::{ContainerNames, Engine, PodNames, PodQos, SlurmNames, Workload};
 
 /// The most specific workload any of the file's hierarchies names: a pod beats a bare
 /// container, which beats a Slurm job, a service, then a session. `None` for a process

@@ -6,7 +6,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use crate::source::workload::ProcEnv;
+use crate::reading::workload::ProcEnv;
 
 /// The parts of /proc/PID/stat we use.
 #[derive(Debug, Clone, PartialEq, Eq)]

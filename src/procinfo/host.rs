@@ -11,7 +11,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-use crate::source::HostLoad;
+use crate::reading::HostLoad;
 use crate::units::Bytes;
 
 /// Reads the host's load; keeps the previous CPU counters for the next delta.

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::source::workload::{ProcContext, Workload};
-use crate::source::{HostProc, ProcDetails};
+use crate::reading::workload::{ProcContext, Workload};
+use crate::reading::{HostProc, ProcDetails};
 use crate::units::Bytes;
 pub use files::Uids;
 use files::{Stat, join_cmdline, parse_stat, parse_uids, read_boot_time, read_env};
@@ -470,7 +470,7 @@ impl ProcInfo {
 /// the Slurm job the process's environment names, when it was readable.
 fn workload(
     from_cgroup: Option<Workload>,
-    env: Option<&crate::source::workload::ProcEnv>,
+    env: Option<&crate::reading::workload::ProcEnv>,
 ) -> Option<Workload> {
     let slurm_daemon = matches!(
         &from_cgroup,

@@ -15,9 +15,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::kubelet::{self, GpuDevice, PodGpus};
-use crate::source::lookup::{LookupKind, LookupState, LookupStatus};
-use crate::source::workload::{PodAllocation, Workload};
-use crate::source::{GpuId, GpuReading, HostProc, ProcReading};
+use crate::reading::lookup::{LookupKind, LookupState, LookupStatus};
+use crate::reading::workload::{PodAllocation, Workload};
+use crate::reading::{GpuId, GpuReading, HostProc, ProcReading};
 
 /// How often the kubelet is asked (pods come and go in minutes, not seconds).
 pub const POLL_INTERVAL: Duration = Duration::from_secs(10);

@@ -2,7 +2,7 @@
 //! workloads and environments.
 
 use super::*;
-use crate::source::workload::{Engine, Workload};
+use crate::reading::workload::{Engine, Workload};
 
 const BTIME: u64 = 1_700_000_000;
 
@@ -344,7 +344,7 @@ fn named_processes() -> Fixture {
 
 #[test]
 fn the_first_sample_waits_briefly_for_names_and_later_ones_reuse_them() {
-    use crate::source::workload::SlurmNames;
+    use crate::reading::workload::SlurmNames;
     use names::{ContainerFacts, Lookups, NameResolver, Policy};
     let fx = named_processes();
     let lookups = Lookups {
@@ -489,7 +489,7 @@ fn slurm_without_cgroups_takes_the_job_from_the_environment() {
     match filled.workload {
         Workload::Slurm { names, .. } => assert_eq!(
             names.array,
-            Some(crate::source::workload::ArrayTask { job: 5, task: 1 })
+            Some(crate::reading::workload::ArrayTask { job: 5, task: 1 })
         ),
         other => panic!("{other:?}"),
     }

@@ -4,7 +4,7 @@
 
 use super::gpu_fields::{Ctx, timestamp};
 use crate::model::procs::ProcRow;
-use crate::source::{GpuReading, ProcKind, Visibility};
+use crate::reading::{GpuReading, ProcKind, Visibility};
 use crate::units::Bytes;
 
 /// One `--query-compute-apps` field.

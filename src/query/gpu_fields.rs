@@ -7,8 +7,8 @@ use std::time::SystemTime;
 
 use crate::model::Model;
 use crate::model::owners::{is_free, owners};
-use crate::source::GpuReading;
-use crate::source::fields::{self, Key};
+use crate::reading::GpuReading;
+use crate::reading::fields::{self, Key};
 
 /// What a field needs besides the GPU: the model (owners, warnings), when the sample was
 /// taken and in which time zone to write it, and how many GPUs the query shows.

@@ -1,8 +1,8 @@
 //! `-i`/`--id`: GPUs named by index, UUID (as `--only` takes them) or PCI bus id, and the
 //! GPUs of a sample such a list selects. Parsing and matching only.
 
-use crate::select::GpuSelector;
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
+use crate::reading::device_list::GpuSelector;
 
 /// One `-i` entry: an index or UUID (as `--only` takes them) or a PCI bus id.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +19,7 @@ pub(super) fn parse_ids(text: &str) -> Result<Vec<Id>, String> {
             if entry.contains(':') {
                 Ok(Id::Bus(bus_key(entry)))
             } else {
-                let mut one = crate::select::parse_gpu_list(entry)?;
+                let mut one = crate::reading::device_list::parse_gpu_list(entry)?;
                 Ok(Id::Gpu(one.remove(0)))
             }
         })

@@ -2,7 +2,7 @@
 //! (`GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-…)`, `  MIG 3g.40gb     Device  0: (UUID:
 //! MIG-…)`), each led by its host when several hosts show.
 
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
 
 pub(super) fn render(gpus: &[&GpuReading], with_host: bool) -> String {
     let mut out = String::new();

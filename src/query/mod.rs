@@ -21,8 +21,9 @@ use std::time::Duration;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use crate::cli::QueryArgs;
+use crate::reading::Sample;
 use crate::sampler::{self, SamplerEvent};
-use crate::source::{GpuSource, Sample};
+use crate::source::GpuSource;
 use crate::state::{Msg, State, ViewConfig, update};
 use app_fields::{AppField, app_field};
 use csv::Format;

@@ -8,7 +8,7 @@ use super::csv::{self, Column, Format};
 use super::gpu_fields::{self, Ctx, Get, GpuField};
 use super::{AppField, Request, What, app_fields, ids, list};
 use crate::model::Model;
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
 
 /// One sample as nvidia-smi prints it; `header` says whether this block carries the header
 /// (the first of a loop). `Err` when `-i` names no GPU.

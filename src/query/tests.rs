@@ -2,7 +2,7 @@
 //! consistency with the field table, and rendering a model as nvidia-smi would.
 
 use super::*;
-use crate::source::fields::TABLE;
+use crate::reading::fields::TABLE;
 use gpu_fields::Get;
 use std::time::SystemTime;
 
@@ -62,7 +62,7 @@ fn bus_ids_match_whatever_the_domains_width_and_case() {
 
 #[test]
 fn field_table_readings_are_written_in_nvidia_smis_units() {
-    use crate::source::{GpuId, GpuReading};
+    use crate::reading::{GpuId, GpuReading};
     use crate::units::{Bytes, MegaHertz, Percent, Watts};
     let mut g = GpuReading::absent(GpuId("GPU-1".into()), 0, "x");
     g.memory_used = Some(Bytes(58071 * Bytes::MIB + Bytes::MIB - 1));
@@ -71,7 +71,7 @@ fn field_table_readings_are_written_in_nvidia_smis_units() {
     g.sm_clock = Some(MegaHertz(1410));
     g.pstate = Some(8);
     let shown = |key, how| gpu_fields::shown(key, how, &g);
-    use crate::source::fields::Key;
+    use crate::reading::fields::Key;
     use gpu_fields::Shown;
     assert_eq!(shown(Key::MemoryUsed, Shown::MiB).as_deref(), Some("58071"));
     assert_eq!(shown(Key::Util, Shown::Percent).as_deref(), Some("29"));

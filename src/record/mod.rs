@@ -10,7 +10,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::history::procs::{ProcHistories, ProcId};
-use crate::source::{GpuSource, Sample, SourceError, wire};
+use crate::reading::Sample;
+use crate::source::{GpuSource, SourceError};
+use crate::wire;
 
 mod open;
 mod writer;
@@ -342,7 +344,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines = text.lines();
         let header = lines.next().unwrap().replace(
-            &format!("\"minor\":{}", crate::source::wire::SCHEMA_MINOR),
+            &format!("\"minor\":{}", crate::wire::SCHEMA_MINOR),
             "\"minor\":9,\"compression\":\"none\"",
         );
         let sample = lines

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::Receiver;
 
 use super::SamplerEvent;
-use crate::source::Sample;
+use crate::reading::Sample;
 
 /// What a waiting command decides at each event; `None` goes on waiting.
 pub trait Decide {

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use crate::source::fields::{self, Key};
-use crate::source::{GpuId, GpuReading};
+use crate::reading::fields::{self, Key};
+use crate::reading::{GpuId, GpuReading};
 use crate::state::State;
 
 use super::text::{Exposition, Family, Labels};

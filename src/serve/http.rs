@@ -13,9 +13,9 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use tokio::sync::watch;
 
-use crate::source::wire;
 use crate::state::State;
 use crate::ui::text::warning_line;
+use crate::wire;
 
 use super::metrics::{self, MetricOptions};
 use super::negotiate::{self, Format};

@@ -3,7 +3,7 @@
 //! Kubernetes node), so an alert on `gpuwatch_lookup_up == 0` fires only where one failed.
 //! Pure: reads the model's host facts.
 
-use crate::source::lookup::LookupState;
+use crate::reading::lookup::LookupState;
 use crate::state::State;
 
 use super::text::{Exposition, Family, Kind};
@@ -21,7 +21,7 @@ const LOOKUP_ERRORS: Family = Family {
 
 pub(super) fn render(e: &mut Exposition, state: &State) {
     let lookups = &state.model.host().lookups;
-    let kind = |l: &crate::source::lookup::LookupStatus| vec![("kind", l.kind.name().to_string())];
+    let kind = |l: &crate::reading::lookup::LookupStatus| vec![("kind", l.kind.name().to_string())];
     e.family(
         LOOKUP_UP,
         lookups

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::model::warnings::Severity;
-use crate::source::throttle::ThrottleReason;
-use crate::source::{GpuReading, GpuStatus};
+use crate::reading::throttle::ThrottleReason;
+use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
 
 use super::readings::{gpu_labels, write_gpu_series};

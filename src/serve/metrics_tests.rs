@@ -4,10 +4,11 @@
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::source::sim::{SimClock, SimSource};
-use crate::source::{
-    GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading,
+use crate::reading::{
+    GpuId, GpuReading, GpuStatus, HostInfo, HostProc, ProcDetails, ProcKind, ProcReading,
 };
+use crate::source::GpuSource;
+use crate::source::sim::{SimClock, SimSource};
 use crate::state::{Msg, ViewConfig, update};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
@@ -49,18 +50,18 @@ fn full() -> GpuReading {
     g.ecc_errors_uncorrected = Some(0);
     g.mig_enabled = Some(false);
     g.pci_bus_id = Some("00000000:17:00.0".into());
-    let mut xid = crate::source::health::XidTally::NONE;
+    let mut xid = crate::reading::health::XidTally::NONE;
     xid.record(79, at());
-    g.health = crate::source::health::Health {
+    g.health = crate::reading::health::Health {
         memory_temperature: Some(Celsius(71)),
         pcie_replays: Some(4),
         ecc_corrected: Some(3),
-        retired_pages: Some(crate::source::health::RetiredPages {
+        retired_pages: Some(crate::reading::health::RetiredPages {
             single_bit: 0,
             double_bit: 1,
             pending: true,
         }),
-        remapped_rows: Some(crate::source::health::RemappedRows {
+        remapped_rows: Some(crate::reading::health::RemappedRows {
             correctable: 1,
             uncorrectable: 2,
             pending: false,
@@ -248,7 +249,7 @@ fn throttle_reasons_are_zero_one_series_including_unexpected_ones() {
 #[test]
 fn the_compute_mode_is_one_series_labelled_with_the_mode() {
     let mut exclusive = full();
-    exclusive.compute_mode = Some(crate::source::ComputeMode::ExclusiveProcess);
+    exclusive.compute_mode = Some(crate::reading::ComputeMode::ExclusiveProcess);
     let text = render(
         &state_with(vec![exclusive], vec![]),
         MetricOptions::default(),
@@ -423,7 +424,7 @@ fn gpus_of_several_hosts_are_told_apart_by_a_host_label() {
 #[test]
 fn every_per_gpu_series_names_the_vendor_when_it_is_known() {
     let mut amd = full();
-    amd.vendor = Some(crate::source::Vendor::Amd);
+    amd.vendor = Some(crate::reading::Vendor::Amd);
     let mut unknown = full();
     unknown.id = GpuId("GPU-old".into());
     unknown.index = 1;
@@ -463,7 +464,7 @@ fn every_per_gpu_series_names_the_vendor_when_it_is_known() {
 /// in `docker_container`, never in dcgm-exporter's Kubernetes `container` label.
 #[test]
 fn user_series_carry_unix_users_only_and_bare_containers_their_own_label() {
-    use crate::source::workload::{ContainerNames, Engine, ProcContext, SlurmNames, Workload};
+    use crate::reading::workload::{ContainerNames, Engine, ProcContext, SlurmNames, Workload};
     use std::sync::Arc;
     let in_job = |pid, user: &str, uid, job| {
         let mut host = visible("python3 x.py");

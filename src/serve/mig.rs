@@ -5,8 +5,8 @@
 //! where GPM gives it (absent otherwise, never 0).
 
 use crate::model::mig::InstanceTag;
-use crate::source::GpuReading;
-use crate::source::mig::MigReading;
+use crate::reading::GpuReading;
+use crate::reading::mig::MigReading;
 use crate::state::State;
 
 use super::readings::gpu_labels;

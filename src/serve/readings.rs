@@ -1,8 +1,8 @@
 //! The native per-GPU series: every row of the field table (`source::fields`) as a metric in
 //! base units, and the labels they carry. Pure; `None` readings produce no sample.
 
-use crate::source::GpuReading;
-use crate::source::fields::{self, Field};
+use crate::reading::GpuReading;
+use crate::reading::fields::{self, Field};
 
 use super::text::{Exposition, Family, Labels};
 

@@ -6,8 +6,8 @@
 //! document leaves out what does not apply), as for a process whose details are unknown,
 //! so the document still validates. Pure.
 
-use crate::source::wire::workload::WorkloadDoc;
-use crate::source::wire::{Snapshot, WarningKind};
+use crate::wire::workload::WorkloadDoc;
+use crate::wire::{Snapshot, WarningKind};
 
 pub fn redact(doc: &mut Snapshot) {
     for p in &mut doc.processes {

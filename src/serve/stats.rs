@@ -8,7 +8,8 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::source::{GpuSource, Sample, SourceError};
+use crate::reading::Sample;
+use crate::source::{GpuSource, SourceError};
 
 use super::text::{Exposition, Family, Kind, Labels, Texts};
 

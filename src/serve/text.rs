@@ -18,7 +18,7 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 pub const OPENMETRICS_EOF: &str = "# EOF\n";
 
 /// A family's type: the field table's, so a row's type is written once.
-pub use crate::source::fields::MetricKind as Kind;
+pub use crate::reading::fields::MetricKind as Kind;
 
 impl Kind {
     fn as_str(self) -> &'static str {

@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 
 use crate::model::jobs;
-use crate::source::GpuId;
-use crate::source::workload::Workload;
+use crate::reading::GpuId;
+use crate::reading::workload::Workload;
 use crate::state::State;
 
 use super::text::Labels;

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::remote::poller::{Fleet, Runtime};
 use super::remote::{HostSlot, HttpTransport, Transport};
-use super::{GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
+use crate::reading::{GpuId, GpuReading, GpuStatus, HostInfo, HostStatus, Sample};
+use crate::source::{GpuSource, SourceError};
 
 pub struct MultiSource {
     local: Option<(String, Box<dyn GpuSource>)>,

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
-use super::Sample;
+use crate::reading::Sample;
 
 pub use http::HttpTransport;
 
@@ -41,7 +41,7 @@ pub trait Transport: Send + Sync + 'static {
 /// The one place a fetched document becomes a sample (the wire format lives elsewhere).
 /// `received` stamps a document that carries no time of its own.
 pub fn parse_snapshot(text: &str, received: SystemTime) -> Result<Sample, String> {
-    crate::source::wire::read_snapshot(text, received)
+    crate::wire::read_snapshot(text, received)
 }
 
 /// What the poller last learned about a host.

@@ -5,8 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{GpuSource, Sample, SourceError};
+use crate::reading::Sample;
 use crate::record::Recording;
+use crate::source::{GpuSource, SourceError};
 
 /// Speeds the replay can run at, slowest to fastest (`-` and `+` step through them).
 pub const SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
@@ -94,8 +95,8 @@ impl GpuSource for ReplaySource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reading::HostInfo;
     use crate::record::Header;
-    use crate::source::HostInfo;
     use std::time::SystemTime;
 
     fn recording(n: u64) -> Recording {

@@ -3,7 +3,8 @@
 //! one source to the next (the first source keeps its own, so NVIDIA's stay CUDA's). A part
 //! that fails a poll keeps its last GPUs' slots, shown lost, while the others go on.
 
-use super::{GpuReading, GpuSource, GpuStatus, Sample, SourceError};
+use crate::reading::{GpuReading, GpuStatus, Sample};
+use crate::source::{GpuSource, SourceError};
 
 struct Part {
     source: Box<dyn GpuSource>,
@@ -96,7 +97,7 @@ fn lost(g: GpuReading) -> GpuReading {
 fn empty() -> Sample {
     Sample {
         time: std::time::SystemTime::now(),
-        host: super::HostInfo {
+        host: crate::reading::HostInfo {
             hostname: super::hostname(),
             ..Default::default()
         },
@@ -110,7 +111,7 @@ fn empty() -> Sample {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{GpuId, Vendor};
+    use crate::reading::{GpuId, Vendor};
 
     struct Scripted(Vec<Result<Vec<GpuReading>, String>>);
 

@@ -376,7 +376,7 @@ fn apply_filter(state: &mut State) {
     state.model.procs_mut().set_view(view);
 }
 
-fn set_focus(state: &mut State, gpu: Option<crate::source::GpuId>) {
+fn set_focus(state: &mut State, gpu: Option<crate::reading::GpuId>) {
     let mut view = state.model.procs().view.clone();
     view.gpu = gpu;
     state.model.procs_mut().set_view(view);

@@ -8,7 +8,7 @@ mod interact;
 pub mod signal;
 
 use crate::model::Model;
-use crate::source::{GpuId, Sample};
+use crate::reading::{GpuId, Sample};
 
 pub use crate::layout::LayoutPref;
 pub use crate::model::ViewConfig;

@@ -125,7 +125,7 @@ pub fn confirm(mut dialog: Dialog) -> Result<SignalRequest, Dialog> {
 mod tests {
     use super::*;
     use crate::model::procs::ProcKey;
-    use crate::source::{GpuId, ProcKind};
+    use crate::reading::{GpuId, ProcKind};
     use std::time::Duration;
 
     fn row(uid: u32, user: &str) -> ProcRow {

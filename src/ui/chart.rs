@@ -27,7 +27,7 @@ pub trait Timed {
     fn at(&self) -> SystemTime;
 }
 
-impl Timed for crate::source::HistoryPoint {
+impl Timed for crate::reading::HistoryPoint {
     fn at(&self) -> SystemTime {
         self.time
     }

@@ -12,8 +12,8 @@ use super::Theme;
 use super::format::truncate;
 use crate::model::procs::ProcRow;
 use crate::model::visible::{self, Pinning};
-use crate::source::workload::ProcEnv;
-use crate::source::{GpuReading, Visibility};
+use crate::reading::workload::ProcEnv;
+use crate::reading::{GpuReading, Visibility};
 use crate::state::State;
 
 /// "job GPU 1 = GPU 3" when the process numbers its GPU differently from the host (or

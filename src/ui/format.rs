@@ -5,8 +5,8 @@ use ratatui::text::Span;
 use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::source::throttle::ThrottleReason;
-use crate::source::{GpuReading, Vendor};
+use crate::reading::throttle::ThrottleReason;
+use crate::reading::{GpuReading, Vendor};
 use crate::units::Bytes;
 
 /// What an unknown reading shows as. A real zero shows as 0.
@@ -140,7 +140,7 @@ pub fn rate(bytes_per_second: Bytes) -> String {
 }
 
 /// The weight the panel colours a reason by; defined beside the reasons' one table.
-pub use crate::source::throttle::ThrottleKind;
+pub use crate::reading::throttle::ThrottleKind;
 
 /// A short label and weight for a clock-throttle reason, read from `source::throttle::TABLE`.
 pub fn throttle_label(reason: &ThrottleReason) -> (&str, ThrottleKind) {
@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn the_vendor_is_named_once_and_only_where_the_name_lacks_it() {
         let gpu = |name: &str, vendor| {
-            let mut g = GpuReading::absent(crate::source::GpuId("x".into()), 0, name);
+            let mut g = GpuReading::absent(crate::reading::GpuId("x".into()), 0, name);
             g.vendor = vendor;
             g
         };

@@ -10,9 +10,9 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::Theme;
 use super::chart::{self, ChartSpec};
 use super::format::{NA, bytes_short, gib, gpu_name, or_na, pack, rate, truncate};
-use crate::source::HistoryPoint;
-use crate::source::fields::Key;
-use crate::source::{GpuId, GpuReading, GpuStatus};
+use crate::reading::HistoryPoint;
+use crate::reading::fields::Key;
+use crate::reading::{GpuId, GpuReading, GpuStatus};
 use crate::state::State;
 use crate::units::Bytes;
 

@@ -13,7 +13,7 @@ use super::Theme;
 use super::format::{NA, bar, bytes_short, fit_spans, gib, gpu_name, or_na, unheld_words};
 use crate::layout::{Areas, gpu_rects, panel_rows};
 use crate::model::owners::{Unheld, owners, unattributed, unheld};
-use crate::source::{GpuReading, GpuStatus};
+use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
 
 // Compact mode, the charts and the panel's border words live in their own files; the

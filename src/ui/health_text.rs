@@ -2,7 +2,7 @@
 //! and the GPU panel's border: each reading as a short phrase, `N/A` where the device cannot
 //! tell. Pure formatting; what is worth a warning is `model::health`'s.
 
-use crate::source::health::{Health, RemappedRows, RetiredPages, XidTally};
+use crate::reading::health::{Health, RemappedRows, RetiredPages, XidTally};
 use crate::ui::format::NA;
 
 /// Every health reading as a phrase, in a fixed order (for the `--once` table).

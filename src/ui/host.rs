@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 
 use super::Theme;
 use super::format::{NA, gib, or_na};
-use crate::source::HostLoad;
+use crate::reading::HostLoad;
 use crate::state::State;
 use crate::units::Bytes;
 

@@ -13,7 +13,7 @@ use crate::layout::{COLUMN_SPACING, column_width, first_row};
 use crate::model::pileup::unpinned;
 use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::model::warnings::WarningKind;
-use crate::source::GpuId;
+use crate::reading::GpuId;
 use crate::state::State;
 
 /// Numbers read best right-aligned (header and values alike); names and the command left.

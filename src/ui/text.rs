@@ -3,8 +3,8 @@
 //! (kind, subject, numbers) is `model::warnings`'s and carries no text.
 
 use crate::model::warnings::{Subject, Warning, WarningKind};
-use crate::source::health::{RemappedRows, RetiredPages, xid_meaning};
-use crate::source::throttle::ThrottleReason;
+use crate::reading::health::{RemappedRows, RetiredPages, xid_meaning};
+use crate::reading::throttle::ThrottleReason;
 use crate::ui::format::{duration_short, gib, truncate};
 use crate::units::{Bytes, Celsius};
 use std::time::Duration;
@@ -229,7 +229,7 @@ fn pile_up(index: &str, n: usize, owners: usize, free: &[u32]) -> String {
 mod tests {
     use super::*;
     use crate::model::warnings::{Severity, host_down};
-    use crate::source::GpuId;
+    use crate::reading::GpuId;
 
     fn on_gpu(host: Option<&str>, kind: WarningKind) -> Warning {
         Warning {
@@ -267,7 +267,7 @@ mod tests {
             percent: 98.0,
             time_to_full: None,
             instance: Some(crate::model::mig::InstanceTag {
-                id: crate::source::GpuId("MIG-4b6f1c2d-0a1b".into()),
+                id: crate::reading::GpuId("MIG-4b6f1c2d-0a1b".into()),
                 gpu_instance: Some(1),
                 compute_instance: Some(0),
                 profile: Some("3g.40gb".into()),

@@ -149,7 +149,7 @@ pub fn find(term: &ratatui::Terminal<ratatui::backend::TestBackend>, needle: &st
 }
 
 /// A state that has seen just `sample`, in a `w`x`h` terminal.
-pub fn state_of_sample(sample: gpuwatch::source::Sample, w: u16, h: u16) -> State {
+pub fn state_of_sample(sample: gpuwatch::reading::Sample, w: u16, h: u16) -> State {
     let mut state = State::new(config());
     update(
         &mut state,

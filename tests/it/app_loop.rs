@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use futures_util::stream;
 use gpuwatch::app::{self, Exit, Io, Options, OsSignal};
+use gpuwatch::reading::Sample;
 use gpuwatch::signals::Signaller;
-use gpuwatch::source::{GpuSource, Sample, SourceError};
+use gpuwatch::source::{GpuSource, SourceError};
 use gpuwatch::state::signal::{Sig, SignalRequest};
 use gpuwatch::state::{Action, Msg, State, ViewConfig, update};
 use ratatui::Terminal;

@@ -11,8 +11,8 @@ use common::{config, demo_state, epoch, render, screen};
 use gpuwatch::procinfo::host::HostReader;
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::sim::{SimClock, SimSource};
-use gpuwatch::source::wire::WarningCode::{self, IdleHolder, OomRisk, Overheating, StaleVram};
 use gpuwatch::state::{Msg, State, update};
+use gpuwatch::wire::WarningCode::{self, IdleHolder, OomRisk, Overheating, StaleVram};
 use insta::assert_snapshot;
 use ratatui::buffer::Buffer;
 

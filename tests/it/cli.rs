@@ -511,7 +511,7 @@ fn the_demo_opens_mid_story_with_every_warning_kind_and_the_host_load() {
     assert!(host["cpu_percent"].as_f64().unwrap() > 0.0, "{host}");
     assert!(host["memory_used"].as_u64().unwrap() < host["memory_total"].as_u64().unwrap());
     assert_eq!(host["load_average"].as_array().unwrap().len(), 3);
-    assert_eq!(doc["schema_minor"], gpuwatch::source::wire::SCHEMA_MINOR);
+    assert_eq!(doc["schema_minor"], gpuwatch::wire::SCHEMA_MINOR);
 }
 
 /// Hardening round 3 §19 (and "Instant and truthful" §5): a closed standard output

@@ -13,9 +13,9 @@ use gpuwatch::cli::Cli;
 use gpuwatch::config::{ServeSettings, Settings, check_file, default_file_text};
 use gpuwatch::model::procs::{Column, SortDir, SortKey};
 use gpuwatch::model::warnings::Thresholds;
-use gpuwatch::source::wire::WarningCode;
 use gpuwatch::ui::theme::ThemeName;
 use gpuwatch::units::Bytes;
+use gpuwatch::wire::WarningCode;
 use predicates::prelude::*;
 
 fn fixture(name: &str) -> PathBuf {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{config, demo_state, epoch, screen};
 use gpuwatch::history::procs::ProcId;
-use gpuwatch::source::{GpuId, GpuReading, HostInfo, HostProc, ProcKind, ProcReading, Sample};
+use gpuwatch::reading::{GpuId, GpuReading, HostInfo, HostProc, ProcKind, ProcReading, Sample};
 use gpuwatch::state::{Action, Detail, Msg, Panel, State, update};
 use gpuwatch::ui::hit::{MouseInput, MouseKind, actions};
 use gpuwatch::units::Bytes;
@@ -266,7 +266,7 @@ fn the_json_document_carries_each_process_peak_vram() {
     let p = &doc["processes"][0];
     assert_eq!(p["used_gpu_memory"], Bytes::from_gib(20.0).0);
     assert_eq!(p["peak_gpu_memory"], Bytes::from_gib(30.0).0);
-    assert_eq!(doc["schema_minor"], gpuwatch::source::wire::SCHEMA_MINOR);
+    assert_eq!(doc["schema_minor"], gpuwatch::wire::SCHEMA_MINOR);
 }
 
 #[test]
@@ -323,7 +323,8 @@ fn per_process_history_is_bounded_and_dropped_after_processes_leave() {
 /// back-fill never reached).
 #[test]
 fn a_back_filled_gpu_is_charted_over_its_past_in_the_detail_view() {
-    use gpuwatch::source::{GpuSource, HistoryPoint};
+    use gpuwatch::reading::HistoryPoint;
+    use gpuwatch::source::GpuSource;
     use gpuwatch::units::MegaHertz;
     let drawn = |back_filled: bool| {
         let mut state = State::new(config());

@@ -270,12 +270,12 @@ proptest! {
         value in prop_oneof![nasty_value(), Just(String::new())],
     ) {
         let doc = mutate_json(&snapshot_doc(), nth, &value);
-        let _ = gpuwatch::source::wire::read_snapshot(&doc, fallback());
+        let _ = gpuwatch::wire::read_snapshot(&doc, fallback());
     }
 
     #[test]
     fn snapshot_text_at_random_never_panics(text in any::<String>()) {
-        let _ = gpuwatch::source::wire::read_snapshot(&text, fallback());
+        let _ = gpuwatch::wire::read_snapshot(&text, fallback());
     }
 
     #[test]
@@ -328,7 +328,7 @@ fn huge_times_and_durations_are_errors() {
     for huge in ["1e30", "1e19", "1.8e19"] {
         let bad = format!("{}{huge}{}", &doc[..t.0], &doc[t.1..]);
         assert!(
-            gpuwatch::source::wire::read_snapshot(&bad, fallback()).is_err(),
+            gpuwatch::wire::read_snapshot(&bad, fallback()).is_err(),
             "{huge}"
         );
         for rec in [recording_text(), recording_text_now()] {

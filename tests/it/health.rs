@@ -10,9 +10,10 @@ use crate::serve_support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use gpuwatch::source::health::{RemappedRows, RetiredPages};
+use gpuwatch::reading::Sample;
+use gpuwatch::reading::health::{RemappedRows, RetiredPages};
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::nvml::NvmlSource;
-use gpuwatch::source::{GpuSource, Sample};
 use gpuwatch::units::Celsius;
 use serde_json::{Value, json};
 use serve_support::{Exporter, gpuwatch, on_path};

@@ -368,7 +368,7 @@ fn amd_and_mig_documents_conform() {
 
 #[test]
 fn the_schema_names_every_warning_code_and_no_other() {
-    use gpuwatch::source::wire::WarningCode;
+    use gpuwatch::wire::WarningCode;
     let schema = schema();
     let warning = &schema["$defs"]["warning"];
     let codes: Vec<&str> = WarningCode::ALL.iter().map(|c| c.name()).collect();

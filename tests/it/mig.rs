@@ -416,7 +416,7 @@ fn gpm_gives_an_instance_its_sm_activity_from_the_second_sample_on() {
     let lib = dir.path().join("libnvidia-ml.so.1");
     std::fs::copy(common::fake_lib(), &lib).unwrap();
     let mut source = NvmlSource::open(Some(&lib)).unwrap();
-    let util = |sample: &gpuwatch::source::Sample| -> Vec<Option<u32>> {
+    let util = |sample: &gpuwatch::reading::Sample| -> Vec<Option<u32>> {
         sample.gpus[0]
             .mig_devices
             .iter()

@@ -17,7 +17,7 @@ use gpuwatch::procinfo::names::slurm::Scontrol;
 use gpuwatch::procinfo::names::{
     ContainerLookup, Filled, Key, LookupError, Lookups, NameResolver, Policy, SlurmLookup,
 };
-use gpuwatch::source::workload::{ContainerNames, Engine, ProcEnv, SlurmNames, Workload};
+use gpuwatch::reading::workload::{ContainerNames, Engine, ProcEnv, SlurmNames, Workload};
 
 const TIMEOUT: Duration = Duration::from_millis(200);
 /// The bound a timed-out lookup must come back within: its timeout plus scheduling slack

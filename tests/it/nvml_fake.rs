@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command as StdCommand};
 
 use assert_cmd::Command;
+use gpuwatch::reading::{GpuStatus, HostProc, ProcKind, Sample};
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::nvml::NvmlSource;
-use gpuwatch::source::{GpuSource, GpuStatus, HostProc, ProcKind, Sample};
 use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(

@@ -100,7 +100,7 @@ fn every_gpuwatch_metric_the_rules_query_is_exported() {
         .map(|r| format!("{}\n", r["expr"].as_str().unwrap()))
         .collect();
     // The exporter's own series, and the field table's (every numeric GPU reading).
-    let exporter: String = ["src/serve", "src/source/fields"]
+    let exporter: String = ["src/serve", "src/reading/fields"]
         .iter()
         .flat_map(|dir| std::fs::read_dir(Path::new(ROOT).join(dir)).unwrap())
         .map(|e| e.unwrap().path())

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gpuwatch::model::warnings::WarningKind;
+use gpuwatch::reading::{GpuStatus, Sample};
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::multi::MultiSource;
-use gpuwatch::source::{GpuSource, GpuStatus, Sample};
 use gpuwatch::state::{Msg, State, update};
 use gpuwatch::ui::text::warning_line;
 

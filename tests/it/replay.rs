@@ -11,8 +11,8 @@ use gpuwatch::model::warnings::Severity;
 use gpuwatch::record;
 use gpuwatch::source::GpuSource;
 use gpuwatch::source::replay::ReplaySource;
-use gpuwatch::source::wire::WarningCode::{self, OomRisk, Overheating, StaleVram, Xid};
 use gpuwatch::state::{Msg, State, update};
+use gpuwatch::wire::WarningCode::{self, OomRisk, Overheating, StaleVram, Xid};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -125,7 +125,7 @@ fn a_recording_written_today_replays_like_the_version_1_one() {
 
 /// The samples as a live source gives them: a recording's lines also say each process's
 /// peak so far, which only a source with a past knows.
-fn without_peaks(mut samples: Vec<gpuwatch::source::Sample>) -> Vec<gpuwatch::source::Sample> {
+fn without_peaks(mut samples: Vec<gpuwatch::reading::Sample>) -> Vec<gpuwatch::reading::Sample> {
     for p in samples.iter_mut().flat_map(|s| &mut s.processes) {
         p.peak_gpu_memory = None;
     }

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant, SystemTime};
 use common::tmux::Tmux;
 use gpuwatch::model::warnings::WarningKind;
 use gpuwatch::procinfo::ProcInfo;
+use gpuwatch::reading::{GpuId, GpuStatus, HostProc, ProcReading, Sample};
+use gpuwatch::source::GpuSource;
 use gpuwatch::source::nvml::NvmlSource;
-use gpuwatch::source::{GpuId, GpuSource, GpuStatus, HostProc, ProcReading, Sample};
 use gpuwatch::state::{Action, Msg, State, update};
 use serde_json::{Value, json};
 
@@ -250,11 +251,11 @@ fn a_gpu_that_answers_not_supported_to_everything_is_shown_as_na() {
             "answering NOT_SUPPORTED is not lost"
         );
         assert_eq!(g.id, GpuId("index-1".into()), "no UUID: named by index");
-        let absent = gpuwatch::source::GpuReading {
+        let absent = gpuwatch::reading::GpuReading {
             status: GpuStatus::Ok,
             // Which source read it is known even when the GPU answers nothing.
-            vendor: Some(gpuwatch::source::Vendor::Nvidia),
-            ..gpuwatch::source::GpuReading::absent(g.id.clone(), 1, g.name.clone())
+            vendor: Some(gpuwatch::reading::Vendor::Nvidia),
+            ..gpuwatch::reading::GpuReading::absent(g.id.clone(), 1, g.name.clone())
         };
         assert_eq!(g, &absent, "every reading absent, none zero");
         assert!(on_gpu(smp, 1).is_empty());
@@ -422,7 +423,7 @@ fn a_gpu_lost_mid_run_and_back_warns_then_clears_through_the_pipeline() {
     let temps: Vec<Option<f64>> = t4
         .points()
         .iter()
-        .map(|p| p.get(gpuwatch::source::fields::Key::Temperature))
+        .map(|p| p.get(gpuwatch::reading::fields::Key::Temperature))
         .collect();
     assert_eq!(&temps[2..4], &[None, None], "the loss is a gap, not zeros");
 }

@@ -7,7 +7,8 @@ use crate::common;
 
 use common::{demo_state, render, screen, sim};
 use gpuwatch::model::procs::SortKey;
-use gpuwatch::source::{GpuSource, Sample};
+use gpuwatch::reading::Sample;
+use gpuwatch::source::GpuSource;
 use gpuwatch::state::{Action, Msg, State, update};
 use ratatui::style::Color;
 

@@ -5,8 +5,9 @@ use crate::common;
 
 use std::time::Duration;
 
+use gpuwatch::reading::Sample;
 use gpuwatch::sampler::{self, SamplerEvent};
-use gpuwatch::source::{GpuSource, Sample, SourceError};
+use gpuwatch::source::{GpuSource, SourceError};
 
 /// Counts polls and fails every third one.
 struct Flaky {
@@ -102,7 +103,7 @@ async fn ends_when_the_receiver_is_dropped_even_while_waiting_to_tick() {
 struct Wedged(std::sync::mpsc::Receiver<()>);
 
 impl gpuwatch::source::GpuSource for Wedged {
-    fn sample(&mut self) -> Result<gpuwatch::source::Sample, gpuwatch::source::SourceError> {
+    fn sample(&mut self) -> Result<gpuwatch::reading::Sample, gpuwatch::source::SourceError> {
         let _ = self.0.recv();
         Err(gpuwatch::source::SourceError::Unavailable(
             "released".into(),

@@ -7,7 +7,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{demo_state, find, render, screen};
-use gpuwatch::source::{GpuId, GpuReading, GpuStatus, HostInfo, Sample};
+use gpuwatch::reading::{GpuId, GpuReading, GpuStatus, HostInfo, Sample};
 use gpuwatch::state::{Action, Msg, State, update};
 use gpuwatch::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 use insta::assert_snapshot;

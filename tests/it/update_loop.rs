@@ -6,10 +6,11 @@ use crate::common;
 use common::{demo_state, sim};
 use gpuwatch::model::procs::{SortDir, SortKey};
 use gpuwatch::model::warnings::{Severity, WarningKind};
-use gpuwatch::source::fields::Key;
-use gpuwatch::source::wire::WarningCode::{OomRisk, Overheating};
-use gpuwatch::source::{GpuSource, GpuStatus};
+use gpuwatch::reading::GpuStatus;
+use gpuwatch::reading::fields::Key;
+use gpuwatch::source::GpuSource;
 use gpuwatch::state::{Action, Effect, LayoutPref, Msg, State, update};
+use gpuwatch::wire::WarningCode::{OomRisk, Overheating};
 
 fn act(state: &mut State, action: Action) -> Vec<Effect> {
     update(state, Msg::Action(action))
@@ -264,7 +265,7 @@ fn lost_gpu_keeps_its_slot_while_others_update() {
     let mut sample = source.sample().unwrap();
     let lost_id = sample.gpus[1].id.clone();
     let name = sample.gpus[1].name.clone();
-    sample.gpus[1] = gpuwatch::source::GpuReading::absent(lost_id.clone(), 1, name);
+    sample.gpus[1] = gpuwatch::reading::GpuReading::absent(lost_id.clone(), 1, name);
     sample.gpus[1].status = GpuStatus::Lost;
     update(&mut state, Msg::Sample(Box::new(sample)));
     assert_eq!(state.model.gpus().len(), 4);

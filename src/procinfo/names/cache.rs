@@ -154,7 +154,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::workload::SlurmNames;
+    use crate::reading::workload::SlurmNames;
 
     fn names(n: &str) -> Names {
         Names::Slurm(SlurmNames {

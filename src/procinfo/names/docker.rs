@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::http::{self, HttpError};
 use super::{ContainerFacts, ContainerLookup, LookupError};
-use crate::source::workload::{ContainerNames, Engine, PodNames};
+use crate::reading::workload::{ContainerNames, Engine, PodNames};
 
 /// An inspect answer is a few kilobytes (tens with many labels or a long environment);
 /// anything past this is not an inspect answer we want to hold.

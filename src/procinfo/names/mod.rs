@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 pub use cache::Policy;
 
-use crate::source::lookup::{LookupKind, LookupStatus};
-use crate::source::workload::{ContainerNames, Engine, PodNames, ProcEnv, SlurmNames, Workload};
+use crate::reading::lookup::{LookupKind, LookupStatus};
+use crate::reading::workload::{ContainerNames, Engine, PodNames, ProcEnv, SlurmNames, Workload};
 use cache::Lookup;
 use worker::{Book, Shared, Worker};
 

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::{LookupError, SlurmLookup};
-use crate::source::workload::{ArrayTask, ProcEnv, SlurmNames, Workload};
+use crate::reading::workload::{ArrayTask, ProcEnv, SlurmNames, Workload};
 
 /// One job's line is well under a kilobyte; a job array prints one per task.
 const MAX_OUTPUT: u64 = 256 * 1024;

@@ -3,7 +3,7 @@
 //! the Slurm environment fallback, and a prompt stop on drop. No sockets, no sleeps.
 
 use super::*;
-use crate::source::workload::PodQos;
+use crate::reading::workload::PodQos;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 

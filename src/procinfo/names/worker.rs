@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::cache::{Cache, Policy};
 use super::{Clock, Key, LookupError, Lookups, Names};
-use crate::source::lookup::LookupStatus;
+use crate::reading::lookup::LookupStatus;
 
 /// What the resolver and its worker share.
 pub struct Shared {

@@ -87,8 +87,8 @@ const SQUATTER: &str = "9a9a9a9a-bbbb-4ccc-8ddd-eeeeeeeeeeee";
 const TRAINER: &str = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
 
 fn pod_proc(gpu: &GpuId, uid: &str) -> ProcReading {
-    use crate::source::workload::{PodNames, PodQos, ProcContext};
-    use crate::source::{ProcDetails, ProcKind};
+    use crate::reading::workload::{PodNames, PodQos, ProcContext};
+    use crate::reading::{ProcDetails, ProcKind};
     let pod = Workload::Pod {
         uid: uid.into(),
         qos: PodQos::BestEffort,
@@ -118,7 +118,7 @@ fn pod_proc(gpu: &GpuId, uid: &str) -> ProcReading {
     }
 }
 
-fn pod_names(p: &ProcReading) -> crate::source::workload::PodNames {
+fn pod_names(p: &ProcReading) -> crate::reading::workload::PodNames {
     match p.details().and_then(|d| d.context.workload.as_deref()) {
         Some(Workload::Pod { names, .. }) => names.clone(),
         other => panic!("{other:?}"),

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::fdinfo::{self, COMPUTE_ENGINES, DrmClient, MAIN_ENGINES};
 use super::sysfs;
-use crate::source::ProcKind;
+use crate::reading::ProcKind;
 use crate::units::Percent;
 
 /// One process's use of one DRM device in this sample.

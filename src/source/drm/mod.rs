@@ -15,10 +15,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
-use super::{
-    GpuReading, GpuSource, GpuStatus, HostInfo, HostProc, ProcReading, Sample, SourceError, Vendor,
-};
 use crate::procinfo::ProcInfo;
+use crate::reading::{GpuReading, GpuStatus, HostInfo, HostProc, ProcReading, Sample, Vendor};
+use crate::source::{GpuSource, SourceError};
 use crate::units::{Bytes, Percent};
 use clients::ClientScan;
 use readings::EnergyMark;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::pci_ids;
 use super::sysfs::{self, Card, dpm_levels, link_gen, number, text};
-use crate::source::{GpuId, GpuReading, Vendor};
+use crate::reading::{GpuId, GpuReading, Vendor};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// The previous energy counter reading (joules, when), for power from energy deltas.

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::reading::Vendor;
 use crate::safe_file;
-use crate::source::Vendor;
 
 /// The most a sysfs value file or an fdinfo is read: real ones are under a page (an
 /// fdinfo with every engine and region listed is about 1 KiB). Past that, or not a

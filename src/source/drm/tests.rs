@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::source::ProcKind;
+use crate::reading::ProcKind;
 use crate::units::{Celsius, MegaHertz, Percent, Watts};
 
 /// A fixture tree copied to a temporary directory (links kept), so a test can change it.

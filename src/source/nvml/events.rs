@@ -16,7 +16,7 @@ use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{EventSet, Nvml};
 
-use crate::source::health::XidTally;
+use crate::reading::health::XidTally;
 
 /// At most this many events are taken per sample, so a storm of them cannot hold the
 /// sampler; the rest wait in the set for the next sample.

@@ -12,8 +12,8 @@ use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id as fi;
 
 use super::{Lost, Query, Slot};
-use crate::source::GpuReading;
-use crate::source::health::{Health, RemappedRows, RetiredPages};
+use crate::reading::GpuReading;
+use crate::reading::health::{Health, RemappedRows, RetiredPages};
 use crate::units::Celsius;
 
 /// Every field asked, in the order `Values::set` expects nothing of (matched by id).

@@ -9,8 +9,8 @@ use std::ffi::c_uint;
 use nvml_wrapper::Device;
 
 use super::GpuProc;
-use crate::source::GpuId;
-use crate::source::mig::{MigReading, profile_of};
+use crate::reading::GpuId;
+use crate::reading::mig::{MigReading, profile_of};
 use crate::units::Bytes;
 
 /// The instances of `d` (in MIG mode), with the PIDs among `procs` on each, and their SM

@@ -18,12 +18,12 @@ use std::time::{Instant, SystemTime};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
 
-use super::{
-    GpuId, GpuReading, GpuSource, GpuStatus, HostInfo, HostProc, ProcKind, ProcReading, Sample,
-    SourceError,
-};
 use crate::procinfo::ProcInfo;
 use crate::procinfo::pods::PodDirectory;
+use crate::reading::{
+    GpuId, GpuReading, GpuStatus, HostInfo, HostProc, ProcKind, ProcReading, Sample,
+};
+use crate::source::{GpuSource, SourceError};
 use crate::units::{Bytes, Percent};
 use read::read_gpu;
 
@@ -144,7 +144,7 @@ impl Slot {
         );
         let name = self.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
         let mut g = GpuReading::absent(id, index, name);
-        g.vendor = Some(super::Vendor::Nvidia);
+        g.vendor = Some(crate::reading::Vendor::Nvidia);
         g.status = GpuStatus::Lost;
         g.pci_bus_id = self.pci_bus_id.clone();
         g
@@ -176,7 +176,7 @@ pub struct NvmlSource {
     /// Pods on GPUs allocated to other pods, found by the latest sample, to be said once.
     squatters: Vec<String>,
     /// What was last said of the engine and Slurm lookups (the kubelet's is `pods`').
-    said: crate::source::lookup::Said,
+    said: crate::reading::lookup::Said,
 }
 
 impl NvmlSource {

@@ -13,8 +13,8 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSample};
 
 use super::{GpuProc, Lost, Query, Slot};
-use crate::source::throttle::ThrottleReason;
-use crate::source::{ComputeMode, GpuId, GpuReading, ProcKind};
+use crate::reading::throttle::ThrottleReason;
+use crate::reading::{ComputeMode, GpuId, GpuReading, ProcKind};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// Reads one GPU. Every query is independent: one the device cannot answer is `None`.
@@ -46,7 +46,7 @@ pub(super) fn read_gpu(
     }
     let name = s.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
     let mut g = GpuReading::absent(GpuId(uuid), index, name);
-    g.vendor = Some(crate::source::Vendor::Nvidia);
+    g.vendor = Some(crate::reading::Vendor::Nvidia);
     g.pci_bus_id = s.pci_bus_id.clone();
     if let Some(u) = s.ask(Query::Utilization, || d.utilization_rates())? {
         g.util = Some(Percent(u.gpu));
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn the_throttle_table_has_nvml_wrappers_bits() {
-        use crate::source::throttle::TABLE;
+        use crate::reading::throttle::TABLE;
         use nvml_wrapper::bitmasks::device::ThrottleReasons as Bits;
         let theirs = [
             Bits::GPU_IDLE,

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use super::api::Series;
 use super::series::{self, Identity, Target};
 use super::{Known, MAX_GPUS, mig};
-use crate::source::workload::PodAllocation;
-use crate::source::{GpuId, GpuReading, Vendor};
+use crate::reading::workload::PodAllocation;
+use crate::reading::{GpuId, GpuReading, Vendor};
 
 /// One instant answer, read: GPUs by host, each scrape target's `up`, driver versions.
 #[derive(Default)]

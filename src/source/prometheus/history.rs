@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 use super::answer::{self, Cut};
 use super::api::{self, Api};
 use super::series;
-use crate::source::fields::{self, Key};
-use crate::source::{GpuId, HistoryPoint};
+use crate::reading::fields::{self, Key};
+use crate::reading::{GpuId, HistoryPoint};
 
 pub struct Window {
     step: Duration,

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 
 use super::series::MigMemory;
-use crate::source::mig::MigReading;
-use crate::source::{GpuId, GpuReading};
+use crate::reading::mig::MigReading;
+use crate::reading::{GpuId, GpuReading};
 use crate::units::Bytes;
 
 /// The instance a series is about, from its labels: (GPU instance id, profile).

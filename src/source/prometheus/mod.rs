@@ -24,7 +24,8 @@ use answer::Cut;
 use api::Api;
 use fleet::Reading;
 
-use super::{GpuReading, GpuSource, GpuStatus, HostInfo, HostStatus, Sample, SourceError};
+use crate::reading::{GpuReading, GpuStatus, HostInfo, HostStatus, Sample};
+use crate::source::{GpuSource, SourceError};
 
 /// How long one query may take: a 1,000-host answer is tens of MB, so more than a remote
 /// snapshot's 2 s.

@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
-use crate::source::fields::{self, Field, Key, Scale, Spelling};
-use crate::source::{GpuReading, GpuStatus, Vendor};
+use crate::reading::fields::{self, Field, Key, Scale, Spelling};
+use crate::reading::{GpuReading, GpuStatus, Vendor};
 
 /// A MIG instance's memory figure (see `prometheus::mig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::api::Api;
 use super::*;
-use crate::source::{GpuId, Vendor};
+use crate::reading::{GpuId, Vendor};
 use crate::units::{Bytes, Celsius, Percent, Watts};
 
 /// Answers instant queries with `instant` and range queries with `range` (a function of the
@@ -253,7 +253,7 @@ fn history_comes_from_the_range_queries_into_the_charts() {
     let kept = s.history.as_ref().unwrap();
     assert_eq!(kept[&GpuId("GPU-n0".into())].len(), 2);
     let p = &kept[&GpuId("GPU-n0".into())][1];
-    use crate::source::fields::{CHARTED, Key};
+    use crate::reading::fields::{CHARTED, Key};
     assert_eq!(p.get(Key::Temperature), Some(61.0));
     // Every charted field is back-filled, the detail view's clocks and PCIe included.
     for key in CHARTED.into_iter().filter(|k| *k != Key::Temperature) {
@@ -456,7 +456,7 @@ fn series_with_gpu_i_id_become_the_gpus_mig_instances_not_its_readings() {
 /// leave unread (issue 21).
 #[test]
 fn every_field_round_trips_through_both_spellings() {
-    use crate::source::fields::{self, TABLE};
+    use crate::reading::fields::{self, TABLE};
     let full = fields::tests::every_field_known();
     let native: Vec<(serde_json::Value, f64)> = TABLE
         .iter()

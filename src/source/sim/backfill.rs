@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use super::SimSource;
 use super::scenario::oom_period;
-use crate::source::Sample;
+use crate::reading::Sample;
 
 /// At most this many samples before the history window (the older, coarser part).
 const COARSE_SAMPLES: u32 = 120;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::source::workload::{
+use crate::reading::workload::{
     ContainerNames, Engine, PodNames, PodQos, ProcContext, ProcEnv, SlurmNames, Workload,
 };
 

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::source::health::{Health, RemappedRows, Xid, XidTally};
+use crate::reading::health::{Health, RemappedRows, Xid, XidTally};
 use crate::units::Celsius;
 
 /// The GPU that has the XID, and when.

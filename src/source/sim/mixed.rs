@@ -13,10 +13,10 @@ use super::context::{self, Pin};
 use super::mixed_jobs::{AMD_PROCS, Engine, INTEL_PROCS, Proc, SLICES};
 use super::scenario::{DRIVER_RESERVED_GIB, Role};
 use super::{SimSource, fill_details, fixed_reading, gpu_uuid, health};
-use crate::source::health::XidTally;
-use crate::source::mig::MigReading;
-use crate::source::workload::ProcEnv;
-use crate::source::{GpuId, GpuReading, HostProc, ProcDetails, ProcKind, ProcReading, Vendor};
+use crate::reading::health::XidTally;
+use crate::reading::mig::MigReading;
+use crate::reading::workload::ProcEnv;
+use crate::reading::{GpuId, GpuReading, HostProc, ProcDetails, ProcKind, ProcReading, Vendor};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// How many GPUs the mixed scenario adds.

@@ -17,13 +17,13 @@ mod scenario;
 
 use std::time::{Duration, SystemTime};
 
-use super::throttle::ThrottleReason;
-use super::wire::WarningCode;
-use super::{
-    GpuId, GpuReading, GpuSource, HostInfo, HostLoad, HostProc, ProcDetails, ProcKind, ProcReading,
-    Sample, SourceError,
+use crate::reading::throttle::ThrottleReason;
+use crate::reading::{
+    GpuId, GpuReading, HostInfo, HostLoad, HostProc, ProcDetails, ProcKind, ProcReading, Sample,
 };
+use crate::source::{GpuSource, SourceError};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
+use crate::wire::WarningCode;
 use scenario::{
     DRIVER_RESERVED_GIB, GPU_NAME, Job, Owner, POWER_CAP_W, Role, RoleSpec, SLOWDOWN_C,
     VRAM_TOTAL_GIB, Vram, oom_cycle, oom_generation_start, role_of, user_of,
@@ -272,7 +272,7 @@ pub(super) fn set_free(g: &mut GpuReading) {
 /// What every simulated H100 reports the same way, whatever its role.
 fn fixed_reading(id: GpuId, i: usize) -> GpuReading {
     let mut g = GpuReading::absent(id, i as u32, GPU_NAME);
-    g.vendor = Some(crate::source::Vendor::Nvidia);
+    g.vendor = Some(crate::reading::Vendor::Nvidia);
     g.memory_total = Some(Bytes::from_gib(VRAM_TOTAL_GIB));
     g.temperature_slowdown = Some(Celsius(SLOWDOWN_C));
     g.power_limit = Some(Watts(POWER_CAP_W));
@@ -301,7 +301,7 @@ fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64
     g.decoder_util = Some(Percent(0));
     g.ecc_errors_uncorrected = Some(0);
     g.mig_enabled = Some(false);
-    g.compute_mode = Some(crate::source::ComputeMode::Default);
+    g.compute_mode = Some(crate::reading::ComputeMode::Default);
     g.persistence_mode = Some(true);
     let hot = g.temperature.is_some_and(|t| t.0 >= 90);
     let capped = g.power.is_some_and(|p| p.0 >= POWER_CAP_W - 15.0);

@@ -4,7 +4,7 @@
 //! draws the noise and turns a role into readings.
 
 pub(super) use super::context::{Pin, Runs};
-use crate::source::wire::WarningCode;
+use crate::wire::WarningCode;
 
 /// The name every simulated GPU reports.
 pub(super) const GPU_NAME: &str = "NVIDIA H100 80GB HBM3";

@@ -10,8 +10,8 @@ use ratatui::text::Span;
 use ratatui::widgets::{Paragraph, RenderDirection, Sparkline, SparklineBar};
 
 use crate::history::GpuHistory;
-use crate::source::GpuReading;
-use crate::source::fields::Key;
+use crate::reading::GpuReading;
+use crate::reading::fields::Key;
 use crate::ui::Theme;
 
 /// Width of a chart's label (`power `).

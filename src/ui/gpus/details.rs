@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::{fit_spans, owner_entries};
-use crate::source::GpuReading;
+use crate::reading::GpuReading;
 use crate::state::State;
 use crate::ui::Theme;
 use crate::ui::format::{ThrottleKind, gpu_name, or_na, rate, throttle_label};

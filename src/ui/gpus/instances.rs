@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use super::fit_spans;
 use crate::model::mig::short_uuid;
 use crate::model::owners::instance_owners;
-use crate::source::mig::MigReading;
+use crate::reading::mig::MigReading;
 use crate::state::State;
 use crate::ui::Theme;
 use crate::ui::format::{bar, bytes_short, gib, or_na};

@@ -237,7 +237,7 @@ pub struct PodAllocation {
     pub container: String,
     /// The GPU's MIG instance (`MIG-…`) allocated, when the pod was given an instance and
     /// not the whole GPU.
-    pub instance: Option<crate::source::GpuId>,
+    pub instance: Option<crate::reading::GpuId>,
 }
 
 /// What runs a process beyond its user: its workload (from the cgroup) and the GPU-related

@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::table::{celsius, count, counter, dcgm, flag, gauge, to_count, whole};
 use super::{Field, Key, MetricKind, Scale};
-use crate::source::GpuReading;
-use crate::source::health::{RemappedRows, RetiredPages, Xid, XidTally};
+use crate::reading::GpuReading;
+use crate::reading::health::{RemappedRows, RetiredPages, Xid, XidTally};
 use crate::units::Celsius;
 
 use MetricKind::{Counter, Gauge};

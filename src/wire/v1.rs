@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::epoch;
 use super::gpu::throttle_reasons_from_names;
 use super::process::{ProcType, visibility_name};
-use crate::source::{
+use crate::reading::{
     GpuId, GpuReading, GpuStatus, HostInfo, HostProc, HostStatus, ProcDetails, ProcReading, Sample,
     Visibility,
 };

@@ -1,21 +1,15 @@
-//! The GPU source abstraction: what one poll of the hardware returns, and the trait every
-//! source (NVML, the simulated fleet, later remote hosts) implements.
-//! Owns the data model of a sample; knows nothing of history, warnings or drawing.
+//! The readings vocabulary: what one poll of the hardware returns (`Sample`, `GpuReading`,
+//! `ProcReading`, host facts, a history point), the field table, health, MIG, throttle
+//! reasons, workloads, outside lookups' status and the device-list grammar. Every layer
+//! above speaks it: sources fill it, the wire format writes it, the model derives from it.
+//! Imports nothing of the crate but `units` (the layer rule, tests/it/layers.rs).
 
-pub mod drm;
+pub mod device_list;
 pub mod fields;
 pub mod health;
 pub mod lookup;
 pub mod mig;
-pub mod multi;
-pub mod nvml;
-pub mod prometheus;
-pub mod remote;
-pub mod replay;
-pub mod sim;
 pub mod throttle;
-pub mod vendors;
-pub mod wire;
 pub mod workload;
 
 use std::time::SystemTime;
@@ -467,32 +461,4 @@ impl ProcReading {
             _ => None,
         }
     }
-}
-
-/// Why a poll failed as a whole (individual fields failing are `None`, not errors).
-#[derive(Debug, thiserror::Error)]
-pub enum SourceError {
-    #[error("{0}")]
-    Unavailable(String),
-}
-
-/// A source of GPU samples. `sample` may block (NVML is blocking FFI): the sampler calls
-/// it on tokio's blocking pool, never on the UI thread.
-pub trait GpuSource: Send + 'static {
-    fn sample(&mut self) -> Result<Sample, SourceError>;
-
-    /// Things to tell the user that are not readings (the recorder paused on a full disk),
-    /// taken after each sample; wrappers pass on their inner source's.
-    fn notices(&mut self) -> Vec<String> {
-        Vec::new()
-    }
-}
-
-/// This machine's host name (for the header), or "localhost" when it cannot be read.
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".into())
 }

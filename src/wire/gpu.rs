@@ -4,11 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
-use crate::source::mig::MigReading;
-use crate::source::throttle::ThrottleReason;
-use crate::source::workload::PodAllocation;
-use crate::source::{GpuId, GpuReading, GpuStatus, Vendor};
+use crate::reading::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
+use crate::reading::mig::MigReading;
+use crate::reading::throttle::ThrottleReason;
+use crate::reading::workload::PodAllocation;
+use crate::reading::{GpuId, GpuReading, GpuStatus, Vendor};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// Whether the GPU answered this poll.
@@ -352,7 +352,7 @@ impl Gpu {
         g.compute_mode = self
             .compute_mode
             .as_deref()
-            .and_then(crate::source::ComputeMode::from_name);
+            .and_then(crate::reading::ComputeMode::from_name);
         g.persistence_mode = self.persistence_mode;
         g.mig_devices = self
             .mig_devices

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::workload::{ContainerNames, Engine, PodNames, PodQos, SlurmNames, Workload};
+use crate::reading::workload::{ContainerNames, Engine, PodNames, PodQos, SlurmNames, Workload};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,8 +6,8 @@
 //! comma-separated. Parsing and matching only, including the check that every entry
 //! matched a GPU in the first sample (only a sample can tell; the caller takes it).
 
-use crate::source::GpuReading;
-use crate::source::mig::MigReading;
+use crate::reading::GpuReading;
+use crate::reading::mig::MigReading;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuSelector {
@@ -206,7 +206,7 @@ pub fn selected(list: &[GpuSelector], gpu: &GpuReading) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::GpuId;
+    use crate::reading::GpuId;
 
     fn gpu(index: u32, uuid: &str) -> GpuReading {
         GpuReading::absent(GpuId(uuid.into()), index, "g")

@@ -4,10 +4,9 @@
 //! names, the units (base units: bytes, °C, W, %, MHz, J, seconds) and the version rule;
 //! must not know the words shown to people (the caller passes a warning's message in).
 //! docs/json.md and docs/gpuwatch-snapshot.schema.json describe it. A warning's kind is
-//! named by its `WarningCode` everywhere. The model is written into the document here
-//! (`Snapshot::of`, `Warning::of`), once for `--once --json`, the exporter and alerts; that
-//! reads `model` from below it, an upward import until a warning's data moves down into
-//! the readings vocabulary (issue 21, point 2).
+//! named by its `WarningCode` everywhere. Imports only the readings vocabulary and units:
+//! the model writes itself into the document from above (`model::snapshot_of`,
+//! `model::warning_doc`: `Snapshot::of`, `Warning::of`).
 //!
 //! Version rule: `schema_version` is the major version and `schema_minor` the minor. A
 //! reader accepts every document of its major version whatever the minor and ignores
@@ -19,7 +18,6 @@ mod code;
 mod gpu;
 mod lookup;
 mod process;
-mod snapshot_of;
 mod v1;
 mod warning;
 pub mod workload;
@@ -37,7 +35,7 @@ pub use lookup::Lookup;
 pub use process::{ContextDoc, Proc, ProcType};
 pub use warning::{Severity, SubjectKind, Warning, WarningKind};
 
-use crate::source::{HostInfo, HostStatus, Sample};
+use crate::reading::{HostInfo, HostStatus, Sample};
 
 /// The major version this gpuwatch writes and reads (besides the legacy major 1).
 pub const SCHEMA_MAJOR: u32 = 2;
@@ -93,7 +91,7 @@ impl Host {
             hostname: self.hostname,
             driver_version: self.driver_version,
             cuda_version: self.cuda_version,
-            load: crate::source::HostLoad {
+            load: crate::reading::HostLoad {
                 // A garbled number (negative, past 100) is unknown, not a reading.
                 cpu_percent: self.cpu_percent.filter(|p| (0.0..=100.0).contains(p)),
                 cpus: self.cpu_count,
@@ -199,7 +197,7 @@ pub fn watched(hosts: &[HostStatus]) -> Vec<Watched> {
 /// has held on its GPU so far (the recorder keeps that history, not the wire format).
 pub fn recorded_sample_line(
     sample: &Sample,
-    peak: impl Fn(&crate::source::ProcReading) -> Option<crate::units::Bytes>,
+    peak: impl Fn(&crate::reading::ProcReading) -> Option<crate::units::Bytes>,
 ) -> String {
     let mut procs = processes(sample);
     for (doc, p) in procs.iter_mut().zip(&sample.processes) {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::source::lookup::{LookupState, LookupStatus};
+use crate::reading::lookup::{LookupState, LookupStatus};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Lookup {

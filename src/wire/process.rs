@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use super::workload::WorkloadDoc;
 use super::{epoch, epoch_secs};
-use crate::source::workload::{ProcContext, ProcEnv};
-use crate::source::{GpuId, HostProc, ProcDetails, ProcKind, ProcReading, Visibility};
+use crate::reading::workload::{ProcContext, ProcEnv};
+use crate::reading::{GpuId, HostProc, ProcDetails, ProcKind, ProcReading, Visibility};
 use crate::units::{Bytes, Percent};
 
 /// Compute, graphics, or both — nvidia-smi's `C`, `G`, `C+G`.
@@ -50,7 +50,7 @@ impl From<ProcType> for ProcKind {
 pub(super) mod visibility_name {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use crate::source::Visibility;
+    use crate::reading::Visibility;
 
     pub fn serialize<S: Serializer>(v: &Visibility, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(v.name())

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
-use crate::source::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
-use crate::source::{GpuId, GpuReading};
+use crate::reading::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
+use crate::reading::{GpuId, GpuReading};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
 
 /// A GPU with every field of the table known, each to a value no other field has and that
@@ -157,8 +157,7 @@ fn every_json_name_is_in_the_schema() {
 /// field known, every row's JSON name holds a value there (not `null`, not missing).
 #[test]
 fn every_json_name_is_written_for_a_gpu_that_has_the_reading() {
-    let doc =
-        serde_json::to_value(crate::source::wire::Gpu::from_reading(&every_field_known())).unwrap();
+    let doc = serde_json::to_value(crate::wire::Gpu::from_reading(&every_field_known())).unwrap();
     for f in TABLE {
         let at = f.json.split('.').fold(&doc, |v, part| {
             v.get(part).unwrap_or(&serde_json::Value::Null)

@@ -116,9 +116,12 @@ fn a_higher_minor_and_unknown_fields_are_read() {
         "a real zero"
     );
     assert_eq!(s.gpus[0].temperature, None, "absent is unknown");
-    assert_eq!(s.processes[0].host, crate::source::HostProc::OtherNamespace);
+    assert_eq!(
+        s.processes[0].host,
+        crate::reading::HostProc::OtherNamespace
+    );
     // A host before minor 2 carries no load: unknown, not zero.
-    assert_eq!(s.host.load, crate::source::HostLoad::default());
+    assert_eq!(s.host.load, crate::reading::HostLoad::default());
 }
 
 #[test]
@@ -206,7 +209,7 @@ fn a_version_1_snapshot_is_still_read() {
     assert_eq!(g.power.map(|w| w.0), Some(300.5));
     assert_eq!(
         g.throttle_reasons,
-        Some(vec![crate::source::throttle::ThrottleReason::SwPowerCap])
+        Some(vec![crate::reading::throttle::ThrottleReason::SwPowerCap])
     );
     let d = s.processes[0].details().expect("visible");
     assert_eq!(

@@ -1,15 +1,16 @@
 //! The model as the snapshot document (`--once --json`, `/api/v1/snapshot`): its GPUs, its
 //! process table in the TUI's order, its warnings and the free GPUs. Written from the model,
 //! not the raw sample, so the document lists what the TUI shows. Knows no words: the caller
-//! passes each warning's sentence in (`ui::text::warning_line`).
+//! passes each warning's sentence in (`ui::text::warning_line`). Lives with the model, above
+//! the wire format, so `wire` knows nothing of `model`.
 
-use super::{ContextDoc, Lookup, epoch_secs};
-use super::{Gpu, Host, Proc, SCHEMA_MAJOR, SCHEMA_MINOR, Snapshot, SnapshotGpu, Warning};
 use crate::model::Model;
 use crate::model::owners::{free_gpus, unattributed};
 use crate::model::procs::ProcRow;
 use crate::model::warnings as model;
-use crate::source::Visibility;
+use crate::reading::Visibility;
+use crate::wire::{ContextDoc, Lookup, epoch_secs};
+use crate::wire::{Gpu, Host, Proc, SCHEMA_MAJOR, SCHEMA_MINOR, Snapshot, SnapshotGpu, Warning};
 
 impl Snapshot {
     /// The document for `model`'s latest sample, each warning with `message(w)` as its

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use super::*;
 use crate::model::mig::InstanceTag;
-use crate::source::GpuId;
-use crate::source::health::{RemappedRows, RetiredPages};
-use crate::source::throttle::ThrottleReason;
-use crate::source::wire::WarningCode;
+use crate::reading::GpuId;
+use crate::reading::health::{RemappedRows, RetiredPages};
+use crate::reading::throttle::ThrottleReason;
 use crate::units::{Bytes, Celsius};
+use crate::wire::WarningCode;
 
 /// One model kind of every code (the test below fails when a code has none here).
 fn one_of_each() -> Vec<model::WarningKind> {
