@@ -5,8 +5,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::Ring;
-use crate::reading::HistoryPoint;
-use crate::reading::fields::{CHARTED, Key};
+use crate::source::HistoryPoint;
+use crate::source::fields::{CHARTED, Key};
 
 /// A stored point: the time in nanoseconds since the epoch and each charted reading as an
 /// `f32`, NaN where absent. 48 bytes instead of `HistoryPoint`'s 160, which is what lets
