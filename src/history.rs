@@ -6,12 +6,8 @@
 //! allocated as the ring fills, never up front: a long `--history` costs memory only once it
 //! is recorded.
 
-// How a GPU's points are stored, and a process's series, live in their own files.
-mod packed;
+// A process's series live in their own file.
 pub mod procs;
-
-use packed::Packed;
-pub use packed::Points;
 
 use std::collections::VecDeque;
 use std::time::SystemTime;
@@ -62,15 +58,6 @@ impl<T: Clone> Ring<T> {
         self.points.len()
     }
 
-    /// Makes room for `n` more points at once (never past the capacity): a back-fill
-    /// allocates once instead of doubling through sizes the allocator then keeps.
-    pub fn reserve(&mut self, n: usize) {
-        let wanted = (self.points.len() + n).min(self.capacity);
-        if wanted > self.points.capacity() {
-            self.points.reserve_exact(wanted - self.points.len());
-        }
-    }
-
     pub fn is_empty(&self) -> bool {
         self.points.is_empty()
     }
@@ -105,11 +92,10 @@ impl<T: Clone> Ring<T> {
     }
 }
 
-/// One GPU's recent readings: a ring of points, each every charted field in base units,
-/// stored packed (`Packed`, 48 bytes) and handed out as `HistoryPoint`s.
+/// One GPU's recent readings: a ring of points, each every charted field in base units.
 #[derive(Debug, Clone)]
 pub struct GpuHistory {
-    points: Ring<Packed>,
+    points: Ring<HistoryPoint>,
 }
 
 impl GpuHistory {
@@ -120,32 +106,20 @@ impl GpuHistory {
     }
 
     pub fn push(&mut self, time: SystemTime, reading: &GpuReading) {
-        self.points
-            .push(Packed::of(&HistoryPoint::of(time, reading)));
+        self.points.push(HistoryPoint::of(time, reading));
     }
 
     /// Appends a point a source kept (Prometheus), unless it is not newer than the latest.
     pub fn push_point(&mut self, p: &HistoryPoint) {
-        let packed = Packed::of(p);
-        if self
-            .points
-            .latest()
-            .is_some_and(|l| l.nanos >= packed.nanos)
-        {
+        if self.points.latest().is_some_and(|l| l.time >= p.time) {
             return;
         }
-        self.points.push(packed);
-    }
-
-    /// Appends a source's kept points (oldest first), reserving room for them at once.
-    pub fn push_points(&mut self, points: &[HistoryPoint]) {
-        self.points.reserve(points.len());
-        points.iter().for_each(|p| self.push_point(p));
+        self.points.push(p.clone());
     }
 
     /// Every point, oldest first.
-    pub fn points(&self) -> Points<'_> {
-        Points { ring: &self.points }
+    pub fn points(&self) -> &Ring<HistoryPoint> {
+        &self.points
     }
 
     /// A chart's columns: the newest `width` points' `key`, newest first, each turned into
@@ -163,10 +137,10 @@ impl GpuHistory {
         let points: Vec<(f64, f64)> = self
             .points
             .iter()
-            .filter(|p| p.time() >= since)
+            .filter(|p| p.time >= since)
             .filter_map(|p| {
                 let secs = p
-                    .time()
+                    .time
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .ok()?
                     .as_secs_f64();
@@ -239,21 +213,9 @@ mod tests {
     use crate::units::{Bytes, Celsius};
     use std::time::Duration;
 
-    /// A back-fill of many points takes one allocation, not a doubling series whose freed
-    /// blocks the allocator keeps (8,000 GPUs at once under `--prometheus`).
     #[test]
-    fn a_back_fill_allocates_once() {
-        let at = |i: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(i);
-        let mut h = GpuHistory::new(300);
-        let points: Vec<HistoryPoint> = (1..=250).map(|i| HistoryPoint::at(at(i))).collect();
-        h.push_points(&points);
-        assert_eq!((h.points().len(), h.points.allocated()), (250, 250));
-        h.push_points(&points[..10]);
-        assert_eq!(h.points().len(), 250, "older points are not taken again");
-        let more: Vec<HistoryPoint> = (251..=400).map(|i| HistoryPoint::at(at(i))).collect();
-        h.push_points(&more);
-        assert_eq!((h.points().len(), h.points.allocated()), (300, 300));
-        assert_eq!(h.points().latest().unwrap().time, at(400));
+    fn a_point_is_160_bytes() {
+        assert_eq!(std::mem::size_of::<HistoryPoint>(), 160);
     }
 
     #[test]

@@ -298,7 +298,11 @@ impl Model {
                 .or_insert_with(|| GpuHistory::new(config.history_len));
             match sample.history.as_ref() {
                 // A source with its own history: its points, none twice.
-                Some(kept) => history.push_points(kept.get(&gpu.id).map_or(&[], Vec::as_slice)),
+                Some(kept) => kept
+                    .get(&gpu.id)
+                    .into_iter()
+                    .flatten()
+                    .for_each(|p| history.push_point(p)),
                 None => history.push(now, gpu),
             }
             let prev = self.alarms.get(&gpu.id).cloned().unwrap_or_default();

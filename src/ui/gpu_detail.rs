@@ -254,14 +254,12 @@ fn draw_charts(
     g: &GpuReading,
     columns: usize,
 ) {
-    // The history stores points packed; the charts read them unpacked.
-    let unpacked: Vec<HistoryPoint> = state
-        .model
-        .history(&g.id)
-        .map_or_else(Vec::new, |h| h.points().iter().collect());
     let pts = Points {
         now: state.model.now().unwrap_or(std::time::UNIX_EPOCH),
-        points: unpacked.iter().collect(),
+        points: state
+            .model
+            .history(&g.id)
+            .map_or_else(Vec::new, |h| h.points().iter().collect()),
     };
     let window = (state.config.history_len as f64 * state.config.interval.as_secs_f64()).max(1.0);
     let mut specs = load_specs(g, theme, &pts);
