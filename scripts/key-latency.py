@@ -11,12 +11,19 @@ unanswered for 5 s.
 At 1 s a sample's frame may land right after a key and be counted as the key's; keys are
 sent at random phases, so that costs at most a few of the 50 and shows only in p99.
 
+With `--prometheus-gpus N` it watches a stand-in Prometheus on 127.0.0.1 instead of the
+demo: N GPUs of gpuwatch exporters (125 hosts x 8 GPUs per 1,000), every native series,
+a 300-point window the first time: keys typed while a fleet's answer is applied (issue 26
+§10: within 50 ms at 10,000 GPUs).
+
 Usage: scripts/key-latency.py [--bin PATH] [--keys 50] [--gap 0.3] [--intervals 1s,5s]
-       [--size 120x40]
+       [--size 120x40] [--prometheus-gpus 10000]
 """
 
 import argparse
 import fcntl
+import http.server
+import json
 import os
 import random
 import select
@@ -28,7 +35,64 @@ import threading
 import time
 
 
-def spawn(binary, interval, cols, rows):
+NATIVE = [
+    "gpuwatch_gpu_info", "gpuwatch_gpu_lost", "gpuwatch_gpu_utilization_ratio",
+    "gpuwatch_gpu_memory_utilization_ratio", "gpuwatch_gpu_memory_total_bytes",
+    "gpuwatch_gpu_memory_used_bytes", "gpuwatch_gpu_temperature_celsius",
+    "gpuwatch_gpu_power_watts", "gpuwatch_gpu_power_limit_watts",
+    "gpuwatch_gpu_sm_clock_hertz", "gpuwatch_gpu_memory_clock_hertz",
+    "gpuwatch_gpu_fan_speed_ratio", "gpuwatch_gpu_pcie_transmit_bytes_per_second",
+    "gpuwatch_gpu_pcie_receive_bytes_per_second",
+]
+
+
+def fleet_labels(n):
+    for i in range(n):
+        host, gpu = divmod(i, 8)
+        yield {"instance": f"10.{host // 250}.{host % 250}.1:9401", "job": "gpuwatch",
+               "gpu": str(gpu), "uuid": f"GPU-n{host:05d}-{gpu}", "name": "NVIDIA H100 80GB HBM3"}
+
+
+def stand_in_prometheus(gpus):
+    """A Prometheus API on 127.0.0.1 answering every instant query with the fleet's
+    series and every range query with a 300-point window: the shapes the example
+    `prometheus_scale` serves. Returns the base URL."""
+    now = time.time()
+    value = {"gpuwatch_gpu_info": "1", "gpuwatch_gpu_lost": "0"}
+    vector = [{"metric": dict(l, __name__=name), "value": [now, value.get(name, "0.5")]}
+              for l in fleet_labels(gpus) for name in NATIVE]
+    vector += [{"metric": {"__name__": "up", "instance": l["instance"]}, "value": [now, "1"]}
+               for l in fleet_labels(gpus) if l["gpu"] == "0"]
+    window = [[now - 300 + i, "42"] for i in range(300)]
+    bodies = {
+        "vector": json.dumps({"status": "success", "data": {"resultType": "vector", "result": vector}}).encode(),
+        "matrix": json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+            {"metric": l, "values": window} for l in fleet_labels(gpus)]}}).encode(),
+    }
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = bodies["matrix" if "query_range" in self.path else "vector"]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except OSError:
+                pass  # gpuwatch gave up on a slow answer (its timeout): its own report says so
+
+        do_POST = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def spawn(binary, interval, cols, rows, source=("--demo",)):
     master, slave = os.openpty()
     fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
@@ -38,7 +102,7 @@ def spawn(binary, interval, cols, rows):
 
     env = {"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent", "TERM": "xterm-256color"}
     child = subprocess.Popen(
-        [binary, "--demo", "--interval", interval],
+        [binary, *source, "--interval", interval],
         stdin=slave, stdout=slave, stderr=slave, env=env,
         preexec_fn=controlling_tty, close_fds=True,
     )
@@ -85,11 +149,11 @@ class Output:
         return time.monotonic() - last >= seconds
 
 
-def measure(binary, interval, keys, gap, cols, rows):
-    master, child = spawn(binary, interval, cols, rows)
+def measure(binary, interval, keys, gap, cols, rows, source=("--demo",), ready=b"alice"):
+    master, child = spawn(binary, interval, cols, rows, source)
     out = Output(master)
     deadline = time.monotonic() + 30
-    while b"alice" not in out.text:
+    while ready not in out.text:
         if time.monotonic() > deadline:
             sys.exit(f"key-latency: no data frame within 30 s at -i {interval}")
         time.sleep(0.05)
@@ -134,12 +198,16 @@ def main():
     ap.add_argument("--gap", type=float, default=0.3, help="mean seconds between keys")
     ap.add_argument("--intervals", default="1s,5s")
     ap.add_argument("--size", default="120x40")
+    ap.add_argument("--prometheus-gpus", type=int, default=0)
     args = ap.parse_args()
+    source, ready = ("--demo",), b"alice"
+    if args.prometheus_gpus:
+        source, ready = ("--prometheus", stand_in_prometheus(args.prometheus_gpus)), b"10.0.0.1"
     cols, rows = (int(x) for x in args.size.split("x"))
     failed = False
     print(f"binary: {args.bin}  size {cols}x{rows}  {args.keys} keys ~{args.gap}s apart")
     for interval in args.intervals.split(","):
-        delays, quit_s = measure(args.bin, interval, args.keys, args.gap, cols, rows)
+        delays, quit_s = measure(args.bin, interval, args.keys, args.gap, cols, rows, source, ready)
         answered = sorted(d * 1000 for d in delays if d is not None)
         lost = len(delays) - len(answered)
         failed |= lost > 0
