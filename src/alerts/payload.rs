@@ -201,7 +201,7 @@ pub fn text(event: &Event) -> String {
 fn owners_text(owners: &[(String, crate::model::users::Total<crate::units::Bytes>)]) -> String {
     let who: Vec<String> = owners
         .iter()
-        .map(|(name, vram)| format!("{name} {}", crate::ui::format::total_short(*vram)))
+        .map(|(name, vram)| format!("{name} {}", crate::present::format::total_short(*vram)))
         .collect();
     who.join(", ")
 }

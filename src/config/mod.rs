@@ -35,9 +35,9 @@ pub use template::{InitError, check_file, default_file_text, init_file, run_conf
 use crate::cli::{Cli, SourceKind};
 use crate::model::procs::{Column, SortDir, SortKey};
 use crate::model::warnings::Thresholds;
+use crate::present::ThemeName;
 use crate::reading::MIN_INTERVAL;
 use crate::reading::device_list::GpuSelector;
-use crate::present::ThemeName;
 use crate::units::Bytes;
 use values::Resolver;
 

@@ -11,7 +11,7 @@ use super::{DEFAULT_HISTORY, DEFAULT_INTERVAL, DEFAULT_SORT};
 use crate::cli::SourceKind;
 use crate::model::procs::{Column, SortDir};
 use crate::model::warnings::Thresholds;
-use crate::ui::theme::ThemeName;
+use crate::present::ThemeName;
 use crate::units::Bytes;
 
 use Value::{Default, Switch, Unset};

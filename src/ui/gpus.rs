@@ -330,7 +330,7 @@ fn owner_entries(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'stat
         let own = state.config.current_user.as_deref() == Some(user.as_str());
         let style = if own { theme.own_process } else { theme.text };
         spans.push(Span::styled(
-            format!("{user} {}", super::format::total_short(*vram)),
+            format!("{user} {}", crate::present::format::total_short(*vram)),
             style,
         ));
     }

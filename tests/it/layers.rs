@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[(&str, &str)])] = &[
     ("main", &[
         ("launch", "builds the source from Settings, starts one mode"),
+        ("mode", "what this run does, decided once from the CLI and the settings"),
     ]),
     ("modes", &[
         ("query", "`gpuwatch query`: nvidia-smi's CSV over one sample; runs headless"),
@@ -34,13 +35,16 @@ const LAYERS: &[(&str, &[(&str, &str)])] = &[
     ]),
     ("app/ui", &[
         ("signals", "sends the signal a confirmed dialog asked for"),
-        ("ui", "draws &State (and holds the words until a present/ module does)"),
+        ("ui", "draws &State: styles and widgets around present's words"),
         ("keymap", "one table key → Action, for the loop and the help screen"),
         ("terminal", "the terminal's setup and byte encoding"),
     ]),
     ("state", &[
         ("state", "State, Msg, update(): imports nothing from ui"),
         ("layout", "pure geometry over the model, for drawing and hit-testing"),
+    ]),
+    ("present", &[
+        ("present", "words, numbers and cells without ratatui, for the TUI and headless modes"),
     ]),
     ("model", &[
         ("model", "derived facts; writes itself into the wire document"),
@@ -53,6 +57,7 @@ const LAYERS: &[(&str, &[(&str, &str)])] = &[
         ("history", "one store of points per GPU and per process"),
     ]),
     ("helpers", &[
+        ("http_client", "the one HTTP/1 client (TCP, TLS, unix sockets) for sources, engines, webhooks"),
         ("safe_file", "opens files without following links (config, record, sources)"),
         ("text_safe", "makes outside text safe to print"),
         ("quiet_pipe", "a closed stdout ends quietly"),
@@ -74,12 +79,7 @@ const LAYERS: &[(&str, &[(&str, &str)])] = &[
 const KNOWN_DEBT: &[(&str, &str, &str)] = &[
     // Settings defined once (§6): each mode's settings types are resolved in config.
     ("config", "alerts", "§6: AlertSettings, sinks, payload formats and rules"),
-    ("config", "pick", "§6: pick's Criteria"),
-    ("config", "query", "§6: query's Request and its parser"),
-    ("config", "wait", "§6: wait's Request and Target"),
     ("cli", "alerts", "§6: --alert-format's possible values (payload::FORMAT_NAMES)"),
-    // Modes chosen in one place, one sampler handle (§6): query borrows launch's helpers.
-    ("query", "launch", "§6: stop_signal and hosts_down"),
 ];
 
 /// Every module in order, top first.

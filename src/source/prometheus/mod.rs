@@ -222,7 +222,6 @@ impl PrometheusSource {
         }
     }
 
-
     /// Says what this refresh left out, once for each new set of bounds hit (the counts
     /// change every refresh; the notice would otherwise repeat forever).
     fn note_cut(&mut self, cuts: &[LeftOut]) {

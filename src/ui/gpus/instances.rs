@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use super::fit_spans;
 use crate::model::mig::short_uuid;
 use crate::model::owners::instance_owners;
-use crate::present::format::{bar, bytes_short, gib, or_na};
+use crate::present::format::{bar, gib, or_na};
 use crate::reading::mig::MigReading;
 use crate::state::State;
 use crate::ui::Theme;
@@ -75,7 +75,7 @@ fn spans(
         let own = state.config.current_user.as_deref() == Some(who.as_str());
         let style = if own { theme.own_process } else { theme.text };
         out.push(Span::styled(
-            format!("{who} {} ", super::super::format::total_short(*vram)),
+            format!("{who} {} ", crate::present::format::total_short(*vram)),
             style,
         ));
     }
