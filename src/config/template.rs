@@ -45,8 +45,17 @@ fn alert_kinds() -> String {
 # repeat = "1h"
 "#,
         kinds = crate::wire::WarningCode::names(", "),
-        warning_kinds = rules::WARNING_KINDS.map(|k| k.name()).join(" and "),
+        warning_kinds = words_list(&rules::WARNING_KINDS.map(|k| k.name())),
     )
+}
+
+/// `a`, `a and b`, `a, b and c`: a list as a sentence says it.
+fn words_list(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// Why `config init` wrote nothing.
@@ -125,5 +134,18 @@ pub fn run_config_command(
             Ok(_) => Ok(format!("ok: {}", target.display())),
             Err(e) => Err((e.to_string(), 2)),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words_list;
+
+    #[test]
+    fn lists_read_as_a_sentence() {
+        assert_eq!(words_list(&[]), "");
+        assert_eq!(words_list(&["a"]), "a");
+        assert_eq!(words_list(&["a", "b"]), "a and b");
+        assert_eq!(words_list(&["a", "b", "c"]), "a, b and c");
     }
 }
