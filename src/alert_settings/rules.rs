@@ -19,9 +19,14 @@ pub const DEFAULT_REPEAT: Duration = Duration::from_secs(4 * 3600);
 /// A fired alert resolves only after its warning has stayed clear this long: one that
 /// comes back sooner (a job that OOMs and restarts) is the same alert, still firing.
 pub const DEFAULT_RESOLVE_AFTER: Duration = Duration::from_secs(5 * 60);
-/// Kinds that go out at warning severity by default: the etiquette warnings, which are
-/// never critical but are the ones a shared server needs people told about.
-pub const WARNING_KINDS: [WarningCode; 2] = [WarningCode::IdleHolder, WarningCode::StaleVram];
+/// Kinds that go out at warning severity by default: the etiquette warnings and the pod
+/// squatting on another pod's GPU, which are never critical but are the ones a shared server
+/// or cluster needs people told about.
+pub const WARNING_KINDS: [WarningCode; 3] = [
+    WarningCode::IdleHolder,
+    WarningCode::StaleVram,
+    WarningCode::Squatter,
+];
 
 /// One kind's rule; `None` fields fall back to the defaults in `Rules`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -165,6 +170,7 @@ mod tests {
             assert!(r.wanted(kind, Severity::Critical), "{kind}");
         }
         assert!(r.wanted(IdleHolder, Severity::Warning));
+        assert!(r.wanted(WarningCode::Squatter, Severity::Warning));
         assert_eq!(r.hold(OomRisk, Severity::Critical), Duration::ZERO);
         assert_eq!(
             r.hold(IdleHolder, Severity::Warning),

@@ -252,7 +252,7 @@ pub(super) const FLAG_ONLY: &[Setting] = &[
         "alert-on",
         "",
         Unset {
-            shown: "critical of every kind; idle_holder, stale_vram from warning",
+            shown: "critical of every kind; idle_holder, stale_vram, squatter from warning",
             example: "",
         },
         "Which warning kinds alert from which severity: KIND or KIND=warning|critical|off, \

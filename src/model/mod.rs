@@ -16,6 +16,7 @@ pub mod owners;
 pub mod pileup;
 pub mod procs;
 mod snapshot_of;
+mod squatter;
 pub mod users;
 pub mod visible;
 pub mod warning_doc;

@@ -95,6 +95,19 @@ impl WarningKind {
                 owners: *owners,
                 free_gpus: free.clone(),
             },
+            model::WarningKind::Squatter {
+                uid,
+                namespace,
+                pod,
+                vram,
+                allocated_to,
+            } => WarningKind::Squatter {
+                pod_uid: uid.clone(),
+                pod_namespace: namespace.clone(),
+                pod_name: pod.clone(),
+                gpu_memory: vram.map(|v| v.0),
+                allocated_to: allocated_to.clone(),
+            },
             // Listed, not `_`: a new kind must not compile until it is written somewhere.
             health @ (model::WarningKind::Xid { .. }
             | model::WarningKind::RemappedRows(_)

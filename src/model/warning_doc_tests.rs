@@ -74,6 +74,13 @@ fn one_of_each() -> Vec<model::WarningKind> {
             reason: ThrottleReason::HwSlowdown,
             held_for: Duration::from_secs(30),
         },
+        K::Squatter {
+            uid: "9a9a9a9a-bbbb-4ccc-8ddd-eeeeeeeeeeee".into(),
+            namespace: Some("ml".into()),
+            pod: Some("squatter".into()),
+            vram: None,
+            allocated_to: vec!["ml/trainer-0".into()],
+        },
     ]
 }
 

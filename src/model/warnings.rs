@@ -142,6 +142,18 @@ pub enum WarningKind {
         reason: ThrottleReason,
         held_for: Duration,
     },
+    /// A pod's processes hold `vram` on a GPU the kubelet allocated to other pods only
+    /// (`model::squatter`): a pod that asked for no GPU but sees them all.
+    Squatter {
+        /// The squatting pod's UID, and its names when a record ties the UID to them.
+        uid: String,
+        namespace: Option<String>,
+        pod: Option<String>,
+        /// What its processes on this GPU hold; `None` when none reported a number.
+        vram: Option<Bytes>,
+        /// The pods the GPU is allocated to, as `namespace/pod`.
+        allocated_to: Vec<String>,
+    },
 }
 
 impl WarningKind {
@@ -161,6 +173,7 @@ impl WarningKind {
             WarningKind::PcieReplays { .. } => WarningCode::PcieReplays,
             WarningKind::EccCorrected { .. } => WarningCode::EccCorrected,
             WarningKind::HwSlowdown { .. } => WarningCode::HwSlowdown,
+            WarningKind::Squatter { .. } => WarningCode::Squatter,
         }
     }
 }
@@ -291,6 +304,9 @@ pub fn evaluate(
     }
     for (severity, kind) in super::health::evaluate(&prev.health, gpu, now, &mut alarm.health) {
         out.push(warn(severity, kind));
+    }
+    for kind in super::squatter::evaluate(gpu, procs) {
+        out.push(warn(Severity::Warning, kind));
     }
     (alarm, out)
 }

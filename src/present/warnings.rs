@@ -65,7 +65,44 @@ pub fn warning_line(w: &Warning) -> String {
         WarningKind::PcieReplays { total, growth } => replays(&index, *total, *growth),
         WarningKind::EccCorrected { total, growth } => ecc(&index, *total, *growth),
         WarningKind::HwSlowdown { reason, held_for } => slowdown(&index, reason, *held_for),
+        WarningKind::Squatter {
+            uid,
+            namespace,
+            pod,
+            vram,
+            allocated_to,
+        } => squatter(
+            &index,
+            uid,
+            namespace.as_deref(),
+            pod.as_deref(),
+            *vram,
+            allocated_to,
+        ),
     }
+}
+
+/// `GPU 0 is allocated to ml/trainer-0, but pod ml/squatter (9a9a9a9a) holds 2.7 GiB on it`:
+/// the pod by its names and the UID's first group (what its cgroup path shows), or the
+/// short UID alone when no record names it.
+fn squatter(
+    index: &str,
+    uid: &str,
+    namespace: Option<&str>,
+    pod: Option<&str>,
+    vram: Option<Bytes>,
+    allocated_to: &[String],
+) -> String {
+    let short = uid.split('-').next().unwrap_or(uid);
+    let who = match (namespace, pod) {
+        (Some(ns), Some(pod)) => format!("{ns}/{pod} ({short})"),
+        _ => short.to_string(),
+    };
+    let holds = vram.map_or_else(|| "runs".to_string(), |v| format!("holds {} GiB", gib(v)));
+    format!(
+        "GPU {index} is allocated to {}, but pod {who} {holds} on it",
+        allocated_to.join(", ")
+    )
 }
 
 fn retired_pages(index: &str, p: &RetiredPages) -> String {
@@ -334,6 +371,26 @@ mod tests {
                     held_for: Duration::from_secs(60),
                 },
                 "GPU 3 12.4 GiB held by no process for 1m — stale allocation?",
+            ),
+            (
+                WarningKind::Squatter {
+                    uid: "9a9a9a9a-bbbb-4ccc-8ddd-eeeeeeeeeeee".into(),
+                    namespace: Some("ml".into()),
+                    pod: Some("squatter".into()),
+                    vram: Some(Bytes::from_gib(2.7)),
+                    allocated_to: vec!["ml/trainer-0".into()],
+                },
+                "GPU 3 is allocated to ml/trainer-0, but pod ml/squatter (9a9a9a9a) holds 2.7 GiB on it",
+            ),
+            (
+                WarningKind::Squatter {
+                    uid: "9a9a9a9a-bbbb-4ccc-8ddd-eeeeeeeeeeee".into(),
+                    namespace: None,
+                    pod: None,
+                    vram: None,
+                    allocated_to: vec!["ml/a".into(), "ml/b".into()],
+                },
+                "GPU 3 is allocated to ml/a, ml/b, but pod 9a9a9a9a runs on it",
             ),
         ];
         for (kind, want) in cases {

@@ -7,7 +7,7 @@
 //! failure is kept as the lookup's status (`status`) and said once per change (`news`):
 //! a swallowed failure once let `pick` offer a GPU the kubelet had given to a pod.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -48,8 +48,6 @@ pub struct PodDirectory {
     latest: Latest,
     /// The state last said by `news`, so each change is said once.
     said: Option<LookupState>,
-    /// (GPU, pod UID) squatters said, so each is said once while it lasts.
-    squatters_said: HashSet<(GpuId, String)>,
     /// Dropping the sender stops the poller; `None` when disabled.
     stop: Option<mpsc::Sender<()>>,
     poller: Option<JoinHandle<()>>,
@@ -61,7 +59,6 @@ impl PodDirectory {
         PodDirectory {
             latest: Arc::default(),
             said: None,
-            squatters_said: HashSet::new(),
             stop: None,
             poller: None,
         }
@@ -93,7 +90,6 @@ impl PodDirectory {
         PodDirectory {
             latest,
             said: Some(LookupState::Ok),
-            squatters_said: HashSet::new(),
             stop: Some(stop),
             poller,
         }
@@ -157,64 +153,6 @@ impl PodDirectory {
         };
         self.said = Some(now);
         Some(line)
-    }
-}
-
-impl PodDirectory {
-    /// A sentence for each pod process newly seen on a GPU allocated to other pods only
-    /// (`GPU 0 is allocated to ml/trainer-0, but pod ml/squatter holds 2.7 GiB on it`): the
-    /// squatter that "who really holds a GPU" must expose. Only pods whose UID the kubelet's
-    /// log directories name: one whose name is unknown cannot be told from the allocated
-    /// pod itself. Each (GPU, pod) is said once while it lasts.
-    pub fn squatters(&mut self, gpus: &[GpuReading], procs: &[ProcReading]) -> Vec<String> {
-        let uids = self.uids();
-        let mut now: HashMap<(GpuId, String), u64> = HashMap::new();
-        for p in procs {
-            let Some(Workload::Pod { uid, .. }) =
-                p.details().and_then(|d| d.context.workload.as_deref())
-            else {
-                continue;
-            };
-            let (Some(gpu), Some((ns, name))) =
-                (gpus.iter().find(|g| g.id == p.gpu), uids.get(uid))
-            else {
-                continue;
-            };
-            let allocated = !gpu.allocations.is_empty();
-            let its_own = gpu
-                .allocations
-                .iter()
-                .any(|a| a.namespace == *ns && a.pod == *name);
-            if allocated && !its_own {
-                *now.entry((gpu.id.clone(), uid.clone())).or_default() +=
-                    p.gpu_memory.map_or(0, |b| b.0);
-            }
-        }
-        self.squatters_said.retain(|k| now.contains_key(k));
-        let mut out = Vec::new();
-        for ((gpu_id, uid), bytes) in now {
-            if !self.squatters_said.insert((gpu_id.clone(), uid.clone())) {
-                continue;
-            }
-            let Some(gpu) = gpus.iter().find(|g| g.id == gpu_id) else {
-                continue;
-            };
-            let owners: Vec<String> = gpu
-                .allocations
-                .iter()
-                .map(|a| format!("{}/{}", a.namespace, a.pod))
-                .collect();
-            let (ns, name) = &uids[&uid];
-            out.push(format!(
-                "GPU {} is allocated to {}, but pod {ns}/{name} ({}) holds {:.1} GiB on it",
-                gpu.index,
-                owners.join(", "),
-                &uid[..8],
-                bytes as f64 / (1u64 << 30) as f64
-            ));
-        }
-        out.sort();
-        out
     }
 }
 

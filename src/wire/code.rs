@@ -57,6 +57,8 @@ warning_codes! {
     EccCorrected => "ecc_corrected",
     /// The hardware held the clocks down.
     HwSlowdown => "hw_slowdown",
+    /// A pod's process holds VRAM on a GPU the kubelet allocated to other pods.
+    Squatter => "squatter",
 }
 
 impl WarningCode {

@@ -115,6 +115,16 @@ pub enum WarningKind {
         reason: String,
         held_for: f64,
     },
+    /// A pod's processes hold `gpu_memory` bytes (`null`: not reported) on a GPU the kubelet
+    /// allocated to other pods only (`allocated_to`, as `namespace/pod`). `pod_namespace` and
+    /// `pod_name` are `null` when no record ties the UID to its names.
+    Squatter {
+        pod_uid: String,
+        pod_namespace: Option<String>,
+        pod_name: Option<String>,
+        gpu_memory: Option<u64>,
+        allocated_to: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -379,3 +379,6 @@ fn pick_refuses_when_the_kubelet_of_this_node_cannot_be_asked() {
         .success()
         .stdout("1\n");
 }
+
+#[path = "kubelet_squatter.rs"]
+mod squatter;

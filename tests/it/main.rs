@@ -44,6 +44,7 @@ mod query;
 mod readme;
 mod real_docker;
 mod real_kubelet;
+mod real_podman;
 mod real_slurm;
 mod remote;
 mod replay;

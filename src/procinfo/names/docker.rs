@@ -26,20 +26,31 @@ pub struct EngineApi {
 }
 
 impl EngineApi {
-    /// The usual sockets: the one `$DOCKER_HOST` names when it is a `unix://` one (as the
-    /// docker CLI takes it; a TCP engine is not asked: names are not worth a network
-    /// round trip), then rootful, then the rootless one of the user running us
+    /// The usual sockets: the one `$DOCKER_HOST` names for Docker and the one
+    /// `$CONTAINER_HOST` names for Podman, when they are `unix://` ones (as the docker and
+    /// podman-remote CLIs take them; a TCP engine is not asked: names are not worth a
+    /// network round trip), then rootful, then the rootless one of the user running us
     /// (`runtime_dir` is `$XDG_RUNTIME_DIR`; another user's rootless engine is not ours
     /// to ask).
-    pub fn system(docker_host: Option<&str>, runtime_dir: Option<&Path>) -> Self {
+    pub fn system(
+        docker_host: Option<&str>,
+        container_host: Option<&str>,
+        runtime_dir: Option<&Path>,
+    ) -> Self {
         let mut api = EngineApi {
             docker: vec!["/var/run/docker.sock".into()],
             podman: vec!["/run/podman/podman.sock".into()],
         };
-        if let Some(socket) = docker_host.and_then(|h| h.strip_prefix("unix://"))
-            && !socket.is_empty()
-        {
-            api.docker.insert(0, socket.into());
+        let unix = |host: Option<&str>| {
+            host.and_then(|h| h.strip_prefix("unix://"))
+                .filter(|socket| !socket.is_empty())
+                .map(PathBuf::from)
+        };
+        if let Some(socket) = unix(docker_host) {
+            api.docker.insert(0, socket);
+        }
+        if let Some(socket) = unix(container_host) {
+            api.podman.insert(0, socket);
         }
         if let Some(dir) = runtime_dir {
             api.docker.push(dir.join("docker.sock"));
@@ -338,18 +349,32 @@ mod tests {
 
     #[test]
     fn docker_host_names_the_first_socket_when_it_is_a_unix_one() {
-        let api = EngineApi::system(Some("unix:///run/user/1000/docker.sock"), None);
+        let api = EngineApi::system(Some("unix:///run/user/1000/docker.sock"), None, None);
         assert_eq!(api.docker[0], Path::new("/run/user/1000/docker.sock"));
         assert_eq!(api.docker[1], Path::new("/var/run/docker.sock"));
+        assert_eq!(api.podman, [Path::new("/run/podman/podman.sock")]);
         for other in ["tcp://10.0.0.1:2375", "unix://", "ssh://host"] {
-            let api = EngineApi::system(Some(other), None);
+            let api = EngineApi::system(Some(other), Some(other), None);
             assert_eq!(api.docker, [Path::new("/var/run/docker.sock")], "{other}");
+            assert_eq!(
+                api.podman,
+                [Path::new("/run/podman/podman.sock")],
+                "{other}"
+            );
         }
     }
 
     #[test]
+    fn container_host_names_podmans_first_socket_when_it_is_a_unix_one() {
+        let api = EngineApi::system(None, Some("unix:///tmp/podman/podman.sock"), None);
+        assert_eq!(api.podman[0], Path::new("/tmp/podman/podman.sock"));
+        assert_eq!(api.podman[1], Path::new("/run/podman/podman.sock"));
+        assert_eq!(api.docker, [Path::new("/var/run/docker.sock")]);
+    }
+
+    #[test]
     fn engines_without_a_socket_we_speak_are_unsupported_and_ids_are_checked() {
-        let api = EngineApi::system(None, None);
+        let api = EngineApi::system(None, None, None);
         let t = Duration::from_millis(50);
         assert!(matches!(
             api.container(Engine::Containerd, "ab", t),

@@ -130,6 +130,7 @@ impl Lookups {
         Lookups {
             containers: Box::new(docker::EngineApi::system(
                 std::env::var("DOCKER_HOST").ok().as_deref(),
+                std::env::var("CONTAINER_HOST").ok().as_deref(),
                 runtime_dir.as_deref(),
             )),
             rootless: Box::new(docker::Rootless::system()),

@@ -1,5 +1,5 @@
-//! The pod directory against a stand-in kubelet, pod names by UID, MIG allocations and
-//! squatters.
+//! The pod directory against a stand-in kubelet, pod names by UID and MIG allocations (the
+//! squatter is a warning: `model::squatter`).
 
 use super::*;
 use crate::procinfo::kubelet::stand_in::{grpc_ok, serve};
@@ -156,23 +156,6 @@ fn a_pod_process_is_named_after_its_own_pod_never_the_gpus() {
     // Without any record, not even the allocated pod's own process is guessed at.
     let unknown = name_pod(pod_proc(&id, TRAINER), gpus, &PodsByUid::new());
     assert_eq!(pod_names(&unknown).name, None);
-    // The squatter is said once when the kubelet's logs name it as another pod.
-    std::fs::create_dir(logs.path().join(format!("ml_squatter_{SQUATTER}"))).unwrap();
-    let mut dir = PodDirectory::with_logs(
-        logs.path().join("kubelet.sock"),
-        logs.path().to_path_buf(),
-        Duration::from_secs(60),
-    );
-    // No socket: nothing asked, no names read; fill them as a poll would.
-    dir.latest.lock().unwrap().uids = Arc::new(read_log_dirs(logs.path()));
-    let mut on_gpu = pod_proc(&id, SQUATTER);
-    on_gpu.gpu_memory = Some(crate::units::Bytes(2_899_102_924));
-    let procs = [pod_proc(&id, TRAINER), on_gpu];
-    assert_eq!(
-        dir.squatters(gpus, &procs),
-        ["GPU 0 is allocated to ml/trainer-0, but pod ml/squatter (9a9a9a9a) holds 2.7 GiB on it"]
-    );
-    assert!(dir.squatters(gpus, &procs).is_empty(), "said once");
     // Its own name on a GPU allocated to nobody (or to others): named, no container.
     let bare = GpuReading::absent(id.clone(), 0, "g");
     let named = name_pod(pod_proc(&id, TRAINER), std::slice::from_ref(&bare), &uids);

@@ -174,8 +174,6 @@ pub struct NvmlSource {
     host_load: crate::procinfo::host::HostReader,
     /// Which pod each GPU is allocated to (Kubernetes nodes only).
     pods: PodDirectory,
-    /// Pods on GPUs allocated to other pods, found by the latest sample, to be said once.
-    squatters: Vec<String>,
     /// What was last said of the engine and Slurm lookups (the kubelet's is `pods`').
     said: crate::reading::lookup::Said,
     /// The wall clock (sample times, XID arrival) and the monotonic one (CPU deltas), read
@@ -217,7 +215,6 @@ impl NvmlSource {
             procinfo: ProcInfo::system(),
             host_load: crate::procinfo::host::HostReader::new("/proc"),
             pods: PodDirectory::disabled(),
-            squatters: Vec::new(),
             said: Default::default(),
             clock: Box::new(|| (SystemTime::now(), Instant::now())),
         })
@@ -328,7 +325,6 @@ impl GpuSource for NvmlSource {
             .into_iter()
             .map(|p| crate::procinfo::pods::name_pod(p, &gpus, &uids))
             .collect();
-        self.squatters = self.pods.squatters(&gpus, &processes);
         let mut host = self.host.clone();
         host.load = self.host_load.read();
         host.lookups = self.pods.status().into_iter().collect();
@@ -347,7 +343,6 @@ impl GpuSource for NvmlSource {
     /// lasting failure is not repeated every sample).
     fn notices(&mut self) -> Vec<String> {
         let mut lines: Vec<String> = self.pods.news().into_iter().collect();
-        lines.append(&mut self.squatters);
         lines.extend(self.said.news(&self.procinfo.names().statuses()));
         lines
     }
