@@ -16,8 +16,9 @@ use ratatui::backend::Backend;
 use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
+use crate::alert_settings::AlertSettings;
 use crate::alerts::queue::Delivery;
-use crate::alerts::{AlertSettings, Alerting, rings_bell, start_notice};
+use crate::alerts::{Alerting, rings_bell, start_notice};
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::Signaller;
 use crate::source::GpuSource;

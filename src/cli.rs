@@ -320,7 +320,7 @@ pub struct Cli {
 
     /// Webhook payload: json (gpuwatch's own document), slack or discord [default: json].
     #[arg(long, value_name = "FORMAT", global = true,
-          value_parser = PossibleValuesParser::new(crate::alerts::payload::FORMAT_NAMES))]
+          value_parser = PossibleValuesParser::new(crate::alert_settings::FORMAT_NAMES))]
     pub alert_format: Option<String>,
 
     /// Run this shell command for each alert, with the facts in GPUWATCH_ALERT_* variables

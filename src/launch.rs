@@ -397,7 +397,7 @@ pub async fn run(built: Built, settings: &Settings, watch: &Watch) -> Result<Exi
         prelude: built.prelude,
         // A replay is history: it must not page anyone or ring about the past.
         alerts: if replaying {
-            crate::alerts::AlertSettings::default()
+            crate::alert_settings::AlertSettings::default()
         } else {
             settings.alerts.clone()
         },

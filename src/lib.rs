@@ -16,11 +16,12 @@
 //!    the geometry drawing, hit-testing and paging share.
 //!
 //! Imports point down only: `launch` → modes (`query`, `serve`, `app`, `pick`, `wait`,
-//! `headless`, `alerts`) → settings (`config`, `cli`) → `ui` → `state` → `layout` → `model`
+//! `headless`, `alerts`) → settings (`config`, `cli`, `alert_settings`) → `ui` → `state` → `layout` → `model`
 //! → sources (`record`, `sampler`, [`source`], `procinfo`, `history`) → helpers
 //! (`safe_file`, `text_safe`, `quiet_pipe`) → [`wire`] → [`reading`] → `units`. ARCHITECTURE.md places every module; `tests/it/layers.rs`
 //! checks it.
 
+pub mod alert_settings;
 pub mod alerts;
 pub mod app;
 pub mod cli;

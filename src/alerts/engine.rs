@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use super::limit::RateLimit;
-use super::rules::Rules;
+use crate::alert_settings::rules::Rules;
 use crate::model::warnings::{Severity, Warning};
 use crate::reading::GpuReading;
 use crate::units::Bytes;

@@ -1,8 +1,8 @@
 //! The alert state machine on scripted warnings and an injected clock (no sleeping).
 
 use super::*;
+use crate::alert_settings::rules::KindRule;
 use crate::alerts::limit::MAX_PER_WINDOW;
-use crate::alerts::rules::KindRule;
 use crate::model::warnings::{Subject, WarningKind};
 use crate::reading::GpuId;
 use crate::units::Celsius;

@@ -10,28 +10,17 @@ pub mod limit;
 pub mod payload;
 mod process_group;
 pub mod queue;
-pub mod rules;
 pub mod sinks;
 pub mod test;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::alert_settings::AlertSettings;
 use crate::model::Model;
 use crate::model::owners::owners;
 use crate::model::warnings::{Severity, Subject};
 use engine::{Engine, Event, Observed, Status};
 use queue::{Delivery, DeliveryLog, Dispatcher};
-use rules::Rules;
-use sinks::Sink;
-
-/// What `config` resolves for alerts.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct AlertSettings {
-    pub sinks: Vec<Sink>,
-    pub rules: Rules,
-    /// The TUI rings the terminal bell on a new critical alert (`--no-bell` turns it off).
-    pub bell: bool,
-}
 
 /// The engine, the delivery threads and their log, for one running mode.
 pub struct Alerting {

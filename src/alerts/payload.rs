@@ -10,31 +10,10 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::engine::{Alert, Event, HeldBack, Status};
+use crate::alert_settings::Format;
 use crate::model::warnings::{Severity, Subject};
 use crate::present::format::{bytes_short, duration_short};
 use crate::reading::GpuReading;
-
-/// `--alert-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
-    #[default]
-    Json,
-    Slack,
-    Discord,
-}
-
-pub const FORMAT_NAMES: [&str; 3] = ["json", "slack", "discord"];
-
-impl Format {
-    pub fn from_name(name: &str) -> Result<Format, String> {
-        match name.trim() {
-            "json" => Ok(Format::Json),
-            "slack" => Ok(Format::Slack),
-            "discord" => Ok(Format::Discord),
-            _ => Err("unknown alert format; use json, slack or discord".into()),
-        }
-    }
-}
 
 fn rfc3339(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -266,23 +245,10 @@ pub fn env_vars(event: &Event) -> Vec<(&'static str, String)> {
     vars
 }
 
-/// The names `env_vars` sets, so a gpuwatch started by the command accepts them.
-pub const ENV_NAMES: [&str; 10] = [
-    "GPUWATCH_ALERT_MESSAGE",
-    "GPUWATCH_ALERT_STATUS",
-    "GPUWATCH_ALERT_KIND",
-    "GPUWATCH_ALERT_SEVERITY",
-    "GPUWATCH_ALERT_HOST",
-    "GPUWATCH_ALERT_GPU",
-    "GPUWATCH_ALERT_GPU_UUID",
-    "GPUWATCH_ALERT_OWNERS",
-    "GPUWATCH_ALERT_STARTED",
-    "GPUWATCH_ALERT_TEST",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alert_settings::ENV_NAMES;
     use crate::alerts::engine::{Observed, Status};
     use crate::model::warnings::{Subject, Warning, WarningKind};
     use crate::reading::GpuId;

@@ -10,7 +10,8 @@ use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::engine::Event;
-use super::sinks::Sink;
+use super::sinks;
+use crate::alert_settings::Sink;
 
 /// Messages waiting per sink; more are dropped (a sink that far behind is failing anyway).
 pub const QUEUE: usize = 32;
@@ -96,7 +97,7 @@ fn spawn(i: usize, sink: Sink, report: UnboundedSender<Delivery>) -> Worker {
         .spawn(move || {
             // Ends when the dispatcher (the only sender) is dropped.
             while let Ok(event) = rx.recv() {
-                let outcome = match sink.deliver(&event) {
+                let outcome = match sinks::deliver(&sink, &event) {
                     Ok(answer) => Outcome::Sent(answer),
                     Err(why) => Outcome::Failed(why),
                 };

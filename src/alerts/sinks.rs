@@ -1,15 +1,17 @@
 //! Where alerts go: a webhook (HTTP POST of the payload, 5 s timeout, retried with
 //! backoff) or a command (`sh -c`, the facts in `GPUWATCH_ALERT_*`, the JSON on stdin,
 //! killed after 5 s). Each delivery blocks, so `queue` runs each sink on its own thread. A
-//! webhook URL is only ever shown redacted (`shown`): its path or user part is often the secret.
+//! webhook URL is only ever shown redacted (`alert_settings::redact`): its path or user part
+//! is often the secret. The sinks themselves are settings (`alert_settings::Sink`).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::engine::Event;
-use super::payload::{self, Format};
+use super::payload;
 use super::process_group;
+use crate::alert_settings::{Sink, redact};
 use crate::http_client::{self, Endpoint, Limits, Request, blocking, tls};
 
 /// How long one attempt may take.
@@ -19,69 +21,30 @@ pub const BACKOFF: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(
 /// What a webhook answers is only looked at for its status; a chat service's reply is small.
 const MAX_ANSWER: usize = 64 << 10;
 
-/// One configured sink.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Sink {
-    Webhook { url: String, format: Format },
-    Command { command: String },
-}
-
-impl Sink {
-    /// The `sink` label of `gpuwatch_alerts_sent_total`.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Sink::Webhook { .. } => "webhook",
-            Sink::Command { .. } => "command",
-        }
-    }
-
-    /// How messages name this sink: never a webhook's full URL.
-    pub fn shown(&self) -> String {
-        match self {
-            Sink::Webhook { url, .. } => format!("webhook {}", redact(url)),
-            Sink::Command { command } => format!("command {command:?}"),
-        }
-    }
-
-    /// Delivers one event, retrying a webhook with backoff; what the other side answered.
-    pub fn deliver(&self, event: &Event) -> Result<String, String> {
-        match self {
-            Sink::Webhook { url, format } => {
-                let body = payload::body(event, *format).to_string();
-                let mut result = post(url, &body);
-                for wait in BACKOFF {
-                    if result.is_ok() {
-                        break;
-                    }
-                    std::thread::sleep(wait);
-                    result = post(url, &body);
+/// Delivers one event, retrying a webhook with backoff; what the other side answered.
+pub fn deliver(sink: &Sink, event: &Event) -> Result<String, String> {
+    match sink {
+        Sink::Webhook { url, format } => {
+            let body = payload::body(event, *format).to_string();
+            let mut result = post(url, &body);
+            for wait in BACKOFF {
+                if result.is_ok() {
+                    break;
                 }
-                result
+                std::thread::sleep(wait);
+                result = post(url, &body);
             }
-            Sink::Command { command } => run_command(command, event),
+            result
         }
-    }
-
-    /// One attempt only (`gpuwatch alert test` says at once what each sink answered).
-    pub fn deliver_once(&self, event: &Event) -> Result<String, String> {
-        match self {
-            Sink::Webhook { url, format } => post(url, &payload::body(event, *format).to_string()),
-            Sink::Command { command } => run_command(command, event),
-        }
+        Sink::Command { command } => run_command(command, event),
     }
 }
 
-/// `scheme://host[:port]/…`: no user, password, path or query, where tokens live.
-pub fn redact(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let elided = rest.len() > authority.len() || authority.contains('@');
-    let tail = if elided { "/…" } else { "" };
-    if scheme.is_empty() {
-        format!("{host}{tail}")
-    } else {
-        format!("{scheme}://{host}{tail}")
+/// One attempt only (`gpuwatch alert test` says at once what each sink answered).
+pub fn deliver_once(sink: &Sink, event: &Event) -> Result<String, String> {
+    match sink {
+        Sink::Webhook { url, format } => post(url, &payload::body(event, *format).to_string()),
+        Sink::Command { command } => run_command(command, event),
     }
 }
 

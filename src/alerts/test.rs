@@ -3,8 +3,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::AlertSettings;
 use super::engine::{Alert, Event, Observed, Status};
+use super::sinks;
+use crate::alert_settings::AlertSettings;
 use crate::model::warnings::{Severity, Subject, Warning, WarningKind};
 use crate::reading::GpuId;
 use crate::units::{Bytes, Celsius};
@@ -59,7 +60,7 @@ pub fn run(settings: &AlertSettings, host: &str) -> Option<(Vec<String>, bool)> 
     let lines = settings
         .sinks
         .iter()
-        .map(|sink| match sink.deliver_once(&event) {
+        .map(|sink| match sinks::deliver_once(sink, &event) {
             Ok(answer) => format!("{}: {answer}", sink.shown()),
             Err(why) => {
                 ok = false;

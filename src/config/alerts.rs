@@ -7,10 +7,8 @@ use super::SettingsError;
 use super::file::{AlertsTable, KindTable};
 use super::parse::parse_duration;
 use super::values::Resolver;
-use crate::alerts::AlertSettings;
-use crate::alerts::payload::Format;
-use crate::alerts::rules::{self, KindRule, Rules};
-use crate::alerts::sinks::Sink;
+use crate::alert_settings::rules::{self, KindRule, Rules};
+use crate::alert_settings::{AlertSettings, Format, Sink};
 use crate::cli::Cli;
 
 pub(super) fn alerts(cli: &Cli, r: &Resolver) -> Result<AlertSettings, SettingsError> {
@@ -76,7 +74,7 @@ fn webhooks(cli: &Cli, r: &Resolver, t: &AlertsTable) -> Result<Vec<String>, Set
 /// `http://` or `https://`. Errors never quote the URL (its path is often the secret):
 /// they show it redacted.
 fn check_url(url: &str) -> Result<String, String> {
-    let shown = crate::alerts::sinks::redact(url);
+    let shown = crate::alert_settings::redact(url);
     if url.starts_with("http://") || url.starts_with("https://") {
         return Ok(url.to_string());
     }

@@ -21,7 +21,7 @@ pub fn known_env_vars() -> Vec<String> {
         .chain(OTHER_VARS.iter().map(|v| v.to_string()))
         // The alert command's facts: a gpuwatch that command starts must not refuse them.
         .chain(
-            crate::alerts::payload::ENV_NAMES
+            crate::alert_settings::ENV_NAMES
                 .iter()
                 .map(|v| v.to_string()),
         )

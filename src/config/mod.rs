@@ -201,7 +201,7 @@ pub struct Settings {
     pub kubelet_socket: PathBuf,
     pub thresholds: Thresholds,
     /// Where alerts go and when (`--alert-*`, `[alerts]`).
-    pub alerts: crate::alerts::AlertSettings,
+    pub alerts: crate::alert_settings::AlertSettings,
     /// Hidden testing aid (`--demo-speed`): the demo scenario runs this many times faster.
     pub demo_speed: f64,
     /// The config file actually read (`None` when there was none).

@@ -8,7 +8,7 @@ use super::serve::{
     DEFAULT_PROCESS_METRICS_LIMIT,
 };
 use super::table::{Setting, Value};
-use crate::alerts::rules;
+use crate::alert_settings::rules;
 
 use Value::{Default, Switch, Unset};
 
@@ -153,7 +153,7 @@ pub(super) const SERVE_ALERTS: &[Setting] = &[
     Setting::new(
         "alert-format",
         "alerts.format",
-        Default(|| quoted(crate::alerts::payload::FORMAT_NAMES[0])),
+        Default(|| quoted(crate::alert_settings::FORMAT_NAMES[0])),
         "The webhook body: \"json\" (gpuwatch's document), \"slack\" or \"discord\"",
     ),
     Setting::new(

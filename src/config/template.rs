@@ -34,7 +34,7 @@ const HEADER: &str = r#"# gpuwatch settings. Every value below is the default; d
 
 /// `[alerts.kinds.KIND]`, the file's side of `--alert-on`: one example, commented out.
 fn alert_kinds() -> String {
-    use crate::alerts::rules;
+    use crate::alert_settings::rules;
     format!(
         r#"# Per warning kind ({kinds}): from which severity it goes out ("warning",
 # "critical" or "off"), and its own `for` and `repeat`. By default critical of every kind

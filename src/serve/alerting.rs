@@ -5,8 +5,9 @@
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::text::{Exposition, Family, Kind, Texts};
+use crate::alert_settings::AlertSettings;
+use crate::alerts::Alerting;
 use crate::alerts::queue::Delivery;
-use crate::alerts::{AlertSettings, Alerting};
 use crate::state::State;
 
 const SENT: Family = Family {

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
-use crate::alerts::AlertSettings;
+use crate::alert_settings::AlertSettings;
 use crate::config::ServeSettings;
 use crate::sampler::{self, SamplerEvent};
 use crate::source::GpuSource;

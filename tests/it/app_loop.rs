@@ -353,9 +353,9 @@ async fn broken_terminal_input_is_an_error_and_ended_input_hangs_up() {
 
 /// Options whose alerts go out for critical OOM warnings, which `hot_config` raises on
 /// every GPU at the first sample.
-fn alerting(sinks: Vec<gpuwatch::alerts::sinks::Sink>, bell: bool) -> Options {
+fn alerting(sinks: Vec<gpuwatch::alert_settings::Sink>, bell: bool) -> Options {
     Options {
-        alerts: gpuwatch::alerts::AlertSettings {
+        alerts: gpuwatch::alert_settings::AlertSettings {
             sinks,
             bell,
             ..Default::default()
@@ -442,7 +442,7 @@ async fn the_bell_rings_for_a_critical_new_while_watching_not_for_one_there_at_s
 #[tokio::test]
 async fn a_failing_alert_sink_is_said_on_the_status_line() {
     let (mut script, mut io) = scripted(160, 40);
-    let sink = gpuwatch::alerts::sinks::Sink::Command {
+    let sink = gpuwatch::alert_settings::Sink::Command {
         command: "exit 3".into(),
     };
     let run = app::event_loop(

@@ -706,8 +706,7 @@ fn new_keys_name_file_line_and_key() {
 
 #[test]
 fn alert_settings_go_flag_env_file_default_and_bad_ones_name_their_place() {
-    use gpuwatch::alerts::payload::Format;
-    use gpuwatch::alerts::sinks::Sink;
+    use gpuwatch::alert_settings::{Format, Sink};
     use gpuwatch::model::warnings::Severity;
     let home = config_home(
         "[alerts]\nwebhooks = [\"http://file:9000/a\"]\nformat = \"discord\"\nrepeat = \"1h\"\n\

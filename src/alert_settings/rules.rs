@@ -2,7 +2,7 @@
 //! added later is covered by the defaults without a change here) the lowest severity that
 //! goes out (or none), how long it must hold first (`for`) and how often it repeats; for all
 //! kinds, how long a fired one must stay clear before it is resolved. Plain
-//! data resolved by `config`; the state machine that applies it is `engine`.
+//! data resolved by `config`; the state machine that applies it is `alerts::engine`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
