@@ -1,5 +1,5 @@
-//! What the real-component tests (tests/real_*.rs) share: the fake NVML's two GPUs with
-//! chosen processes on the first, the binary on it with a clean environment (as another
+//! What the real-component tests (tests/it/real_*.rs) share: the fake NVML's two GPUs with
+//! chosen processes on the first, a container image's tree holding only `sleep`, the binary on it with a clean environment (as another
 //! user when asked), and a keeper shell whose stdin closing — the test binary's exit, since
 //! statics are never dropped — stops the component it started.
 
@@ -83,4 +83,36 @@ impl Keeper {
         };
         Ok((keeper, line.trim().to_string()))
     }
+}
+
+/// A tool's path on `$PATH`.
+pub fn which(tool: &str) -> Result<PathBuf, String> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("{tool} not on PATH"))
+}
+
+/// `dir/tree`: `sleep` and the libraries it links, at their host paths, for an engine's
+/// `import` (no registry is reachable). A container runs `sleep` by the host's path.
+pub fn sleep_tree(dir: &Path) -> Result<PathBuf, String> {
+    let tree = dir.join("tree");
+    let sleep = which("sleep")?;
+    let ldd = Command::new("ldd")
+        .arg(&sleep)
+        .output()
+        .map_err(|e| format!("ldd: {e}"))?;
+    let mut files = vec![sleep];
+    files.extend(
+        String::from_utf8_lossy(&ldd.stdout)
+            .split_whitespace()
+            .filter(|w| w.starts_with('/'))
+            .map(PathBuf::from),
+    );
+    for file in &files {
+        let to = tree.join(file.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::copy(file, &to).map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    Ok(tree)
 }

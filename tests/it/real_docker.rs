@@ -121,24 +121,7 @@ fn start() -> Result<Engine, String> {
 
 /// `docker import` of a tree holding `sleep` and the libraries it links.
 fn import_image(engine: &Engine) -> Result<(), String> {
-    let tree = engine.dir.path().join("tree");
-    let sleep = which("sleep")?;
-    let ldd = Command::new("ldd")
-        .arg(&sleep)
-        .output()
-        .map_err(|e| format!("ldd: {e}"))?;
-    let mut files = vec![sleep];
-    files.extend(
-        String::from_utf8_lossy(&ldd.stdout)
-            .split_whitespace()
-            .filter(|w| w.starts_with('/'))
-            .map(PathBuf::from),
-    );
-    for file in &files {
-        let to = tree.join(file.strip_prefix("/").unwrap());
-        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
-        std::fs::copy(file, &to).map_err(|e| format!("{}: {e}", file.display()))?;
-    }
+    let tree = real::sleep_tree(engine.dir.path())?;
     let script = format!(
         "tar -C {} -c . | DOCKER_HOST=unix://{} docker import - {IMAGE}",
         tree.display(),
@@ -155,17 +138,10 @@ fn import_image(engine: &Engine) -> Result<(), String> {
     }
 }
 
-fn which(tool: &str) -> Result<PathBuf, String> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("{tool} not on PATH"))
-}
-
 /// A container running `sleep`, by name; its host PID.
 fn run(engine: &Engine, name: &str, labels: &[&str]) -> Result<u32, String> {
     // The binary's path inside the image is the host's (the tree copies it there).
-    let sleep = which("sleep")?;
+    let sleep = real::which("sleep")?;
     let sleep = sleep.to_string_lossy();
     let mut args = vec!["run", "-d", "--name", name];
     args.extend_from_slice(labels);

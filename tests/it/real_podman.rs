@@ -115,24 +115,7 @@ fn start() -> Result<Engine, String> {
 
 /// `podman import` of a tree holding `sleep` and the libraries it links.
 fn import_image(dir: &Path) -> Result<(), String> {
-    let tree = dir.join("tree");
-    let sleep = which("sleep")?;
-    let ldd = Command::new("ldd")
-        .arg(&sleep)
-        .output()
-        .map_err(|e| format!("ldd: {e}"))?;
-    let mut files = vec![sleep];
-    files.extend(
-        String::from_utf8_lossy(&ldd.stdout)
-            .split_whitespace()
-            .filter(|w| w.starts_with('/'))
-            .map(PathBuf::from),
-    );
-    for file in &files {
-        let to = tree.join(file.strip_prefix("/").unwrap());
-        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
-        std::fs::copy(file, &to).map_err(|e| format!("{}: {e}", file.display()))?;
-    }
+    let tree = real::sleep_tree(dir)?;
     let tar = dir.join("tree.tar");
     let out = Command::new("tar")
         .arg("-C")
@@ -148,18 +131,11 @@ fn import_image(dir: &Path) -> Result<(), String> {
     podman(dir, &["import", &tar.to_string_lossy(), IMAGE]).map(|_| ())
 }
 
-fn which(tool: &str) -> Result<PathBuf, String> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("{tool} not on PATH"))
-}
-
 /// The named container running `sleep`; its host PID. Podman raises the container's open-file
 /// and process limits by default, which a sandbox without CAP_SYS_RESOURCE refuses
 /// ("setrlimit: operation not permitted"), so both are set low and explicitly.
 fn run(dir: &Path) -> Result<u32, String> {
-    let sleep = which("sleep")?;
+    let sleep = real::which("sleep")?;
     let sleep = sleep.to_string_lossy();
     podman(
         dir,
