@@ -116,3 +116,16 @@ pub fn sleep_tree(dir: &Path) -> Result<PathBuf, String> {
     }
     Ok(tree)
 }
+
+/// Runs an engine's CLI (`what` names it in errors): its trimmed stdout, or its stderr as
+/// the error when it fails.
+pub fn cli_stdout(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

@@ -44,18 +44,12 @@ impl Engine {
 }
 
 fn docker(socket: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("docker")
-        .env("DOCKER_HOST", format!("unix://{}", socket.display()))
-        .args(args)
-        .output()
-        .map_err(|e| format!("docker {args:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "docker {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    real::cli_stdout(
+        Command::new("docker")
+            .env("DOCKER_HOST", format!("unix://{}", socket.display()))
+            .args(args),
+        &format!("docker {args:?}"),
+    )
 }
 
 fn engine() -> Result<&'static Engine, String> {

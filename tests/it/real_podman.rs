@@ -52,18 +52,10 @@ fn globals(dir: &Path) -> Vec<String> {
 }
 
 fn podman(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("podman")
-        .args(globals(dir))
-        .args(args)
-        .output()
-        .map_err(|e| format!("podman {args:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "podman {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    real::cli_stdout(
+        Command::new("podman").args(globals(dir)).args(args),
+        &format!("podman {args:?}"),
+    )
 }
 
 fn engine() -> Result<&'static Engine, String> {
