@@ -377,37 +377,8 @@ fn the_exporter_has_the_health_series_native_and_dcgm_and_promtool_finds_them_cl
         .filter(|l| !l.contains("DCGM_FI_"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let out = promtool_check_metrics(&native);
-    assert!(out.is_empty(), "{out}");
-}
-
-/// What `promtool check metrics` says about `text` (empty when clean).
-fn promtool_check_metrics(text: &str) -> String {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() {
-        said.trim().to_string()
-    } else {
-        format!("promtool failed ({}): {said}", out.status)
+    if let Some(problems) = serve_support::promtool_check_metrics(&native) {
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 }
 

@@ -5,10 +5,10 @@
 use crate::common;
 use crate::serve_support;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value;
-use serve_support::{Exporter, Response, gpuwatch, on_path, request};
+use serve_support::{Exporter, Response, gpuwatch, request};
 
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const NVML_FIXTURE: &str = concat!(
@@ -231,45 +231,11 @@ fn a_port_in_use_is_one_line_and_exit_2() {
     assert!(err.contains(&addr), "{err}");
 }
 
-/// Problems `promtool check metrics` finds in `text` (empty when clean); `None` when
-/// promtool is not installed (CI installs it).
-fn promtool(text: &str) -> Option<Vec<String>> {
-    if !on_path("promtool") {
-        common::skip("promtool is not installed: `promtool check metrics` not run");
-        return None;
-    }
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let mut problems: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .chain(String::from_utf8_lossy(&out.stderr).lines())
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect();
-    if !out.status.success() && problems.is_empty() {
-        problems.push(format!("promtool failed: {}", out.status));
-    }
-    Some(problems)
-}
-
 #[test]
 fn promtool_finds_native_metrics_clean() {
     let exporter = Exporter::demo(&["--process-metrics"]);
     let text = scrape(&exporter).body;
-    if let Some(problems) = promtool(&text) {
+    if let Some(problems) = serve_support::promtool_check_metrics(&text) {
         assert!(problems.is_empty(), "{problems:#?}\n{text}");
     }
 }
@@ -278,7 +244,7 @@ fn promtool_finds_native_metrics_clean() {
 fn promtool_finds_only_dcgms_own_lint_in_dcgm_compat() {
     let exporter = Exporter::demo(&["--dcgm-compat"]);
     let text = scrape(&exporter).body;
-    if let Some(problems) = promtool(&text) {
+    if let Some(problems) = serve_support::promtool_check_metrics(&text) {
         let unexpected: Vec<&String> = problems
             .iter()
             .filter(|p| {

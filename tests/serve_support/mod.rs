@@ -316,3 +316,35 @@ pub fn skip_without(tool: &str, what_it_checks: &str) -> bool {
     eprintln!("skipped: {tool} is not installed, so {what_it_checks} is not checked");
     true
 }
+
+/// Problems `promtool check metrics` finds in `text` (its output lines; empty when clean);
+/// `None` when promtool is not installed (a skip: a failure under CI=true, which installs it).
+pub fn promtool_check_metrics(text: &str) -> Option<Vec<String>> {
+    if skip_without("promtool", "`promtool check metrics`") {
+        return None;
+    }
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let mut problems: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&out.stderr).lines())
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    if !out.status.success() && problems.is_empty() {
+        problems.push(format!("promtool failed: {}", out.status));
+    }
+    Some(problems)
+}
