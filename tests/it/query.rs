@@ -459,6 +459,34 @@ fn a_loop_stopped_by_sigint_leaves_whole_blocks_and_exits_130() {
 }
 
 /// The AMD fixture through the DRM source: the same field names, VRAM in MiB.
+/// Issue 24: `clocks.gr` answers on every source that has a shader clock. The demo's H100s
+/// and the DRM GPUs (AMD's SCLK, Intel's GT frequency) run their shaders on the clock
+/// gpuwatch also shows as the SM clock, so the two fields read the same; never `[N/A]`.
+#[test]
+fn the_graphics_clock_answers_on_the_demo_and_the_amd_fixture() {
+    let query = [
+        "--query-gpu=clocks.gr,clocks.sm,clocks.max.gr,clocks.max.sm",
+        "--format=csv,noheader,nounits",
+    ];
+    let (code, demo_out, err) = demo(&query);
+    assert_eq!(code, 0, "{err}");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/drm/amd-mi300x");
+    let mut cmd = common::clean_command();
+    cmd.args(["--source", "amd", "--sysfs-root"])
+        .arg(root.join("sys"))
+        .arg("--proc-root")
+        .arg(root.join("proc"))
+        .args(query);
+    let (code, amd_out, err) = output(cmd);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(amd_out, "1300, 1300, 2100, 2100\n");
+    assert_eq!(demo_out.lines().count(), 8, "{demo_out}");
+    for row in demo_out.lines().chain(amd_out.lines()) {
+        let cells: Vec<u32> = row.split(", ").map(|c| c.parse().expect(row)).collect();
+        assert_eq!((cells[0], cells[2]), (cells[1], cells[3]), "{row}");
+    }
+}
+
 #[test]
 fn the_amd_fixture_answers_with_the_same_field_names() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/drm/amd-mi300x");

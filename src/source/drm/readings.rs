@@ -98,6 +98,15 @@ fn amd(g: &mut GpuReading, dev: &Path) {
     g.sm_clock_max = sclk_max.map(MegaHertz);
     g.memory_clock = mclk.map(MegaHertz);
     g.memory_clock_max = mclk_max.map(MegaHertz);
+    graphics_is_shader_clock(g);
+}
+
+/// AMD's SCLK and Intel's GT frequency are the clock that runs the shaders: what nvidia-smi
+/// calls the graphics clock (`clocks.gr`) and gpuwatch also shows as the SM clock, so both
+/// names answer with the one reading.
+fn graphics_is_shader_clock(g: &mut GpuReading) {
+    g.graphics_clock = g.sm_clock;
+    g.graphics_clock_max = g.sm_clock_max;
 }
 
 /// i915 puts its GT frequencies on the card (`gt_act_freq_mhz`, `gt_RP0_freq_mhz`); xe
@@ -107,6 +116,7 @@ fn intel_clocks(g: &mut GpuReading, card: &Card) {
     let mhz = |p: &Path| number(p).map(|v| MegaHertz(v as u32));
     g.sm_clock = mhz(&card.dir.join("gt_act_freq_mhz")).or_else(|| mhz(&xe.join("act_freq")));
     g.sm_clock_max = mhz(&card.dir.join("gt_RP0_freq_mhz")).or_else(|| mhz(&xe.join("max_freq")));
+    graphics_is_shader_clock(g);
 }
 
 /// hwmon units: millidegrees, microwatts, microjoules; `pwm1` is 0..`pwm1_max` (255).

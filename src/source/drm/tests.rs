@@ -68,6 +68,11 @@ fn an_mi300x_reads_as_its_files_say_and_what_it_lacks_is_absent() {
         (g.sm_clock, g.sm_clock_max),
         (Some(MegaHertz(1300)), Some(MegaHertz(2100)))
     );
+    // SCLK is the graphics clock nvidia-smi's `clocks.gr` names.
+    assert_eq!(
+        (g.graphics_clock, g.graphics_clock_max),
+        (g.sm_clock, g.sm_clock_max)
+    );
     assert_eq!((g.pcie_link_gen, g.pcie_link_width), (Some(5), Some(16)));
     // Passively cooled, no MIG, no NVML-only counters: unknown, never 0.
     assert_eq!(g.fan, None);
@@ -177,6 +182,10 @@ fn an_arc_card_on_xe_reads_power_from_energy_and_leaves_vram_to_processes() {
     assert_eq!(
         (g.sm_clock, g.sm_clock_max),
         (Some(MegaHertz(2100)), Some(MegaHertz(2400)))
+    );
+    assert_eq!(
+        (g.graphics_clock, g.graphics_clock_max),
+        (g.sm_clock, g.sm_clock_max)
     );
     let p = &s.processes[0];
     assert_eq!(

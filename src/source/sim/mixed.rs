@@ -85,6 +85,7 @@ impl SimSource {
         g.fan = Some(Percent(45));
         g.sm_clock = Some(MegaHertz(1755 + busy as u32 * 2));
         fill_details(&mut g, i, Role::Training, busy, energy);
+        g.graphics_clock = g.sm_clock;
         g.mig_enabled = Some(true);
         let mut health = health::health(i, g.temperature, self.origin, self.elapsed_secs());
         // The default story's XID belongs to its own GPU 1, not to whichever GPU is 1 here.
@@ -141,6 +142,9 @@ impl SimSource {
         g.power_limit = Some(Watts(750.0));
         g.sm_clock = Some(MegaHertz(2100));
         g.sm_clock_max = Some(MegaHertz(2100));
+        // SCLK is the shader clock: nvidia-smi's graphics clock (as the DRM source reads it).
+        g.graphics_clock = g.sm_clock;
+        g.graphics_clock_max = g.sm_clock_max;
         g.memory_clock = Some(MegaHertz(1300));
         g.memory_clock_max = Some(MegaHertz(1300));
         g.pcie_link_gen = Some(5);
@@ -176,6 +180,8 @@ impl SimSource {
         g.energy_joules = Some(energy.round());
         g.sm_clock = Some(MegaHertz(2000 + (noise * 4.0) as u32 * 50));
         g.sm_clock_max = Some(MegaHertz(2400));
+        g.graphics_clock = g.sm_clock;
+        g.graphics_clock_max = g.sm_clock_max;
         g.pcie_link_gen = Some(4);
         g.pcie_link_width = Some(16);
         for p in &INTEL_PROCS {

@@ -198,6 +198,9 @@ impl SimSource {
         } else {
             345
         }));
+        // On a data-centre GPU the graphics (shader) clock is the SM clock: nvidia-smi's
+        // `clocks.gr` and `clocks.sm` read the same there.
+        g.graphics_clock = g.sm_clock;
         self.energy_joules[i] += power * self.step.as_secs_f64();
         util
     }
@@ -288,6 +291,7 @@ fn fill_details(g: &mut GpuReading, i: usize, role: Role, util: f64, energy: f64
     g.temperature_shutdown = Some(Celsius(SLOWDOWN_C + 8));
     g.energy_joules = Some(energy.round());
     g.sm_clock_max = Some(MegaHertz(1980));
+    g.graphics_clock_max = g.sm_clock_max;
     g.memory_clock_max = Some(MegaHertz(2619));
     g.pcie_link_gen = Some(5);
     g.pcie_link_width = Some(16);
