@@ -32,7 +32,26 @@ trap 'rm -rf "$tmp"' EXIT
 "$SMI" --query-gpu="$query" --format=csv,noheader,nounits >"$tmp/gpus.csv"
 "$SMI" --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader,nounits >"$tmp/apps.csv"
 
-python3 - "$tmp" "$FIELDS" <<'PY'
+# Headers and units, field by field (one call each, so a field this driver's nvidia-smi does not
+# know is said and the rest still checked): every nvidia-smi field and alias gpuwatch answers.
+SHAPE_FIELDS="timestamp driver_version count name gpu_name index uuid gpu_uuid pci.bus_id gpu_bus_id \
+pstate temperature.gpu temperature.memory utilization.gpu utilization.memory utilization.encoder \
+utilization.decoder memory.total memory.reserved memory.used memory.free power.draw power.limit \
+enforced.power.limit clocks.gr clocks.current.graphics clocks.sm clocks.current.sm clocks.mem \
+clocks.current.memory clocks.max.gr clocks.max.graphics clocks.max.sm clocks.max.mem \
+clocks.max.memory fan.speed pcie.link.gen.current pcie.link.gen.max pcie.link.width.current \
+pcie.link.width.max ecc.errors.corrected.volatile.total ecc.errors.uncorrected.volatile.total \
+compute_mode persistence_mode mig.mode.current"
+for f in $SHAPE_FIELDS; do
+    for who in smi ours; do
+        if [ "$who" = smi ]; then cmd=("$SMI"); else cmd=("$GPUWATCH" query --source nvml "$@"); fi
+        if ! "${cmd[@]}" --query-gpu="$f" --format=csv -i 0 >"$tmp/shape.$who.$f" 2>&1; then
+            echo "ERROR $(head -1 "$tmp/shape.$who.$f")" >"$tmp/shape.$who.$f"
+        fi
+    done
+done
+
+SHAPE_FIELDS="$SHAPE_FIELDS" python3 - "$tmp" "$FIELDS" <<'PY'
 import csv, json, sys
 
 tmp, fields = sys.argv[1], sys.argv[2].split()
@@ -145,6 +164,23 @@ for row in rows:
                 ok = False
         if not ok:
             diffs.append(f"query GPU {index} {f}: nvidia-smi {theirs_v!r}, gpuwatch query {ours_v!r}")
+
+# The same field asked of both: the same header line (nvidia-smi's own name for an alias, its
+# unit in brackets) and the same unit after the value; refused by both is fine.
+import os, re
+for f in os.environ["SHAPE_FIELDS"].split():
+    theirs_t = open(f"{tmp}/shape.smi.{f}").read().splitlines()
+    ours_t = open(f"{tmp}/shape.ours.{f}").read().splitlines()
+    if theirs_t[:1] and theirs_t[0].startswith("ERROR"):
+        if not (ours_t[:1] and ours_t[0].startswith("ERROR")):
+            print(f"note: this nvidia-smi does not know {f!r} ({theirs_t[0][6:]}); gpuwatch answers it")
+        continue
+    if theirs_t[:1] != ours_t[:1]:
+        diffs.append(f"header of {f}: nvidia-smi {theirs_t[:1]!r}, gpuwatch query {ours_t[:1]!r}")
+    unit = lambda line: re.sub(r"^[-0-9.]+ ?", "", line) if re.match(r"^[-0-9.]+( |$)", line) else None
+    t_unit, o_unit = (unit(t[1]) if len(t) > 1 else None for t in (theirs_t, ours_t))
+    if None not in (t_unit, o_unit) and t_unit != o_unit:
+        diffs.append(f"unit of {f}: nvidia-smi {theirs_t[1]!r}, gpuwatch query {ours_t[1]!r}")
 
 for d in diffs:
     print(d)

@@ -97,7 +97,9 @@ const MHZ: Option<&str> = Some("MHz");
 use Shown::{MHz, MiB, Percent, Pstate, Watts, Whole};
 
 /// Every `--query-gpu` field, in the order `docs/query.md` lists them. One row a line: a
-/// table reads down better than rustfmt's one argument a line.
+/// table reads down better than rustfmt's one argument a line. A row's name is the one
+/// nvidia-smi's `--help-query-gpu` lists first (`"clocks.current.sm" or "clocks.sm"`), which
+/// is the name its CSV header prints whichever of the two was asked for.
 #[rustfmt::skip]
 pub const GPU_FIELDS: &[GpuField] = &[
     other("timestamp", &[], |c, _| Some(timestamp(c.time, c.offset)), "When the sample was taken, local time: 2026/12/02 07:10:00.123."),
@@ -124,14 +126,16 @@ pub const GPU_FIELDS: &[GpuField] = &[
     // limit holds the GPU lower (docs/query.md says so).
     table("power.limit", &[], W, Key::PowerLimit, Watts, "The power limit (the enforced one; see docs/query.md)."),
     table("enforced.power.limit", &[], W, Key::PowerLimit, Watts, "The power limit the GPU is held to."),
-    table("clocks.gr", &["clocks.current.graphics"], MHZ, Key::GraphicsClock, MHz, "Graphics (shader) clock."),
-    table("clocks.sm", &["clocks.current.sm"], MHZ, Key::SmClock, MHz, "SM clock."),
-    table("clocks.mem", &["clocks.current.memory"], MHZ, Key::MemoryClock, MHz, "Memory clock."),
-    table("clocks.max.gr", &["clocks.max.graphics"], MHZ, Key::GraphicsClockMax, MHz, "Highest graphics clock."),
-    table("clocks.max.sm", &["clocks.max.streaming_multiprocessor"], MHZ, Key::SmClockMax, MHz, "Highest SM clock."),
-    table("clocks.max.mem", &["clocks.max.memory"], MHZ, Key::MemoryClockMax, MHz, "Highest memory clock."),
+    table("clocks.current.graphics", &["clocks.gr"], MHZ, Key::GraphicsClock, MHz, "Graphics (shader) clock."),
+    table("clocks.current.sm", &["clocks.sm"], MHZ, Key::SmClock, MHz, "SM clock."),
+    table("clocks.current.memory", &["clocks.mem"], MHZ, Key::MemoryClock, MHz, "Memory clock."),
+    table("clocks.max.graphics", &["clocks.max.gr"], MHZ, Key::GraphicsClockMax, MHz, "Highest graphics clock."),
+    table("clocks.max.sm", &[], MHZ, Key::SmClockMax, MHz, "Highest SM clock."),
+    table("clocks.max.memory", &["clocks.max.mem"], MHZ, Key::MemoryClockMax, MHz, "Highest memory clock."),
     table("fan.speed", &[], PCT, Key::Fan, Percent, "Fan speed as a share of its maximum."),
     table("pcie.link.gen.current", &[], None, Key::PcieGen, Whole, "PCIe generation in use."),
+    // nvidia-smi deprecates `pcie.link.gen.current` for this name; both ask NVML the same.
+    table("pcie.link.gen.gpucurrent", &[], None, Key::PcieGen, Whole, "PCIe generation in use (nvidia-smi's newer name)."),
     table("pcie.link.gen.max", &[], None, Key::PcieGenMax, Whole, "Fastest PCIe generation of GPU and slot."),
     table("pcie.link.width.current", &[], None, Key::PcieWidth, Whole, "PCIe lanes in use."),
     table("pcie.link.width.max", &[], None, Key::PcieWidthMax, Whole, "Widest PCIe link of GPU and slot."),

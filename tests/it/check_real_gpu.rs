@@ -19,14 +19,90 @@ fn gpus_csv() -> String {
     )
 }
 
+/// The header real nvidia-smi prints for each field the script asks by itself (`--format=csv`):
+/// the name `--help-query-gpu` lists first (`"clocks.current.sm" or "clocks.sm"`), also when
+/// the alias was asked, and the unit in brackets, as real captures show it
+/// (`clocks.current.sm [MHz]`; `nvidia-smi --query-gpu=clocks.max.gr` → `clocks.max.graphics [MHz]`).
+const NVIDIA_SMI_HEADERS: &[(&str, &str)] = &[
+    ("timestamp", "timestamp"),
+    ("driver_version", "driver_version"),
+    ("count", "count"),
+    ("name", "name"),
+    ("gpu_name", "name"),
+    ("index", "index"),
+    ("uuid", "uuid"),
+    ("gpu_uuid", "uuid"),
+    ("pci.bus_id", "pci.bus_id"),
+    ("gpu_bus_id", "pci.bus_id"),
+    ("pstate", "pstate"),
+    ("temperature.gpu", "temperature.gpu"),
+    ("temperature.memory", "temperature.memory"),
+    ("utilization.gpu", "utilization.gpu [%]"),
+    ("utilization.memory", "utilization.memory [%]"),
+    ("utilization.encoder", "utilization.encoder [%]"),
+    ("utilization.decoder", "utilization.decoder [%]"),
+    ("memory.total", "memory.total [MiB]"),
+    ("memory.reserved", "memory.reserved [MiB]"),
+    ("memory.used", "memory.used [MiB]"),
+    ("memory.free", "memory.free [MiB]"),
+    ("power.draw", "power.draw [W]"),
+    ("power.limit", "power.limit [W]"),
+    ("enforced.power.limit", "enforced.power.limit [W]"),
+    ("clocks.gr", "clocks.current.graphics [MHz]"),
+    ("clocks.current.graphics", "clocks.current.graphics [MHz]"),
+    ("clocks.sm", "clocks.current.sm [MHz]"),
+    ("clocks.current.sm", "clocks.current.sm [MHz]"),
+    ("clocks.mem", "clocks.current.memory [MHz]"),
+    ("clocks.current.memory", "clocks.current.memory [MHz]"),
+    ("clocks.max.gr", "clocks.max.graphics [MHz]"),
+    ("clocks.max.graphics", "clocks.max.graphics [MHz]"),
+    ("clocks.max.sm", "clocks.max.sm [MHz]"),
+    ("clocks.max.mem", "clocks.max.memory [MHz]"),
+    ("clocks.max.memory", "clocks.max.memory [MHz]"),
+    ("fan.speed", "fan.speed [%]"),
+    ("pcie.link.gen.current", "pcie.link.gen.current"),
+    ("pcie.link.gen.max", "pcie.link.gen.max"),
+    ("pcie.link.width.current", "pcie.link.width.current"),
+    ("pcie.link.width.max", "pcie.link.width.max"),
+    (
+        "ecc.errors.corrected.volatile.total",
+        "ecc.errors.corrected.volatile.total",
+    ),
+    (
+        "ecc.errors.uncorrected.volatile.total",
+        "ecc.errors.uncorrected.volatile.total",
+    ),
+    ("compute_mode", "compute_mode"),
+    ("persistence_mode", "persistence_mode"),
+    ("mig.mode.current", "mig.mode.current"),
+];
+
 /// Runs the script with `nvidia-smi` printing `gpus` and `apps`; (exit code, stdout).
 fn check(scenario: &serde_json::Value, gpus: &str, apps: &str) -> (i32, String) {
+    check_with_headers(scenario, gpus, apps, NVIDIA_SMI_HEADERS)
+}
+
+/// `check` with the stand-in printing `headers` when asked one field with its header.
+fn check_with_headers(
+    scenario: &serde_json::Value,
+    gpus: &str,
+    apps: &str,
+    headers: &[(&str, &str)],
+) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("gpus.csv"), gpus).unwrap();
     std::fs::write(dir.path().join("apps.csv"), apps).unwrap();
+    let tsv: String = headers.iter().map(|(f, h)| format!("{f}\t{h}\n")).collect();
+    std::fs::write(dir.path().join("headers.tsv"), tsv).unwrap();
     let smi = dir.path().join("nvidia-smi");
+    // Asked one field with its header (the script's shape check), the stand-in answers as
+    // nvidia-smi does: the header line, or its error for a field it does not know.
     let body = format!(
-        "#!/bin/sh\ncase \"$1\" in\n  --query-gpu=*) cat {0}/gpus.csv ;;\n  \
+        "#!/bin/sh\ncase \"$1\" in\n  --query-gpu=*)\n    \
+         if [ \"$2\" = --format=csv ]; then\n      f=${{1#--query-gpu=}}\n      \
+         h=$(awk -F '\\t' -v f=\"$f\" '$1 == f {{ print $2 }}' {0}/headers.tsv)\n      \
+         [ -n \"$h\" ] || {{ echo \"Field \\\"$f\\\" is not a valid field to query.\"; exit 2; }}\n      \
+         echo \"$h\"\n    else cat {0}/gpus.csv; fi ;;\n  \
          --query-compute-apps=*) cat {0}/apps.csv ;;\n  *) exit 9 ;;\nesac\n",
         dir.path().display()
     );
@@ -105,6 +181,40 @@ fn every_differing_field_and_process_is_printed() {
             // The same fields asked through `gpuwatch query`, in nvidia-smi's own shape.
             "query GPU 0 memory.total: nvidia-smi '81559', gpuwatch query '81920'",
             "query GPU 1 pcie.link.gen.current: nvidia-smi '3', gpuwatch query '[N/A]'",
+        ]
+    );
+}
+
+/// Issue 24: the CSV header is compared with nvidia-smi's, field by field: a header that
+/// differs (the old `clocks.sm [MHz]` where nvidia-smi prints `clocks.current.sm [MHz]`) is
+/// printed, and a field this driver's nvidia-smi does not know is said without failing.
+#[test]
+fn a_header_that_differs_from_nvidia_smis_is_printed() {
+    let headers: Vec<(&str, &str)> = NVIDIA_SMI_HEADERS
+        .iter()
+        .copied()
+        .filter(|(f, _)| *f != "temperature.memory")
+        .map(|(f, h)| {
+            if f == "clocks.sm" {
+                (f, "clocks.sm [MHz]")
+            } else {
+                (f, h)
+            }
+        })
+        .collect();
+    let (code, out) = check_with_headers(
+        &scenario(),
+        &gpus_csv(),
+        &format!("3999999, 4096, {H100}\n"),
+        &headers,
+    );
+    assert_eq!(code, 1, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "note: this nvidia-smi does not know 'temperature.memory' (Field \"temperature.memory\" is not a valid field to query.); gpuwatch answers it",
+            "header of clocks.sm: nvidia-smi ['clocks.sm [MHz]'], gpuwatch query ['clocks.current.sm [MHz]']",
         ]
     );
 }

@@ -116,8 +116,8 @@ fn every_gpu_field_has_nvidia_smis_header_unit_and_value() {
          temperature.memory, utilization.gpu [%], utilization.memory [%], \
          utilization.encoder [%], utilization.decoder [%], memory.total [MiB], \
          memory.reserved [MiB], memory.used [MiB], memory.free [MiB], power.draw [W], \
-         power.limit [W], enforced.power.limit [W], clocks.sm [MHz], clocks.mem [MHz], \
-         clocks.max.sm [MHz], clocks.max.mem [MHz], fan.speed [%], pcie.link.gen.current, \
+         power.limit [W], enforced.power.limit [W], clocks.current.sm [MHz], clocks.current.memory [MHz], \
+         clocks.max.sm [MHz], clocks.max.memory [MHz], fan.speed [%], pcie.link.gen.current, \
          pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max, \
          ecc.errors.corrected.volatile.total, ecc.errors.uncorrected.volatile.total, \
          mig.mode.current"
@@ -145,6 +145,8 @@ fn every_gpu_field_has_nvidia_smis_header_unit_and_value() {
 
 /// Issue 24: the graphics clock and its maximum, added through the field table (issue 21
 /// §1), under nvidia-smi's names and aliases; the T4's fake does not answer them: `[N/A]`.
+/// The header is nvidia-smi's: it names a clock by its long name whichever was asked
+/// (`nvidia-smi --query-gpu=clocks.max.gr` prints `clocks.max.graphics [MHz]`).
 #[test]
 fn graphics_clocks_are_nvidia_smis_clocks_gr_and_clocks_max_gr() {
     let (code, out, err) = Fake::new(&fixture()).run(&[
@@ -154,7 +156,7 @@ fn graphics_clocks_are_nvidia_smis_clocks_gr_and_clocks_max_gr() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out,
-        "index, clocks.gr [MHz], clocks.max.gr [MHz], clocks.gr [MHz], clocks.max.gr [MHz]\n\
+        "index, clocks.current.graphics [MHz], clocks.max.graphics [MHz], clocks.current.graphics [MHz], clocks.max.graphics [MHz]\n\
          0, 1740 MHz, 1985 MHz, 1740 MHz, 1985 MHz\n\
          1, [N/A], [N/A], [N/A], [N/A]\n"
     );
@@ -173,7 +175,7 @@ fn aliases_answer_under_nvidia_smis_own_name_and_timestamp_is_its_shape() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "name, pci.bus_id, uuid, clocks.sm [MHz], clocks.max.mem [MHz], timestamp"
+        "name, pci.bus_id, uuid, clocks.current.sm [MHz], clocks.max.memory [MHz], timestamp"
     );
     let (head, time) = lines[1].rsplit_once(", ").unwrap();
     assert_eq!(
