@@ -208,8 +208,26 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn a_point_is_160_bytes() {
-        assert_eq!(std::mem::size_of::<HistoryPoint>(), 160);
+    fn a_point_is_88_bytes() {
+        // 8,000 GPUs x 300 points: 201 MiB of points (it was 366 MiB at 160 bytes a point).
+        assert_eq!(std::mem::size_of::<HistoryPoint>(), 88);
+    }
+
+    #[test]
+    fn a_point_keeps_unknown_apart_from_zero_and_compares_unknowns_equal() {
+        use crate::reading::fields::Key;
+        let t = std::time::UNIX_EPOCH;
+        let mut p = HistoryPoint::at(t);
+        assert_eq!(p.get(Key::Power), None, "unknown, not 0");
+        p.set(Key::Power, Some(0.0));
+        assert_eq!(p.get(Key::Power), Some(0.0), "a real zero");
+        p.set(Key::Util, Some(f64::NAN));
+        assert_eq!(p.get(Key::Util), None, "NaN is no reading");
+        let mut q = HistoryPoint::at(t);
+        q.set(Key::Power, Some(0.0));
+        assert_eq!(p, q, "unknown equals unknown");
+        q.set(Key::Temperature, Some(71.0));
+        assert_ne!(p, q);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 mod answer;
 pub mod api;
 mod fleet;
+mod heap;
 mod history;
 mod mig;
 pub mod series;
@@ -130,6 +131,26 @@ impl PrometheusSource {
 
 impl GpuSource for PrometheusSource {
     fn sample(&mut self) -> Result<Sample, SourceError> {
+        let sample = self.refresh();
+        // The answers and the window are freed by now; a large fleet's would otherwise stay
+        // resident (`heap`).
+        if sample
+            .as_ref()
+            .is_ok_and(|s| s.gpus.len() >= heap::TRIM_FROM_GPUS)
+        {
+            heap::give_back_freed();
+        }
+        sample
+    }
+
+    fn notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+}
+
+impl PrometheusSource {
+    /// One refresh: the instant answer, the history since the last, the hosts seen and gone.
+    fn refresh(&mut self) -> Result<Sample, SourceError> {
         let now = (self.clock)();
         let secs = now
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -176,13 +197,6 @@ impl GpuSource for PrometheusSource {
         self.note_unindexed(&fleet.unindexed);
         Ok(out)
     }
-
-    fn notices(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notices)
-    }
-}
-
-impl PrometheusSource {
     /// Forgets hosts unseen for `FORGET_AFTER`, and the longest unseen beyond `MAX_GPUS`
     /// GPUs remembered, so hosts that come and go cost nothing once gone.
     fn forget(&mut self, now: SystemTime) {
