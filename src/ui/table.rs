@@ -6,7 +6,7 @@
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
@@ -110,38 +110,78 @@ impl Grid {
             return;
         };
         for (line, span) in self.header.iter().zip(&self.spans) {
-            line.render(
-                Rect {
-                    x: span.x,
-                    width: span.width,
-                    ..header
-                },
-                buf,
-            );
+            let cell = Rect {
+                x: span.x,
+                width: span.width,
+                ..header
+            };
+            put_line(line, cell, buf);
         }
         let selected = self
             .selected
             .map(|s| s.min(self.rows.len().saturating_sub(1)));
         let mut selected_line = None;
         for (i, (row, line)) in self.rows.iter().zip(lines).enumerate() {
-            buf.set_style(line, row.style);
-            for (cell, span) in row.cells.iter().zip(&self.spans) {
-                cell.render(
-                    Rect {
-                        x: span.x,
-                        width: span.width,
-                        ..line
-                    },
-                    buf,
-                );
+            restyle(buf, line, row.style);
+            for (words, span) in row.cells.iter().zip(&self.spans) {
+                let cell = Rect {
+                    x: span.x,
+                    width: span.width,
+                    ..line
+                };
+                put_line(words, cell, buf);
             }
             if selected == Some(i) {
                 selected_line = Some(line);
             }
         }
         if let Some(line) = selected_line {
-            buf.set_style(line, self.highlight);
+            restyle(buf, line, self.highlight);
         }
+    }
+}
+
+/// `Buffer::set_style`, which visits every cell even for the plain style that changes none.
+fn restyle(buf: &mut Buffer, area: Rect, style: Style) {
+    if style != Style::default() {
+        buf.set_style(area, style);
+    }
+}
+
+/// Draws `line` in the one-line `area` as `Line`'s own rendering does, cell for cell. Most
+/// cells are one span of printable ASCII (numbers, names, plain commands): each byte is then
+/// one grapheme one column wide, written straight into its cell instead of through
+/// grapheme segmentation and a width lookup per character. Anything else (a cut cell's
+/// `…`, a `⚠`, a wide character, several spans) is drawn by ratatui.
+fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
+    let [span] = line.spans.as_slice() else {
+        return line.render(area, buf);
+    };
+    let text = span.content.as_ref();
+    if !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+        return line.render(area, buf);
+    }
+    let area = area.intersection(buf.area);
+    if area.is_empty() || text.is_empty() {
+        return;
+    }
+    let area = Rect { height: 1, ..area };
+    restyle(buf, area, line.style);
+    let (width, room) = (text.len(), usize::from(area.width));
+    // Where it starts and how much of its left is cut, by its alignment (as `Line` does: a
+    // line too long for the area loses its right end, a right-aligned one its left).
+    let (indent, skip) = match line.alignment {
+        Some(Alignment::Right) if width <= room => (room - width, 0),
+        Some(Alignment::Right) => (0, width - room),
+        Some(Alignment::Center) if width <= room => ((room - width) / 2, 0),
+        Some(Alignment::Center) => (0, (width - room) / 2),
+        Some(Alignment::Left) | None => (0, 0),
+    };
+    let shown = &text[skip..text.len().min(skip + room - indent)];
+    for (i, x) in (area.x + indent as u16..).take(shown.len()).enumerate() {
+        buf[(x, area.y)]
+            .set_symbol(&shown[i..=i])
+            .set_style(span.style);
     }
 }
 
@@ -313,10 +353,16 @@ mod tests {
                 .map(|i| GridRow {
                     style: styles[i % styles.len()],
                     cells: vec![
-                        Line::from(format!("{i}")).right_aligned(),
+                        // Wider than its column from 1000 on: its left end is cut.
+                        Line::from(format!("{}", 10_u64.pow(i as u32))).right_aligned(),
                         // Wider than its column: cut where the table cut it.
                         Line::from(format!("user-with-a-long-name-{i}")),
-                        Line::from(format!("python train.py --rank {i} ⚠ 漢字")),
+                        if i % 2 == 0 {
+                            Line::from(format!("python train.py --rank {i} ⚠ 漢字"))
+                        } else {
+                            Line::styled(format!("python3 -m torch.run {i}"), Style::new().red())
+                                .centered()
+                        },
                     ],
                 })
                 .collect(),
