@@ -19,7 +19,10 @@
 #        round into FILE, at PERF_FREQ samples/s, default 499), SMAPS=FILE (copy gpuwatch's
 #        /proc/PID/smaps at the end: which mappings the RSS is), STRACE=FILE (strace -c -f
 #        gpuwatch's last round), KEYS="0 d" (tmux send-keys these to gpuwatch once its first
-#        data frame is up: measure a view, e.g. the GPU detail view with "0 d")
+#        data frame is up: measure a view, e.g. the GPU detail view with "0 d"),
+#        CALLGRIND=FILE (gpuwatch's last round under valgrind's callgrind, counting from two
+#        seconds after its first data frame to the end: instructions executed, which the
+#        machine's load does not move, per function; that round's CPU row is valgrind's)
 # Targets (issue 25, as ratios to nvtop at 8 GPUs / 20 processes / 200x50): CPU <= 0.5x,
 # private memory <= 0.8x, peak RSS <= 1x, bytes to the terminal <= 1x; first frame <= 50 ms.
 set -euo pipefail
@@ -182,6 +185,9 @@ measure() {
     fi
     # Bytes after the first two seconds are steady state: numbers changing, nothing else.
     sleep 2
+    if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${CALLGRIND:-}" ]; then
+        callgrind_control --instr=on "$pid" >/dev/null
+    fi
     local bytes_warm t_warm bytes_end t_end
     bytes_warm=$(stat -c %s "$out")
     t_warm=$(date +%s%N)
@@ -201,6 +207,10 @@ measure() {
     if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${SMAPS:-}" ]; then cp "/proc/$pid/smaps" "$SMAPS"; fi
     tmux -L "$SOCKET" send-keys -t 0 q
     sleep 0.5
+    # valgrind writes its counts as the program exits, which takes it a few seconds.
+    if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${CALLGRIND:-}" ]; then
+        for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
     tmux -L "$SOCKET" kill-server 2>/dev/null || true
     if [ -n "$strace_pid" ]; then wait "$strace_pid" || true; fi
     if [ -n "$perf_pid" ]; then wait "$perf_pid" || true; fi
@@ -215,7 +225,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
     last=0
     [ "$r" = "$ROUNDS" ] && last=1
     echo "round $r/$ROUNDS ..." >&2
-    measure gpuwatch "H100" "$last" "'$(realpath "$BIN")' --nvml-lib '$(realpath "$LIB")' ${GPUWATCH_ARGS:-}"
+    under=""
+    if [ "$last" = 1 ] && [ -n "${CALLGRIND:-}" ]; then
+        under="valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file='$(realpath -m "$CALLGRIND")'"
+    fi
+    measure gpuwatch "H100" "$last" "$under '$(realpath "$BIN")' --nvml-lib '$(realpath "$LIB")' ${GPUWATCH_ARGS:-}"
     if [ -n "$NVTOP" ]; then
         measure nvtop "Device 0" "$last" "'$NVTOP' -d 10"
     fi

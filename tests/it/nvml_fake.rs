@@ -294,6 +294,44 @@ fn a_gpu_lost_mid_run_keeps_its_slot_and_identity_and_resumes() {
 }
 
 #[test]
+fn fixed_facts_are_read_once_and_again_when_a_lost_gpu_answers() {
+    let mut s = fixture();
+    let calls_dir = tempfile::tempdir().unwrap();
+    let calls = calls_dir.path().join("calls.json");
+    s["calls_file"] = json!(calls);
+    // What the H100 answers from tick 1 on is what a reset (tick 2, lost) brings out.
+    s["gpus"][0]["fields"]["max_clock_sm"] = json!([1980, 2100, 2100, 2100]);
+    s["gpus"][0]["fields"]["temperature_slowdown"] = json!([87, 80, 80, 80]);
+    s["gpus"][0]["lost_ticks"] = json!([2]);
+    let setup = Setup::new(&s);
+    let mut src = setup.open();
+    let fixed = |s: &Sample| {
+        let g = &s.gpus[0];
+        (
+            g.sm_clock_max.map(|c| c.0),
+            g.temperature_slowdown.map(|t| t.0),
+        )
+    };
+    assert_eq!(fixed(&sample(&mut src)), (Some(1980), Some(87)));
+    assert_eq!(
+        fixed(&sample(&mut src)),
+        (Some(1980), Some(87)),
+        "read once, not every sample"
+    );
+    assert_eq!(sample(&mut src).gpus[0].status, GpuStatus::Lost);
+    assert_eq!(
+        fixed(&sample(&mut src)),
+        (Some(2100), Some(80)),
+        "the GPU that came back is read again"
+    );
+    drop(src); // nvmlShutdown writes the call counts.
+    let counts: Value = serde_json::from_str(&std::fs::read_to_string(&calls).unwrap()).unwrap();
+    // The name too: the H100's at the start and after the loss, the T4's once.
+    assert_eq!(counts["nvmlDeviceGetName"], 3, "{counts:#}");
+    assert_eq!(counts["nvmlDeviceGetPciInfo_v3"], 3, "{counts:#}");
+}
+
+#[test]
 fn a_gpu_whose_handle_fails_is_lost_too() {
     let mut s = fixture();
     s["gpus"][0]["lost_ticks"] = json!([1]);
@@ -337,8 +375,13 @@ fn unsupported_queries_are_asked_once_and_failing_ones_every_sample() {
         counts["nvmlDeviceGetMaxPcieLinkGeneration"], 2,
         "{counts:#}"
     );
-    // Slowdown threshold: the T4 lacks it; shutdown threshold likewise: 3 + 1 each.
-    assert_eq!(counts["nvmlDeviceGetTemperatureThreshold"], 8, "{counts:#}");
+    // The thresholds are the board's: the H100's two read once, the T4 lacks both (asked
+    // once each): 2 + 2, not one call per GPU per sample.
+    assert_eq!(counts["nvmlDeviceGetTemperatureThreshold"], 4, "{counts:#}");
+    // Maximum clocks (SM, memory, graphics) likewise: the H100's 3 once, the T4's 3 refusals.
+    assert_eq!(counts["nvmlDeviceGetMaxClockInfo"], 6, "{counts:#}");
+    // The enforced power limit is not the board's: an administrator moves it any time.
+    assert_eq!(counts["nvmlDeviceGetEnforcedPowerLimit"], 6, "{counts:#}");
     // Power usage fails transiently on the H100 and works on the T4: 3 + 3.
     assert_eq!(counts["nvmlDeviceGetPowerUsage"], 6, "{counts:#}");
     assert_eq!(counts["nvmlDeviceGetCount_v2"], 3, "{counts:#}");

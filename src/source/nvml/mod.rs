@@ -91,6 +91,16 @@ enum Query {
 /// The GPU answered GPU_IS_LOST: stop asking it anything this sample.
 struct Lost;
 
+/// What a board answers the same way every time until it is reset: asked once.
+#[derive(Debug, Clone, Copy, Default)]
+struct Fixed {
+    temperature_slowdown: Option<u32>,
+    temperature_shutdown: Option<u32>,
+    sm_clock_max: Option<u32>,
+    memory_clock_max: Option<u32>,
+    graphics_clock_max: Option<u32>,
+}
+
 /// What gpuwatch remembers about one GPU index across samples.
 #[derive(Debug, Default)]
 struct Slot {
@@ -100,6 +110,13 @@ struct Slot {
     pci_bus_id: Option<String>,
     /// The link's maximum generation and width: fixed for the board in its slot, read once.
     pcie_max: Option<(Option<u32>, Option<u32>)>,
+    /// The board's temperature thresholds and maximum clocks: its firmware's, fixed while
+    /// it answers, read once (each was one NVML call per GPU per second).
+    fixed: Option<Fixed>,
+    /// The GPU stopped answering since its identity and fixed facts were read: when it
+    /// answers again (a reset, a driver reload) they are read again, since what came back
+    /// may differ.
+    lost_since_read: bool,
     /// Queries this device answered NotSupported / NoPermission / missing symbol: they will
     /// not start working while the driver stays loaded, so they are not asked again.
     never: HashSet<Query>,
@@ -136,6 +153,16 @@ impl Slot {
             // Anything else may be transient (a timeout, an odd value): ask again next time.
             Err(_) => Ok(None),
         }
+    }
+
+    /// Forgets what was read once about the board (name, bus id, link maximum, fixed
+    /// facts) so that the next answer reads it again: after the GPU was lost.
+    fn forget_fixed(&mut self) {
+        self.name = None;
+        self.pci_bus_id = None;
+        self.pcie_max = None;
+        self.fixed = None;
+        self.lost_since_read = false;
     }
 
     fn lost_reading(&self, index: u32) -> GpuReading {
@@ -297,7 +324,10 @@ impl GpuSource for NvmlSource {
                     listed.extend(procs.into_iter().map(|p| (reading.id.clone(), p)));
                     reading
                 }
-                Err(Lost) => slot.lost_reading(index),
+                Err(Lost) => {
+                    slot.lost_since_read = true;
+                    slot.lost_reading(index)
+                }
             };
             reading.health.xid = self.lib.xid(&reading.id.0);
             gpus.push(reading);

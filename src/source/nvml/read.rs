@@ -12,7 +12,7 @@ use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSample};
 
-use super::{GpuProc, Lost, Query, Slot};
+use super::{Fixed, GpuProc, Lost, Query, Slot};
 use crate::reading::throttle::ThrottleReason;
 use crate::reading::{ComputeMode, GpuId, GpuReading, ProcKind};
 use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
@@ -37,6 +37,10 @@ pub(super) fn read_gpu(
             uuid: Some(uuid.clone()),
             ..Slot::default()
         };
+    }
+    if std::mem::take(&mut s.lost_since_read) {
+        // It answers again after being lost: a reset board may come back different.
+        s.forget_fixed();
     }
     if s.name.is_none() {
         s.name = s.ask(Query::Name, || d.name())?;
@@ -113,22 +117,16 @@ fn read_counters_fallback(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Resul
 }
 
 fn read_thermal_and_power(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result<(), Lost> {
+    let fixed = read_fixed(d, s)?;
     g.temperature = s
         .ask(Query::Temperature, || d.temperature(TemperatureSensor::Gpu))?
         .map(Celsius);
-    g.temperature_slowdown = s
-        .ask(Query::TempSlowdown, || {
-            d.temperature_threshold(TemperatureThreshold::Slowdown)
-        })?
-        .map(Celsius);
-    g.temperature_shutdown = s
-        .ask(Query::TempShutdown, || {
-            d.temperature_threshold(TemperatureThreshold::Shutdown)
-        })?
-        .map(Celsius);
+    g.temperature_slowdown = fixed.temperature_slowdown.map(Celsius);
+    g.temperature_shutdown = fixed.temperature_shutdown.map(Celsius);
     g.power = s
         .ask(Query::Power, || d.power_usage())?
         .map(Watts::from_milliwatts);
+    // Not fixed: an administrator (`nvidia-smi -pl`) or a power manager moves it at any time.
     g.power_limit = s
         .ask(Query::PowerLimit, || d.enforced_power_limit())?
         .map(Watts::from_milliwatts);
@@ -139,26 +137,55 @@ fn read_thermal_and_power(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Resul
     Ok(())
 }
 
+/// The board's thresholds and maximum clocks, asked the first time and kept (`Fixed`).
+/// A transient failure is not kept: a fact that did not answer is asked again next time.
+fn read_fixed(d: &Device, s: &mut Slot) -> Result<Fixed, Lost> {
+    if let Some(fixed) = s.fixed {
+        return Ok(fixed);
+    }
+    let fixed = Fixed {
+        temperature_slowdown: s.ask(Query::TempSlowdown, || {
+            d.temperature_threshold(TemperatureThreshold::Slowdown)
+        })?,
+        temperature_shutdown: s.ask(Query::TempShutdown, || {
+            d.temperature_threshold(TemperatureThreshold::Shutdown)
+        })?,
+        sm_clock_max: s.ask(Query::SmClockMax, || d.max_clock_info(Clock::SM))?,
+        memory_clock_max: s.ask(Query::MemClockMax, || d.max_clock_info(Clock::Memory))?,
+        graphics_clock_max: s.ask(Query::GraphicsClockMax, || {
+            d.max_clock_info(Clock::Graphics)
+        })?,
+    };
+    // Kept only when every fact answered or can never answer (`Slot::never`): a timeout
+    // leaves a hole that the next sample fills.
+    let complete = [
+        (fixed.temperature_slowdown.is_some(), Query::TempSlowdown),
+        (fixed.temperature_shutdown.is_some(), Query::TempShutdown),
+        (fixed.sm_clock_max.is_some(), Query::SmClockMax),
+        (fixed.memory_clock_max.is_some(), Query::MemClockMax),
+        (fixed.graphics_clock_max.is_some(), Query::GraphicsClockMax),
+    ]
+    .iter()
+    .all(|&(known, q)| known || s.never.contains(&q));
+    if complete {
+        s.fixed = Some(fixed);
+    }
+    Ok(fixed)
+}
+
 fn read_clocks_and_links(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result<(), Lost> {
+    let fixed = read_fixed(d, s)?;
+    g.sm_clock_max = fixed.sm_clock_max.map(MegaHertz);
+    g.memory_clock_max = fixed.memory_clock_max.map(MegaHertz);
+    g.graphics_clock_max = fixed.graphics_clock_max.map(MegaHertz);
     g.sm_clock = s
         .ask(Query::SmClock, || d.clock_info(Clock::SM))?
         .map(MegaHertz);
     g.memory_clock = s
         .ask(Query::MemClock, || d.clock_info(Clock::Memory))?
         .map(MegaHertz);
-    g.sm_clock_max = s
-        .ask(Query::SmClockMax, || d.max_clock_info(Clock::SM))?
-        .map(MegaHertz);
-    g.memory_clock_max = s
-        .ask(Query::MemClockMax, || d.max_clock_info(Clock::Memory))?
-        .map(MegaHertz);
     g.graphics_clock = s
         .ask(Query::GraphicsClock, || d.clock_info(Clock::Graphics))?
-        .map(MegaHertz);
-    g.graphics_clock_max = s
-        .ask(Query::GraphicsClockMax, || {
-            d.max_clock_info(Clock::Graphics)
-        })?
         .map(MegaHertz);
     // P-states are 0..=15; NVML_PSTATE_UNKNOWN (32) is not a reading.
     g.pstate = s
