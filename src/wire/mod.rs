@@ -19,6 +19,7 @@ mod cut;
 mod gpu;
 mod lookup;
 mod process;
+mod readings;
 pub mod recording;
 mod v1;
 mod warning;
@@ -36,6 +37,7 @@ pub use gpu::{
 };
 pub use lookup::Lookup;
 pub use process::{ContextDoc, Proc, ProcType};
+pub use readings::Readings;
 pub use warning::{Severity, SubjectKind, Warning, WarningKind};
 
 use crate::reading::{HostInfo, HostStatus, Sample};
