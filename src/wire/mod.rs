@@ -47,8 +47,9 @@ pub const SCHEMA_MAJOR: u32 = 2;
 /// The minor version this gpuwatch writes; any minor of `SCHEMA_MAJOR` is read.
 /// Minor 2 added the host's load, GPU health counters and warnings, vendors, MIG
 /// instances, PCIe maxima, per-process peaks and parents; minor 3 the outside lookups;
-/// minor 4 the source's cuts, Slurm array tasks and the `squatter` warning.
-pub const SCHEMA_MINOR: u32 = 4;
+/// minor 4 the source's cuts, Slurm array tasks and the `squatter` warning; minor 5 the video
+/// clock.
+pub const SCHEMA_MINOR: u32 = 5;
 
 /// The host that took the sample. The load fields came with minor 2: an older document
 /// lacks them, which reads as unknown.

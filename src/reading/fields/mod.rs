@@ -37,6 +37,7 @@ pub enum Key {
     MemoryClockMax,
     GraphicsClock,
     GraphicsClockMax,
+    VideoClock,
     Pstate,
     EncoderUtil,
     DecoderUtil,

@@ -530,6 +530,23 @@ const READINGS: &[Field] = &[
         )],
     },
     Field {
+        key: Key::VideoClock,
+        json: mhz("clocks_video"),
+        get: |g| hertz(g.video_clock),
+        set: Some(|g, v| g.video_clock = to_mhz(v)),
+        native: gauge(
+            "gpuwatch_gpu_video_clock_hertz",
+            "Video encoder/decoder clock.",
+        ),
+        dcgm: dcgm_read("DCGM_FI_DEV_VIDEO_CLOCK", Scale::Per(MHZ)),
+        smi: &[smi(
+            "clocks.video",
+            &["clocks.current.video"],
+            Shown::MHz,
+            "Video encoder/decoder clock.",
+        )],
+    },
+    Field {
         key: Key::Pstate,
         json: integer("pstate"),
         get: |g| whole_f(g.pstate),

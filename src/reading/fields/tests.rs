@@ -34,6 +34,7 @@ pub(crate) fn every_field_known() -> GpuReading {
     g.memory_clock_max = Some(MegaHertz(2620));
     g.graphics_clock = Some(MegaHertz(1740));
     g.graphics_clock_max = Some(MegaHertz(1985));
+    g.video_clock = Some(MegaHertz(1635));
     g.pstate = Some(2);
     g.encoder_util = Some(Percent(5));
     g.decoder_util = Some(Percent(7));
