@@ -1,7 +1,8 @@
 //! The public JSON document, both ways: the snapshot (`--once --json`, `/api/v1/snapshot`,
 //! read back by `--remote`) and the sample lines of a recording share its types, which are
 //! separate from the internal ones so the format changes only on purpose. Owns the field
-//! names, the units (base units: bytes, °C, W, %, MHz, J, seconds) and the version rule;
+//! names, the units (base units: bytes, °C, W, %, MHz, J, seconds) and the version rule; a
+//! GPU's numeric readings are named, scaled and typed by the field table (`readings`);
 //! must not know the words shown to people (the caller passes a warning's message in).
 //! docs/json.md and docs/gpuwatch-snapshot.schema.json describe it. A warning's kind is
 //! named by its `WarningCode` everywhere. Imports only the readings vocabulary and units:
