@@ -1,14 +1,13 @@
 //! One GPU in the public JSON document, both ways. Names follow `nvidia-smi --query-gpu`
 //! (and gpustat's `--json`) in snake_case; units are base units (bytes, °C, W, %, MHz, J).
 //! Owns the members that are not numeric readings (identity, throttle reasons, modes, MIG,
-//! pods, the nested health objects) and the order of the object; the numeric readings are
-//! the field table's (`wire::readings`), the values `reading::GpuReading`.
+//! pods, the nested health objects) and the conversion; the numeric readings are the field
+//! table's (`wire::readings`), the object's order and serde `wire::gpu_json`'s, the values
+//! `reading::GpuReading`.
 
-use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::readings::Readings;
-use crate::reading::fields::Key;
 use crate::reading::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
 use crate::reading::mig::MigReading;
 use crate::reading::throttle::ThrottleReason;
@@ -25,17 +24,16 @@ pub enum Status {
 }
 
 /// A GPU as the document carries it. Every reading is `null` when unknown, never a
-/// made-up number; `0` is a real zero.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// made-up number; `0` is a real zero. Written and read by `gpu_json` (the members' order,
+/// and which may be missing from an older document).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Gpu {
     pub index: u32,
     pub uuid: String,
     /// The watched host the GPU is on (`--remote`); `null` for one host.
-    #[serde(default)]
     pub host: Option<String>,
     pub name: String,
     /// `nvidia`, `amd` or `intel` (2.2); `null` when the writer did not say.
-    #[serde(default)]
     pub vendor: Option<String>,
     pub status: Status,
     pub pci_bus_id: Option<String>,
@@ -43,83 +41,23 @@ pub struct Gpu {
     /// (`utilization_gpu`, `memory_used`, `clocks_sm`, …; names after nvidia-smi's): each
     /// row's `json` part says its name, unit and JSON type. A member an older document
     /// lacks reads as unknown.
-    #[serde(flatten)]
     pub readings: Readings,
     /// Why the clocks are held down now (`clocks_throttle_reasons.*`), as snake_case names;
     /// `[]` when nothing holds them.
     pub clocks_throttle_reasons: Option<Vec<String>>,
     /// (2.3) `compute_mode`: `default`, `exclusive_process`, `prohibited`, `exclusive_thread`.
-    #[serde(default)]
     pub compute_mode: Option<String>,
     /// (2.2) Its MIG instances while MIG is on; `[]` otherwise.
-    #[serde(default)]
     pub mig_devices: Vec<MigDoc>,
     /// The Kubernetes pods the kubelet allocated this GPU to (2.1); `[]` off Kubernetes.
-    #[serde(default)]
     pub pods: Vec<PodDoc>,
     /// Page retirement (2.2, `retired_pages.*`); `null` where the board has none.
-    #[serde(default)]
     pub retired_pages: Option<RetiredPagesDoc>,
     /// Row remapping (2.2, `remapped_rows.*`); `null` before Ampere or when unknown.
-    #[serde(default)]
     pub remapped_rows: Option<RemappedRowsDoc>,
     /// Critical XID errors since gpuwatch started watching (2.2); `null` where the GPU does
     /// not deliver XID events.
-    #[serde(default)]
     pub xid_errors: Option<XidDoc>,
-}
-
-/// The members that are not field-table readings, and the reading each is written just
-/// before: the place it had when it was added (2.0–2.3), so the document's order stays as
-/// it was and a new reading (appended to its part of the table) moves no other member.
-const BEFORE_THROTTLE_REASONS: Key = Key::EccUncorrected;
-const BEFORE_COMPUTE_MODE: Key = Key::PersistenceMode;
-/// MIG instances and pods come between the device's readings and its health counters.
-const BEFORE_MIG_DEVICES: Key = Key::MemoryTemperature;
-
-impl Serialize for Gpu {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("index", &self.index)?;
-        m.serialize_entry("uuid", &self.uuid)?;
-        m.serialize_entry("host", &self.host)?;
-        m.serialize_entry("name", &self.name)?;
-        m.serialize_entry("vendor", &self.vendor)?;
-        m.serialize_entry("status", &self.status)?;
-        m.serialize_entry("pci_bus_id", &self.pci_bus_id)?;
-        let (mut throttle, mut mode, mut mig) = (false, false, false);
-        for (key, name, value) in self.readings.written() {
-            if key == BEFORE_THROTTLE_REASONS {
-                m.serialize_entry("clocks_throttle_reasons", &self.clocks_throttle_reasons)?;
-                throttle = true;
-            }
-            if key == BEFORE_COMPUTE_MODE {
-                m.serialize_entry("compute_mode", &self.compute_mode)?;
-                mode = true;
-            }
-            if key == BEFORE_MIG_DEVICES {
-                m.serialize_entry("mig_devices", &self.mig_devices)?;
-                m.serialize_entry("pods", &self.pods)?;
-                mig = true;
-            }
-            m.serialize_entry(name, &value)?;
-        }
-        // Never lost should a table row move: written last instead.
-        if !throttle {
-            m.serialize_entry("clocks_throttle_reasons", &self.clocks_throttle_reasons)?;
-        }
-        if !mode {
-            m.serialize_entry("compute_mode", &self.compute_mode)?;
-        }
-        if !mig {
-            m.serialize_entry("mig_devices", &self.mig_devices)?;
-            m.serialize_entry("pods", &self.pods)?;
-        }
-        m.serialize_entry("retired_pages", &self.retired_pages)?;
-        m.serialize_entry("remapped_rows", &self.remapped_rows)?;
-        m.serialize_entry("xid_errors", &self.xid_errors)?;
-        m.end()
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -18,6 +18,7 @@
 mod code;
 mod cut;
 mod gpu;
+mod gpu_json;
 mod lookup;
 mod process;
 mod readings;

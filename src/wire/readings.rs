@@ -2,12 +2,12 @@
 //! every row whose JSON member sits in the GPU object itself (`utilization_gpu`, `clocks_sm`,
 //! …) is written and read here by its row's name, unit and JSON type, so a new numeric
 //! reading needs no edit in `wire`. Members of a nested object (`remapped_rows.pending`)
-//! stay the structures `wire::gpu` writes. Owns the conversion between a JSON value and a
-//! base-unit value only; where a member sits in the object is `wire::gpu`'s.
+//! stay the structures of `wire::gpu`. Owns the conversion between a JSON value and a
+//! base-unit value only; where a member sits in the object is `wire::gpu_json`'s.
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, MapAccess};
 use serde::{Serialize, Serializer};
 
 use crate::reading::fields::{Field, Json, JsonKind, Key, TABLE};
@@ -20,13 +20,42 @@ pub struct Readings([Option<f64>; TABLE.len()]);
 
 /// The rows the GPU object carries as members of its own, in table order.
 pub(super) fn members() -> impl Iterator<Item = (usize, &'static Field, Json)> {
-    TABLE
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| f.json.filter(Json::is_flat).map(|j| (i, f, j)))
+    MEMBERS[..MEMBERS_LEN].iter().map(|&i| {
+        (
+            i,
+            &TABLE[i],
+            TABLE[i].json.expect("a member has a JSON name"),
+        )
+    })
+}
+
+/// The table's indices of `members()`, worked out once at compile time: a GPU object is read
+/// member by member, and each is looked up here.
+const MEMBERS: [usize; TABLE.len()] = member_rows().0;
+const MEMBERS_LEN: usize = member_rows().1;
+
+const fn member_rows() -> ([usize; TABLE.len()], usize) {
+    let mut rows = [0; TABLE.len()];
+    let mut n = 0;
+    let mut i = 0;
+    while i < TABLE.len() {
+        if let Some(json) = TABLE[i].json
+            && json.is_flat()
+        {
+            rows[n] = i;
+            n += 1;
+        }
+        i += 1;
+    }
+    (rows, n)
 }
 
 impl Readings {
+    /// Nothing known.
+    pub fn unknown() -> Readings {
+        Readings([None; TABLE.len()])
+    }
+
     pub fn of(g: &GpuReading) -> Readings {
         let mut values = [None; TABLE.len()];
         for (i, f, _) in members() {
@@ -42,12 +71,6 @@ impl Readings {
                 set(g, v);
             }
         }
-    }
-
-    /// The reading of `key` in base units; `None` when unknown or not a flat member.
-    pub fn get(&self, key: Key) -> Option<f64> {
-        let i = TABLE.iter().position(|f| f.key == key)?;
-        self.0[i]
     }
 
     /// Each member's name and its value as the document writes it.
@@ -84,8 +107,14 @@ impl Serialize for Member {
 
 /// A member's JSON value as a base-unit value: `Ok(None)` for `null`; an error naming the
 /// member when the value has the wrong type, or is one the reading cannot hold (a
-/// percentage past `u32`).
-fn parse(f: &Field, json: Json, value: serde_json::Value) -> Result<Option<f64>, String> {
+/// temperature past `u32`). `scratch` is any reading: the row's setter and getter are tried
+/// on it.
+fn parse(
+    f: &Field,
+    json: Json,
+    value: serde_json::Value,
+    scratch: &mut GpuReading,
+) -> Result<Option<f64>, String> {
     use serde_json::Value;
     let doc = match (json.kind, &value) {
         (_, Value::Null) => return Ok(None),
@@ -102,45 +131,55 @@ fn parse(f: &Field, json: Json, value: serde_json::Value) -> Result<Option<f64>,
     let doc = doc.ok_or_else(|| format!("{}: expected {wanted}, found {value}", json.name))?;
     let base = json.from_doc(doc);
     // The setter leaves a value it cannot hold unknown; a document that says so is wrong.
-    let mut scratch = GpuReading::absent(GpuId(String::new()), 0, "");
     if let Some(set) = f.set {
-        set(&mut scratch, base);
+        set(scratch, base);
     }
-    match (f.get)(&scratch) {
+    match (f.get)(scratch) {
         Some(_) => Ok(Some(base)),
         None => Err(format!("{}: {value} is out of range", json.name)),
     }
 }
 
-impl<'de> Deserialize<'de> for Readings {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Readings, D::Error> {
-        d.deserialize_map(ReadingsVisitor)
-    }
+/// Reads a GPU object's members into readings: `read` takes each member's value (or skips
+/// one that is not a reading), `Reader::done` gives the readings.
+pub(super) struct Reader {
+    values: [Option<f64>; TABLE.len()],
+    /// Where in `MEMBERS` the next member is looked for first: a document written in table
+    /// order (every gpuwatch's) then finds each at once.
+    next: usize,
+    /// Where setters are tried (one per GPU, not per member: each row sets its own field).
+    scratch: GpuReading,
 }
 
-struct ReadingsVisitor;
-
-impl<'de> Visitor<'de> for ReadingsVisitor {
-    type Value = Readings;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a GPU's readings")
+impl Reader {
+    pub(super) fn new() -> Reader {
+        Reader {
+            values: [None; TABLE.len()],
+            next: 0,
+            scratch: GpuReading::absent(GpuId(String::new()), 0, ""),
+        }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Readings, A::Error> {
-        let mut values = [None; TABLE.len()];
-        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match members().find(|(_, _, j)| j.name == name) {
-                Some((i, f, j)) => {
-                    let value = map.next_value()?;
-                    values[i] = parse(f, j, value).map_err(de::Error::custom)?;
-                }
-                // Another member of the GPU object, or one from a newer minor version.
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(Readings(values))
+    /// Takes the value of member `name` from `map` when it is a reading; `false` (value left
+    /// in the map) when it is not.
+    pub(super) fn read<'de, A: MapAccess<'de>>(
+        &mut self,
+        name: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        let at = |k: usize| TABLE[MEMBERS[k % MEMBERS_LEN]].json.map(|j| j.name);
+        let Some(k) = (self.next..self.next + MEMBERS_LEN).find(|&k| at(k) == Some(name)) else {
+            return Ok(false);
+        };
+        self.next = (k + 1) % MEMBERS_LEN;
+        let i = MEMBERS[k % MEMBERS_LEN];
+        let (f, j) = (&TABLE[i], TABLE[i].json.expect("a member has a JSON name"));
+        let value = map.next_value()?;
+        self.values[i] = parse(f, j, value, &mut self.scratch).map_err(de::Error::custom)?;
+        Ok(true)
+    }
+
+    pub(super) fn done(self) -> Readings {
+        Readings(self.values)
     }
 }

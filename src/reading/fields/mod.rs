@@ -175,8 +175,16 @@ impl Json {
     }
 
     /// A member of the GPU object itself, not of a nested one.
-    pub fn is_flat(&self) -> bool {
-        !self.name.contains('.')
+    pub const fn is_flat(&self) -> bool {
+        let name = self.name.as_bytes();
+        let mut i = 0;
+        while i < name.len() {
+            if name[i] == b'.' {
+                return false;
+            }
+            i += 1;
+        }
+        true
     }
 }
 
