@@ -39,7 +39,7 @@ pstate temperature.gpu temperature.memory utilization.gpu utilization.memory uti
 utilization.decoder memory.total memory.reserved memory.used memory.free power.draw power.limit \
 enforced.power.limit clocks.gr clocks.current.graphics clocks.sm clocks.current.sm clocks.mem \
 clocks.current.memory clocks.max.gr clocks.max.graphics clocks.max.sm clocks.max.mem \
-clocks.max.memory fan.speed pcie.link.gen.current pcie.link.gen.max pcie.link.width.current \
+clocks.max.memory clocks.video clocks.current.video fan.speed pcie.link.gen.current pcie.link.gen.gpucurrent pcie.link.gen.max pcie.link.width.current \
 pcie.link.width.max ecc.errors.corrected.volatile.total ecc.errors.uncorrected.volatile.total \
 compute_mode persistence_mode mig.mode.current"
 for f in $SHAPE_FIELDS; do

@@ -272,6 +272,7 @@ pub unsafe extern "C" fn nvmlDeviceGetClockInfo(d: Device, kind: c_uint, mhz: *m
         0 => field("nvmlDeviceGetClockInfo", d, "clock_graphics", mhz),
         1 => field("nvmlDeviceGetClockInfo", d, "clock_sm", mhz),
         2 => field("nvmlDeviceGetClockInfo", d, "clock_memory", mhz),
+        3 => field("nvmlDeviceGetClockInfo", d, "clock_video", mhz),
         _ => with_gpu("nvmlDeviceGetClockInfo", d, |_, _| ERROR_NOT_SUPPORTED),
     }
 }

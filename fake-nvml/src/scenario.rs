@@ -99,6 +99,7 @@ pub const FIELDS: &[&str] = &[
     "max_clock_memory",            // MHz
     "clock_graphics",              // MHz (NVML_CLOCK_GRAPHICS)
     "max_clock_graphics",          // MHz
+    "clock_video",                 // MHz (NVML_CLOCK_VIDEO)
     "pstate",                      // 0..15 (32 = unknown)
     "encoder_util",                // %
     "decoder_util",                // %

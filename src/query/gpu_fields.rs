@@ -1,7 +1,8 @@
 //! The `--query-gpu` catalogue: one row per field nvidia-smi names (its name, its aliases, the
-//! unit its CSV header and values carry) and where gpuwatch reads it: a `fields::Key` of the
-//! field table for every numeric reading (never a second getter of it), or a small function
-//! for identities, enums and gpuwatch's own `gpuwatch.*` extras. No formatting of rows here.
+//! unit its CSV header and values carry) and where gpuwatch reads it. Every numeric reading
+//! comes from the field table, names and all (a row's `smi` part: a new reading needs no
+//! edit here); this file holds the rest, small functions for identities, enums and
+//! gpuwatch's own `gpuwatch.*` extras. No formatting of rows here.
 
 use std::time::SystemTime;
 
@@ -19,22 +20,7 @@ pub struct Ctx<'a> {
     pub count: usize,
 }
 
-/// How a field-table reading (in base units) is written, as nvidia-smi writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shown {
-    /// Bytes as whole MiB, rounded down (nvidia-smi divides NVML's bytes by 1 MiB).
-    MiB,
-    /// A 0-1 ratio as whole percent.
-    Percent,
-    /// Watts with two decimals (`71.29`).
-    Watts,
-    /// Hertz as whole MHz.
-    MHz,
-    /// A whole number as it is (°C, counts, link generation).
-    Whole,
-    /// `P0`..`P15`.
-    Pstate,
-}
+pub use crate::reading::fields::Shown;
 
 /// Where a field's value comes from.
 #[derive(Clone, Copy)]
@@ -57,23 +43,6 @@ pub struct GpuField {
     pub help: &'static str,
 }
 
-const fn table(
-    name: &'static str,
-    aliases: &'static [&'static str],
-    unit: Option<&'static str>,
-    key: Key,
-    shown: Shown,
-    help: &'static str,
-) -> GpuField {
-    GpuField {
-        name,
-        aliases,
-        unit,
-        get: Get::Table(key, shown),
-        help,
-    }
-}
-
 const fn other(
     name: &'static str,
     aliases: &'static [&'static str],
@@ -89,19 +58,25 @@ const fn other(
     }
 }
 
-const MIB: Option<&str> = Some("MiB");
-const PCT: Option<&str> = Some("%");
-const W: Option<&str> = Some("W");
-const MHZ: Option<&str> = Some("MHz");
+/// The unit nvidia-smi writes a field-table reading in (`memory.used [MiB]`, `58071 MiB`).
+pub const fn unit(shown: Shown) -> Option<&'static str> {
+    match shown {
+        Shown::MiB => Some("MiB"),
+        Shown::Percent => Some("%"),
+        Shown::Watts => Some("W"),
+        Shown::MHz => Some("MHz"),
+        Shown::Whole | Shown::Pstate => None,
+    }
+}
 
-use Shown::{MHz, MiB, Percent, Pstate, Watts, Whole};
+/// Every `--query-gpu` field, in the order `docs/query.md` lists them: the identities, the
+/// field table's readings in table order, then modes and gpuwatch's extras.
+pub const GPU_FIELDS: &[GpuField] = &catalogue();
 
-/// Every `--query-gpu` field, in the order `docs/query.md` lists them. One row a line: a
-/// table reads down better than rustfmt's one argument a line. A row's name is the one
-/// nvidia-smi's `--help-query-gpu` lists first (`"clocks.current.sm" or "clocks.sm"`), which
-/// is the name its CSV header prints whichever of the two was asked for.
+/// Who the GPU is. One row a line: a table reads down better than rustfmt's one argument a
+/// line.
 #[rustfmt::skip]
-pub const GPU_FIELDS: &[GpuField] = &[
+const IDENTITY: &[GpuField] = &[
     other("timestamp", &[], |c, _| Some(timestamp(c.time, c.offset)), "When the sample was taken, local time: 2026/12/02 07:10:00.123."),
     other("driver_version", &[], |c, _| c.model.host().driver_version.clone(), "The driver's version."),
     other("count", &[], |c, _| Some(c.count.to_string()), "How many GPUs the query shows."),
@@ -109,38 +84,11 @@ pub const GPU_FIELDS: &[GpuField] = &[
     other("index", &[], |_, g| Some(g.index.to_string()), "The GPU's index on its host (PCI bus order)."),
     other("uuid", &["gpu_uuid"], |_, g| g.id.uuid().map(str::to_string), "The GPU's UUID (GPU-…; AMD-…/INTEL-… for the DRM sources; [N/A] when the GPU did not give one)."),
     other("pci.bus_id", &["gpu_bus_id"], |_, g| g.pci_bus_id.clone(), "PCI bus id, domain:bus:device.function."),
-    table("pstate", &[], None, Key::Pstate, Pstate, "Performance state, P0 (fastest) to P15."),
-    table("temperature.gpu", &[], None, Key::Temperature, Whole, "Core temperature, °C."),
-    table("temperature.memory", &[], None, Key::MemoryTemperature, Whole, "HBM temperature, °C."),
-    table("utilization.gpu", &[], PCT, Key::Util, Percent, "Share of the last sample period a kernel ran."),
-    table("utilization.memory", &[], PCT, Key::MemoryUtil, Percent, "Share of the last sample period memory was read or written."),
-    table("utilization.encoder", &[], PCT, Key::EncoderUtil, Percent, "Video encoder utilization."),
-    table("utilization.decoder", &[], PCT, Key::DecoderUtil, Percent, "Video decoder utilization."),
-    table("memory.total", &[], MIB, Key::MemoryTotal, MiB, "VRAM in total."),
-    table("memory.reserved", &[], MIB, Key::MemoryReserved, MiB, "VRAM the driver keeps for itself."),
-    table("memory.used", &[], MIB, Key::MemoryUsed, MiB, "VRAM in use."),
-    table("memory.free", &[], MIB, Key::MemoryFree, MiB, "VRAM free."),
-    table("power.draw", &[], W, Key::Power, Watts, "Power draw."),
-    // NVML has a management limit and the enforced one (the lower of it and others); the
-    // sources read the enforced limit only, which is the management limit unless another
-    // limit holds the GPU lower (docs/query.md says so).
-    table("power.limit", &[], W, Key::PowerLimit, Watts, "The power limit (the enforced one; see docs/query.md)."),
-    table("enforced.power.limit", &[], W, Key::PowerLimit, Watts, "The power limit the GPU is held to."),
-    table("clocks.current.graphics", &["clocks.gr"], MHZ, Key::GraphicsClock, MHz, "Graphics (shader) clock."),
-    table("clocks.current.sm", &["clocks.sm"], MHZ, Key::SmClock, MHz, "SM clock."),
-    table("clocks.current.memory", &["clocks.mem"], MHZ, Key::MemoryClock, MHz, "Memory clock."),
-    table("clocks.max.graphics", &["clocks.max.gr"], MHZ, Key::GraphicsClockMax, MHz, "Highest graphics clock."),
-    table("clocks.max.sm", &[], MHZ, Key::SmClockMax, MHz, "Highest SM clock."),
-    table("clocks.max.memory", &["clocks.max.mem"], MHZ, Key::MemoryClockMax, MHz, "Highest memory clock."),
-    table("fan.speed", &[], PCT, Key::Fan, Percent, "Fan speed as a share of its maximum."),
-    table("pcie.link.gen.current", &[], None, Key::PcieGen, Whole, "PCIe generation in use."),
-    // nvidia-smi deprecates `pcie.link.gen.current` for this name; both ask NVML the same.
-    table("pcie.link.gen.gpucurrent", &[], None, Key::PcieGen, Whole, "PCIe generation in use (nvidia-smi's newer name)."),
-    table("pcie.link.gen.max", &[], None, Key::PcieGenMax, Whole, "Fastest PCIe generation of GPU and slot."),
-    table("pcie.link.width.current", &[], None, Key::PcieWidth, Whole, "PCIe lanes in use."),
-    table("pcie.link.width.max", &[], None, Key::PcieWidthMax, Whole, "Widest PCIe link of GPU and slot."),
-    table("ecc.errors.corrected.volatile.total", &[], None, Key::EccCorrected, Whole, "Corrected ECC errors since the driver loaded."),
-    table("ecc.errors.uncorrected.volatile.total", &[], None, Key::EccUncorrected, Whole, "Uncorrected ECC errors since the driver loaded."),
+];
+
+/// Modes nvidia-smi writes as words, and gpuwatch's own fields.
+#[rustfmt::skip]
+const EXTRAS: &[GpuField] = &[
     other("compute_mode", &[], |_, g| g.compute_mode.map(|m| m.nvidia_smi_name().into()), "Default, Exclusive_Process, Prohibited or Exclusive_Thread."),
     other("persistence_mode", &[], |_, g| g.persistence_mode.map(|on| enabled(on).into()), "Enabled or Disabled."),
     other("mig.mode.current", &[], |_, g| g.mig_enabled.map(|on| enabled(on).into()), "Enabled or Disabled."),
@@ -153,6 +101,56 @@ pub const GPU_FIELDS: &[GpuField] = &[
     other("gpuwatch.warnings", &[], |c, g| Some(list(warnings(c, g))), "Its warning kinds (docs/json.md's names), ';'-separated."),
 ];
 
+/// How many `--query-gpu` names the field table gives.
+const fn table_len() -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < fields::TABLE.len() {
+        n += fields::TABLE[i].smi.len();
+        i += 1;
+    }
+    n
+}
+
+const LEN: usize = IDENTITY.len() + table_len() + EXTRAS.len();
+
+/// The three parts as one list (a const, as the field table is: no copy at run time).
+const fn catalogue() -> [GpuField; LEN] {
+    let mut out = [IDENTITY[0]; LEN];
+    let mut n = 0;
+    let mut i = 0;
+    while i < IDENTITY.len() {
+        out[n] = IDENTITY[i];
+        n += 1;
+        i += 1;
+    }
+    let mut row = 0;
+    while row < fields::TABLE.len() {
+        let f = &fields::TABLE[row];
+        let mut j = 0;
+        while j < f.smi.len() {
+            let smi = &f.smi[j];
+            out[n] = GpuField {
+                name: smi.name,
+                aliases: smi.aliases,
+                unit: unit(smi.shown),
+                get: Get::Table(f.key, smi.shown),
+                help: smi.help,
+            };
+            n += 1;
+            j += 1;
+        }
+        row += 1;
+    }
+    let mut k = 0;
+    while k < EXTRAS.len() {
+        out[n] = EXTRAS[k];
+        n += 1;
+        k += 1;
+    }
+    out
+}
+
 /// The field `name` stands for (its name or an alias).
 pub fn gpu_field(name: &str) -> Option<&'static GpuField> {
     GPU_FIELDS
@@ -164,12 +162,12 @@ pub fn gpu_field(name: &str) -> Option<&'static GpuField> {
 pub fn shown(key: Key, shown: Shown, g: &GpuReading) -> Option<String> {
     let v = (fields::field(key).get)(g)?;
     Some(match shown {
-        MiB => ((v / 1_048_576.0).floor() as u64).to_string(),
-        Percent => ((v * 100.0).round() as i64).to_string(),
-        Watts => format!("{v:.2}"),
-        MHz => ((v / 1e6).round() as u64).to_string(),
-        Whole => (v.round() as i64).to_string(),
-        Pstate => format!("P{}", v.round() as u32),
+        Shown::MiB => ((v / 1_048_576.0).floor() as u64).to_string(),
+        Shown::Percent => ((v * 100.0).round() as i64).to_string(),
+        Shown::Watts => format!("{v:.2}"),
+        Shown::MHz => ((v / 1e6).round() as u64).to_string(),
+        Shown::Whole => (v.round() as i64).to_string(),
+        Shown::Pstate => format!("P{}", v.round() as u32),
     })
 }
 

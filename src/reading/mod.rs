@@ -289,6 +289,8 @@ pub struct GpuReading {
     /// The graphics clock and its maximum (NVML's `NVML_CLOCK_GRAPHICS`; `clocks.gr`).
     pub graphics_clock: Option<MegaHertz>,
     pub graphics_clock_max: Option<MegaHertz>,
+    /// The video encoder/decoder clock (NVML's `NVML_CLOCK_VIDEO`; `clocks.video`).
+    pub video_clock: Option<MegaHertz>,
     pub encoder_util: Option<Percent>,
     pub decoder_util: Option<Percent>,
     pub pcie_link_gen: Option<u32>,
@@ -353,6 +355,7 @@ impl GpuReading {
             memory_clock_max: None,
             graphics_clock: None,
             graphics_clock_max: None,
+            video_clock: None,
             encoder_util: None,
             decoder_util: None,
             pcie_link_gen: None,

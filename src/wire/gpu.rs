@@ -1,15 +1,19 @@
 //! One GPU in the public JSON document, both ways. Names follow `nvidia-smi --query-gpu`
 //! (and gpustat's `--json`) in snake_case; units are base units (bytes, °C, W, %, MHz, J).
-//! Owns only the field names and the conversion; the readings are `reading::GpuReading`.
+//! Owns the members that are not numeric readings (identity, throttle reasons, modes, MIG,
+//! pods, the nested health objects) and the conversion; the numeric readings are the field
+//! table's (`wire::readings`), the object's order and serde `wire::gpu_json`'s, the values
+//! `reading::GpuReading`.
 
 use serde::{Deserialize, Serialize};
 
+use super::readings::Readings;
 use crate::reading::health::{Health, RemappedRows, RetiredPages, Xid, XidTally};
 use crate::reading::mig::MigReading;
 use crate::reading::throttle::ThrottleReason;
 use crate::reading::workload::PodAllocation;
 use crate::reading::{GpuId, GpuReading, GpuStatus, Vendor};
-use crate::units::{Bytes, Celsius, MegaHertz, Percent, Watts};
+use crate::units::{Bytes, Percent};
 
 /// Whether the GPU answered this poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,102 +24,39 @@ pub enum Status {
 }
 
 /// A GPU as the document carries it. Every reading is `null` when unknown, never a
-/// made-up number; `0` is a real zero.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// made-up number; `0` is a real zero. Written and read by `gpu_json` (the members' order,
+/// and which may be missing from an older document).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Gpu {
     pub index: u32,
     pub uuid: String,
     /// The watched host the GPU is on (`--remote`); `null` for one host.
-    #[serde(default)]
     pub host: Option<String>,
     pub name: String,
     /// `nvidia`, `amd` or `intel` (2.2); `null` when the writer did not say.
-    #[serde(default)]
     pub vendor: Option<String>,
     pub status: Status,
     pub pci_bus_id: Option<String>,
-    /// % (nvidia-smi `utilization.gpu`).
-    pub utilization_gpu: Option<u32>,
-    /// % of time the memory controller was busy (`utilization.memory`).
-    pub utilization_memory: Option<u32>,
-    pub utilization_encoder: Option<u32>,
-    pub utilization_decoder: Option<u32>,
-    /// Bytes (nvidia-smi's `memory.*` are MiB; these are exact).
-    pub memory_total: Option<u64>,
-    pub memory_used: Option<u64>,
-    pub memory_free: Option<u64>,
-    pub memory_reserved: Option<u64>,
-    /// °C (`temperature.gpu`).
-    pub temperature_gpu: Option<u32>,
-    pub temperature_slowdown: Option<u32>,
-    pub temperature_shutdown: Option<u32>,
-    /// W (`power.draw`).
-    pub power_draw: Option<f64>,
-    /// W (`enforced.power.limit`).
-    pub enforced_power_limit: Option<f64>,
-    /// J since the driver loaded (NVML's total energy consumption).
-    pub total_energy_consumption: Option<f64>,
-    /// % (`fan.speed`).
-    pub fan_speed: Option<u32>,
-    /// MHz (`clocks.sm`, `clocks.mem`, `clocks.max.sm`, `clocks.max.mem`).
-    pub clocks_sm: Option<u32>,
-    pub clocks_mem: Option<u32>,
-    pub clocks_max_sm: Option<u32>,
-    pub clocks_max_mem: Option<u32>,
-    /// MHz (`clocks.gr`, `clocks.max.gr`; 2.3): absent from older documents, read as unknown.
-    #[serde(default)]
-    pub clocks_gr: Option<u32>,
-    #[serde(default)]
-    pub clocks_max_gr: Option<u32>,
-    /// 0 (fastest) to 15; nvidia-smi writes `P0`.
-    pub pstate: Option<u32>,
-    pub pcie_link_gen_current: Option<u32>,
-    pub pcie_link_width_current: Option<u32>,
-    /// The link's maximum generation and width (`pcie.link.gen.max`, `pcie.link.width.max`;
-    /// 2.2); absent from older documents, which read as unknown.
-    #[serde(default)]
-    pub pcie_link_gen_max: Option<u32>,
-    #[serde(default)]
-    pub pcie_link_width_max: Option<u32>,
-    /// Bytes per second over NVML's last ~20 ms window.
-    pub pcie_tx_throughput: Option<u64>,
-    pub pcie_rx_throughput: Option<u64>,
+    /// The field table's numeric readings that are members of the GPU object itself
+    /// (`utilization_gpu`, `memory_used`, `clocks_sm`, …; names after nvidia-smi's): each
+    /// row's `json` part says its name, unit and JSON type. A member an older document
+    /// lacks reads as unknown.
+    pub readings: Readings,
     /// Why the clocks are held down now (`clocks_throttle_reasons.*`), as snake_case names;
     /// `[]` when nothing holds them.
     pub clocks_throttle_reasons: Option<Vec<String>>,
-    /// Uncorrected ECC errors since the driver loaded (`ecc.errors.uncorrected.volatile.total`).
-    pub ecc_errors_uncorrected_volatile: Option<u64>,
-    pub mig_enabled: Option<bool>,
     /// (2.3) `compute_mode`: `default`, `exclusive_process`, `prohibited`, `exclusive_thread`.
-    #[serde(default)]
     pub compute_mode: Option<String>,
-    /// (2.3) `persistence_mode`.
-    #[serde(default)]
-    pub persistence_mode: Option<bool>,
     /// (2.2) Its MIG instances while MIG is on; `[]` otherwise.
-    #[serde(default)]
     pub mig_devices: Vec<MigDoc>,
     /// The Kubernetes pods the kubelet allocated this GPU to (2.1); `[]` off Kubernetes.
-    #[serde(default)]
     pub pods: Vec<PodDoc>,
-    /// °C of the memory (HBM) where the board has the sensor (2.2, `temperature.memory`).
-    #[serde(default)]
-    pub temperature_memory: Option<u32>,
-    /// PCIe replays since the driver loaded (2.2, `pcie.link.replay` in `nvidia-smi -q`).
-    #[serde(default)]
-    pub pcie_replay_counter: Option<u64>,
-    /// Corrected ECC errors since the driver loaded (2.2, `ecc.errors.corrected.volatile.total`).
-    #[serde(default)]
-    pub ecc_errors_corrected_volatile: Option<u64>,
     /// Page retirement (2.2, `retired_pages.*`); `null` where the board has none.
-    #[serde(default)]
     pub retired_pages: Option<RetiredPagesDoc>,
     /// Row remapping (2.2, `remapped_rows.*`); `null` before Ampere or when unknown.
-    #[serde(default)]
     pub remapped_rows: Option<RemappedRowsDoc>,
     /// Critical XID errors since gpuwatch started watching (2.2); `null` where the GPU does
     /// not deliver XID events.
-    #[serde(default)]
     pub xid_errors: Option<XidDoc>,
 }
 
@@ -263,39 +204,9 @@ impl Gpu {
                 GpuStatus::Lost => Status::Lost,
             },
             pci_bus_id: g.pci_bus_id.clone(),
-            utilization_gpu: g.util.map(|p| p.0),
-            utilization_memory: g.memory_util.map(|p| p.0),
-            utilization_encoder: g.encoder_util.map(|p| p.0),
-            utilization_decoder: g.decoder_util.map(|p| p.0),
-            memory_total: g.memory_total.map(|b| b.0),
-            memory_used: g.memory_used.map(|b| b.0),
-            memory_free: g.memory_free.map(|b| b.0),
-            memory_reserved: g.memory_reserved.map(|b| b.0),
-            temperature_gpu: g.temperature.map(|c| c.0),
-            temperature_slowdown: g.temperature_slowdown.map(|c| c.0),
-            temperature_shutdown: g.temperature_shutdown.map(|c| c.0),
-            power_draw: g.power.map(|w| w.0),
-            enforced_power_limit: g.power_limit.map(|w| w.0),
-            total_energy_consumption: g.energy_joules,
-            fan_speed: g.fan.map(|p| p.0),
-            clocks_sm: g.sm_clock.map(|m| m.0),
-            clocks_mem: g.memory_clock.map(|m| m.0),
-            clocks_max_sm: g.sm_clock_max.map(|m| m.0),
-            clocks_max_mem: g.memory_clock_max.map(|m| m.0),
-            clocks_gr: g.graphics_clock.map(|m| m.0),
-            clocks_max_gr: g.graphics_clock_max.map(|m| m.0),
-            pstate: g.pstate,
-            pcie_link_gen_current: g.pcie_link_gen,
-            pcie_link_width_current: g.pcie_link_width,
-            pcie_link_gen_max: g.pcie_link_gen_max,
-            pcie_link_width_max: g.pcie_link_width_max,
-            pcie_tx_throughput: g.pcie_tx_per_second.map(|b| b.0),
-            pcie_rx_throughput: g.pcie_rx_per_second.map(|b| b.0),
+            readings: Readings::of(g),
             clocks_throttle_reasons: throttle_reason_names(g),
-            ecc_errors_uncorrected_volatile: g.ecc_errors_uncorrected,
-            mig_enabled: g.mig_enabled,
             compute_mode: g.compute_mode.map(|m| m.name().to_string()),
-            persistence_mode: g.persistence_mode,
             mig_devices: g.mig_devices.iter().map(MigDoc::from_reading).collect(),
             pods: g
                 .allocations
@@ -306,9 +217,6 @@ impl Gpu {
                     container: a.container.clone(),
                 })
                 .collect(),
-            temperature_memory: g.health.memory_temperature.map(|c| c.0),
-            pcie_replay_counter: g.health.pcie_replays,
-            ecc_errors_corrected_volatile: g.health.ecc_corrected,
             retired_pages,
             remapped_rows,
             xid_errors: g.health.xid.as_ref().map(XidDoc::of),
@@ -326,43 +234,12 @@ impl Gpu {
             Status::Lost => GpuStatus::Lost,
         };
         g.pci_bus_id = self.pci_bus_id;
-        g.util = self.utilization_gpu.map(Percent);
-        g.memory_util = self.utilization_memory.map(Percent);
-        g.encoder_util = self.utilization_encoder.map(Percent);
-        g.decoder_util = self.utilization_decoder.map(Percent);
-        g.memory_total = self.memory_total.map(Bytes);
-        g.memory_used = self.memory_used.map(Bytes);
-        g.memory_free = self.memory_free.map(Bytes);
-        g.memory_reserved = self.memory_reserved.map(Bytes);
-        g.temperature = self.temperature_gpu.map(Celsius);
-        g.temperature_slowdown = self.temperature_slowdown.map(Celsius);
-        g.temperature_shutdown = self.temperature_shutdown.map(Celsius);
-        g.power = self.power_draw.map(Watts);
-        g.power_limit = self.enforced_power_limit.map(Watts);
-        g.energy_joules = self.total_energy_consumption;
-        g.fan = self.fan_speed.map(Percent);
-        g.sm_clock = self.clocks_sm.map(MegaHertz);
-        g.memory_clock = self.clocks_mem.map(MegaHertz);
-        g.sm_clock_max = self.clocks_max_sm.map(MegaHertz);
-        g.memory_clock_max = self.clocks_max_mem.map(MegaHertz);
-        g.graphics_clock = self.clocks_gr.map(MegaHertz);
-        g.graphics_clock_max = self.clocks_max_gr.map(MegaHertz);
-        g.pstate = self.pstate;
-        g.pcie_link_gen = self.pcie_link_gen_current;
-        g.pcie_link_width = self.pcie_link_width_current;
-        g.pcie_link_gen_max = self.pcie_link_gen_max;
-        g.pcie_link_width_max = self.pcie_link_width_max;
-        g.pcie_tx_per_second = self.pcie_tx_throughput.map(Bytes);
-        g.pcie_rx_per_second = self.pcie_rx_throughput.map(Bytes);
         g.throttle_reasons = throttle_reasons_from_names(self.clocks_throttle_reasons);
-        g.ecc_errors_uncorrected = self.ecc_errors_uncorrected_volatile;
-        g.mig_enabled = self.mig_enabled;
         // A mode this version does not know is unknown, not an error (a newer writer).
         g.compute_mode = self
             .compute_mode
             .as_deref()
             .and_then(crate::reading::ComputeMode::from_name);
-        g.persistence_mode = self.persistence_mode;
         g.mig_devices = self
             .mig_devices
             .into_iter()
@@ -379,15 +256,19 @@ impl Gpu {
             })
             .collect();
         g.health = health;
+        // After the health structures: the flat health readings (memory temperature, PCIe
+        // replays, corrected ECC) are members of `health` too.
+        self.readings.write_into(&mut g);
         g
     }
 
-    /// The health readings (2.2); all `null` in an older document.
+    /// The nested health readings (2.2); all `null` in an older document. The flat ones
+    /// are the field table's (`readings`).
     fn health(&self) -> Health {
         Health {
-            memory_temperature: self.temperature_memory.map(Celsius),
-            pcie_replays: self.pcie_replay_counter,
-            ecc_corrected: self.ecc_errors_corrected_volatile,
+            memory_temperature: None,
+            pcie_replays: None,
+            ecc_corrected: None,
             retired_pages: self.retired_pages.map(|p| RetiredPages {
                 single_bit: p.single_bit_ecc,
                 double_bit: p.double_bit_ecc,

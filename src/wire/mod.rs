@@ -1,7 +1,8 @@
 //! The public JSON document, both ways: the snapshot (`--once --json`, `/api/v1/snapshot`,
 //! read back by `--remote`) and the sample lines of a recording share its types, which are
 //! separate from the internal ones so the format changes only on purpose. Owns the field
-//! names, the units (base units: bytes, °C, W, %, MHz, J, seconds) and the version rule;
+//! names, the units (base units: bytes, °C, W, %, MHz, J, seconds) and the version rule; a
+//! GPU's numeric readings are named, scaled and typed by the field table (`readings`);
 //! must not know the words shown to people (the caller passes a warning's message in).
 //! docs/json.md and docs/gpuwatch-snapshot.schema.json describe it. A warning's kind is
 //! named by its `WarningCode` everywhere. Imports only the readings vocabulary and units:
@@ -17,8 +18,10 @@
 mod code;
 mod cut;
 mod gpu;
+mod gpu_json;
 mod lookup;
 mod process;
+mod readings;
 pub mod recording;
 mod v1;
 mod warning;
@@ -36,6 +39,7 @@ pub use gpu::{
 };
 pub use lookup::Lookup;
 pub use process::{ContextDoc, Proc, ProcType};
+pub use readings::Readings;
 pub use warning::{Severity, SubjectKind, Warning, WarningKind};
 
 use crate::reading::{HostInfo, HostStatus, Sample};
@@ -45,8 +49,9 @@ pub const SCHEMA_MAJOR: u32 = 2;
 /// The minor version this gpuwatch writes; any minor of `SCHEMA_MAJOR` is read.
 /// Minor 2 added the host's load, GPU health counters and warnings, vendors, MIG
 /// instances, PCIe maxima, per-process peaks and parents; minor 3 the outside lookups;
-/// minor 4 the source's cuts, Slurm array tasks and the `squatter` warning.
-pub const SCHEMA_MINOR: u32 = 4;
+/// minor 4 the source's cuts, Slurm array tasks and the `squatter` warning; minor 5 the video
+/// clock.
+pub const SCHEMA_MINOR: u32 = 5;
 
 /// The host that took the sample. The load fields came with minor 2: an older document
 /// lacks them, which reads as unknown.

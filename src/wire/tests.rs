@@ -251,3 +251,150 @@ fn a_slurm_array_task_round_trips() {
     let text = serde_json::to_string(&WorkloadDoc::from_workload(&plain)).unwrap();
     assert!(!text.contains("array"), "{text}");
 }
+
+/// Every row of the field table with a JSON member goes through the document and back: it
+/// is written where its name says (a dotted name inside its nested object), as its JSON
+/// type (a whole number is `42`, never `42.0`), and reads back as the same reading.
+#[test]
+fn every_json_field_of_the_table_round_trips_as_its_json_type() {
+    use crate::reading::fields::{self, JsonKind, TABLE};
+    let full = fields::tests::every_field_known();
+    let text = serde_json::to_string(&Gpu::from_reading(&full)).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let back = serde_json::from_str::<Gpu>(&text).unwrap().into_reading();
+    for f in TABLE {
+        let Some(json) = f.json else { continue };
+        let at = json.name.split('.').fold(&doc, |v, part| {
+            v.get(part).unwrap_or(&serde_json::Value::Null)
+        });
+        let typed = match json.kind {
+            JsonKind::Integer => at.is_u64(),
+            JsonKind::Float => at.is_f64(),
+            JsonKind::Bool => at.is_boolean(),
+        };
+        assert!(typed, "{}: {at} is not {:?}\n{text}", json.name, json.kind);
+        assert_eq!((f.get)(&back), (f.get)(&full), "{}", json.name);
+    }
+}
+
+/// Absent is not zero: a GPU that knows nothing writes `null` for every reading (present,
+/// not left out) and reads back knowing nothing.
+#[test]
+fn unknown_readings_are_written_as_null_and_read_back_unknown() {
+    use crate::reading::fields::TABLE;
+    use crate::reading::{GpuId, GpuReading};
+    let none = GpuReading::absent(GpuId("GPU-a".into()), 0, "g");
+    let text = serde_json::to_string(&Gpu::from_reading(&none)).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let back = serde_json::from_str::<Gpu>(&text).unwrap().into_reading();
+    assert_eq!(back, none);
+    for f in TABLE {
+        let Some(json) = f.json else { continue };
+        // A nested member's object is `null` as a whole.
+        let top = json.name.split('.').next().unwrap();
+        assert_eq!(
+            doc.get(top),
+            Some(&serde_json::Value::Null),
+            "{}",
+            json.name
+        );
+    }
+}
+
+/// The members of 2.4 keep their order (the table's readings sit among the other members
+/// where they always did); a reading added later may come anywhere.
+#[test]
+fn the_gpu_objects_members_keep_their_order() {
+    #[rustfmt::skip]
+    const V2_4: &[&str] = &[
+        "index", "uuid", "host", "name", "vendor", "status", "pci_bus_id",
+        "utilization_gpu", "utilization_memory", "utilization_encoder", "utilization_decoder",
+        "memory_total", "memory_used", "memory_free", "memory_reserved", "temperature_gpu",
+        "temperature_slowdown", "temperature_shutdown", "power_draw", "enforced_power_limit",
+        "total_energy_consumption", "fan_speed", "clocks_sm", "clocks_mem", "clocks_max_sm",
+        "clocks_max_mem", "clocks_gr", "clocks_max_gr", "pstate", "pcie_link_gen_current",
+        "pcie_link_width_current", "pcie_link_gen_max", "pcie_link_width_max",
+        "pcie_tx_throughput", "pcie_rx_throughput", "clocks_throttle_reasons",
+        "ecc_errors_uncorrected_volatile", "mig_enabled", "compute_mode", "persistence_mode",
+        "mig_devices", "pods", "temperature_memory", "pcie_replay_counter",
+        "ecc_errors_corrected_volatile", "retired_pages", "remapped_rows", "xid_errors",
+    ];
+    let full = crate::reading::fields::tests::every_field_known();
+    let text = serde_json::to_string(&Gpu::from_reading(&full)).unwrap();
+    let keys = top_level_keys(&text);
+    let old: Vec<&str> = keys
+        .iter()
+        .map(String::as_str)
+        .filter(|k| V2_4.contains(k))
+        .collect();
+    assert_eq!(old, V2_4);
+    let unique: std::collections::HashSet<&String> = keys.iter().collect();
+    assert_eq!(unique.len(), keys.len(), "a member written twice: {keys:?}");
+}
+
+/// A JSON object's keys in the order written.
+fn top_level_keys(text: &str) -> Vec<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                keys.push(k);
+            }
+            Ok(keys)
+        }
+    }
+    serde_json::Deserializer::from_str(text)
+        .deserialize_map(Keys)
+        .unwrap()
+}
+
+/// A value of the wrong type, or one the reading cannot hold, is an error naming the
+/// member, as the typed fields were; an older document's missing members are unknown.
+#[test]
+fn a_reading_of_the_wrong_type_or_range_is_an_error_naming_it() {
+    let gpu = |member: &str| {
+        format!(r#"{{"index": 0, "uuid": "GPU-a", "name": "g", "status": "ok", {member}}}"#)
+    };
+    for (member, why) in [
+        (
+            r#""utilization_gpu": 42.5"#,
+            "utilization_gpu: expected a whole number",
+        ),
+        (
+            r#""utilization_gpu": -1"#,
+            "utilization_gpu: expected a whole number",
+        ),
+        (
+            r#""temperature_gpu": 4294967296"#,
+            "temperature_gpu: 4294967296 is out of range",
+        ),
+        (r#""power_draw": "300""#, "power_draw: expected a number"),
+        (r#""mig_enabled": 1"#, "mig_enabled: expected true or false"),
+    ] {
+        let err = serde_json::from_str::<Gpu>(&gpu(member))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(why), "{member}: {err}");
+    }
+    let g = serde_json::from_str::<Gpu>(&gpu(r#""power_draw": 300, "clocks_sm": 1980"#))
+        .unwrap()
+        .into_reading();
+    assert_eq!(
+        g.power,
+        Some(crate::units::Watts(300.0)),
+        "an integer is a number"
+    );
+    assert_eq!(g.sm_clock, Some(crate::units::MegaHertz(1980)));
+    assert_eq!(
+        (g.util, g.graphics_clock),
+        (None, None),
+        "absent is unknown"
+    );
+}

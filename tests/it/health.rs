@@ -227,7 +227,7 @@ fn once_json_carries_the_health_readings_and_warnings_and_fits_the_schema() {
         .assert()
         .success();
     let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    assert_eq!(doc["schema_minor"], 4);
+    assert_eq!(doc["schema_minor"], gpuwatch::wire::SCHEMA_MINOR);
     let (h100, t4) = (&doc["gpus"][0], &doc["gpus"][1]);
     assert_eq!(h100["temperature_memory"], 71);
     assert_eq!(h100["pcie_replay_counter"], 0);

@@ -138,7 +138,7 @@ fn once_json_reports_the_scenario_in_base_units() {
         "total_energy_consumption": 123_456.789,
         "fan_speed": 45, "clocks_sm": 1755, "clocks_mem": 2619,
         "clocks_max_sm": 1980, "clocks_max_mem": 2619, "pstate": 0,
-        "clocks_gr": 1740, "clocks_max_gr": 1985,
+        "clocks_gr": 1740, "clocks_max_gr": 1985, "clocks_video": 1635,
         "utilization_encoder": 0, "utilization_decoder": 5,
         "pcie_link_gen_current": 5, "pcie_link_width_current": 16,
         "pcie_link_gen_max": 5, "pcie_link_width_max": 16,
@@ -210,6 +210,7 @@ fn unsupported_fields_are_null_in_json_and_na_in_text() {
         "pcie_tx_throughput",
         "clocks_gr", // left out of the scenario
         "clocks_max_gr",
+        "clocks_video",
     ] {
         assert_eq!(
             t4.get(key),

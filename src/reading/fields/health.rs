@@ -4,8 +4,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::table::{celsius, count, counter, dcgm, flag, gauge, to_count, whole};
-use super::{Field, Key, MetricKind, Scale};
+use super::table::{
+    boolean, celsius, count, counter, dcgm, flag, float, gauge, integer, smi, to_count, whole,
+};
+use super::{Field, Key, MetricKind, Scale, Shown};
 use crate::reading::GpuReading;
 use crate::reading::health::{RemappedRows, RetiredPages, Xid, XidTally};
 use crate::units::Celsius;
@@ -48,7 +50,7 @@ fn epoch_secs(at: SystemTime) -> Option<f64> {
 pub(super) const HEALTH: &[Field] = &[
     Field {
         key: Key::MemoryTemperature,
-        json: "temperature_memory",
+        json: integer("temperature_memory"),
         get: |g| celsius(g.health.memory_temperature),
         set: Some(|g, v| g.health.memory_temperature = whole(v).map(Celsius)),
         native: gauge(
@@ -61,10 +63,16 @@ pub(super) const HEALTH: &[Field] = &[
             Gauge,
             "Memory temperature (in C).",
         ),
+        smi: &[smi(
+            "temperature.memory",
+            &[],
+            Shown::Whole,
+            "HBM temperature, °C.",
+        )],
     },
     Field {
         key: Key::PcieReplays,
-        json: "pcie_replay_counter",
+        json: integer("pcie_replay_counter"),
         get: |g| count(g.health.pcie_replays),
         set: Some(|g, v| g.health.pcie_replays = to_count(v)),
         native: counter(
@@ -77,10 +85,11 @@ pub(super) const HEALTH: &[Field] = &[
             Counter,
             "Total number of PCIe retries.",
         ),
+        smi: &[],
     },
     Field {
         key: Key::EccCorrected,
-        json: "ecc_errors_corrected_volatile",
+        json: integer("ecc_errors_corrected_volatile"),
         get: |g| count(g.health.ecc_corrected),
         set: Some(|g, v| g.health.ecc_corrected = to_count(v)),
         native: counter(
@@ -88,10 +97,16 @@ pub(super) const HEALTH: &[Field] = &[
             "Corrected (single-bit) ECC errors since the driver was loaded.",
         ),
         dcgm: None,
+        smi: &[smi(
+            "ecc.errors.corrected.volatile.total",
+            &[],
+            Shown::Whole,
+            "Corrected ECC errors since the driver loaded.",
+        )],
     },
     Field {
         key: Key::RetiredSingleBit,
-        json: "retired_pages.single_bit_ecc",
+        json: integer("retired_pages.single_bit_ecc"),
         get: |g| g.health.retired_pages.map(|p| p.single_bit as f64),
         set: Some(|g, v| retired(g).single_bit = to_count(v).unwrap_or_default()),
         native: gauge(
@@ -99,10 +114,11 @@ pub(super) const HEALTH: &[Field] = &[
             "Memory pages retired for repeated single-bit ECC errors.",
         ),
         dcgm: None,
+        smi: &[],
     },
     Field {
         key: Key::RetiredDoubleBit,
-        json: "retired_pages.double_bit_ecc",
+        json: integer("retired_pages.double_bit_ecc"),
         get: |g| g.health.retired_pages.map(|p| p.double_bit as f64),
         set: Some(|g, v| retired(g).double_bit = to_count(v).unwrap_or_default()),
         native: gauge(
@@ -110,10 +126,11 @@ pub(super) const HEALTH: &[Field] = &[
             "Memory pages retired for double-bit ECC errors.",
         ),
         dcgm: None,
+        smi: &[],
     },
     Field {
         key: Key::RetiredPending,
-        json: "retired_pages.pending",
+        json: boolean("retired_pages.pending"),
         get: |g| g.health.retired_pages.map(|p| flag(p.pending)),
         set: Some(|g, v| retired(g).pending = v != 0.0),
         native: gauge(
@@ -121,10 +138,11 @@ pub(super) const HEALTH: &[Field] = &[
             "1 when a page retirement waits for the driver to reload, else 0.",
         ),
         dcgm: None,
+        smi: &[],
     },
     Field {
         key: Key::RemappedCorrectable,
-        json: "remapped_rows.correctable",
+        json: integer("remapped_rows.correctable"),
         get: |g| g.health.remapped_rows.map(|r| r.correctable as f64),
         set: Some(|g, v| remapped(g).correctable = to_count(v).unwrap_or_default()),
         native: gauge(
@@ -137,10 +155,11 @@ pub(super) const HEALTH: &[Field] = &[
             Counter,
             "Number of remapped rows for correctable errors",
         ),
+        smi: &[],
     },
     Field {
         key: Key::RemappedUncorrectable,
-        json: "remapped_rows.uncorrectable",
+        json: integer("remapped_rows.uncorrectable"),
         get: |g| g.health.remapped_rows.map(|r| r.uncorrectable as f64),
         set: Some(|g, v| remapped(g).uncorrectable = to_count(v).unwrap_or_default()),
         native: gauge(
@@ -153,10 +172,11 @@ pub(super) const HEALTH: &[Field] = &[
             Counter,
             "Number of remapped rows for uncorrectable errors",
         ),
+        smi: &[],
     },
     Field {
         key: Key::RemappedPending,
-        json: "remapped_rows.pending",
+        json: boolean("remapped_rows.pending"),
         get: |g| g.health.remapped_rows.map(|r| flag(r.pending)),
         set: Some(|g, v| remapped(g).pending = v != 0.0),
         native: gauge(
@@ -164,10 +184,11 @@ pub(super) const HEALTH: &[Field] = &[
             "1 when a row remapping waits for a GPU reset, else 0.",
         ),
         dcgm: None,
+        smi: &[],
     },
     Field {
         key: Key::RemappedFailed,
-        json: "remapped_rows.failure",
+        json: boolean("remapped_rows.failure"),
         get: |g| g.health.remapped_rows.map(|r| flag(r.failed)),
         set: Some(|g, v| remapped(g).failed = v != 0.0),
         native: gauge(
@@ -180,10 +201,11 @@ pub(super) const HEALTH: &[Field] = &[
             Gauge,
             "Whether remapping of rows has failed",
         ),
+        smi: &[],
     },
     Field {
         key: Key::XidCount,
-        json: "xid_errors.count",
+        json: integer("xid_errors.count"),
         get: |g| g.health.xid.map(|x| x.count as f64),
         set: Some(|g, v| xid(g).count = to_count(v).unwrap_or_default()),
         native: counter(
@@ -191,10 +213,11 @@ pub(super) const HEALTH: &[Field] = &[
             "Critical XID errors the GPU reported since gpuwatch started watching it.",
         ),
         dcgm: None,
+        smi: &[],
     },
     Field {
         key: Key::LastXid,
-        json: "xid_errors.last",
+        json: integer("xid_errors.last"),
         get: |g| g.health.xid.and_then(|x| x.last).map(|x| x.code as f64),
         set: Some(|g, v| last_xid(g).code = to_count(v).unwrap_or_default()),
         native: gauge(
@@ -202,10 +225,11 @@ pub(super) const HEALTH: &[Field] = &[
             "The number of the latest critical XID error (absent until one arrives).",
         ),
         dcgm: None,
+        smi: &[],
     },
     Field {
         key: Key::LastXidTime,
-        json: "xid_errors.last_time",
+        json: float("xid_errors.last_time"),
         get: |g| {
             g.health
                 .xid
@@ -222,12 +246,13 @@ pub(super) const HEALTH: &[Field] = &[
             "When the latest critical XID error arrived, in seconds since the Unix epoch.",
         ),
         dcgm: None,
+        smi: &[],
     },
     // Written for dashboards, never read back: DCGM's field carries no time, and a latest
     // XID with a made-up time would raise (or hide) the XID warning wrongly.
     Field {
         key: Key::DcgmXid,
-        json: "xid_errors.last",
+        json: None,
         get: |g| g.health.xid.map(|x| x.last.map_or(0.0, |x| x.code as f64)),
         set: None,
         native: None,
@@ -237,5 +262,6 @@ pub(super) const HEALTH: &[Field] = &[
             Gauge,
             "Value of the last XID error encountered.",
         ),
+        smi: &[],
     },
 ];

@@ -1,12 +1,12 @@
 //! The field table: ONE row per numeric GPU reading, giving its key, its getter and setter in
 //! base units (ratio, bytes, hertz, joules, °C, W, counts), its native metric (name, type,
-//! help), its dcgm-exporter name and scale, and its JSON name. The exporter's native series
-//! (`serve::readings`), the DCGM view (`serve::dcgm`) and the Prometheus source's parser
-//! (`source::prometheus::series`) all read this table, so the four lists of one fact that
-//! drifted (health series written and never read back) are one list now. Structured readings
-//! (identity, MIG, pods, throttle reasons) stay where they are. Pure data; no I/O.
-//! It lives with the vocabulary in `source/` today and moves to the readings layer (issue 21,
-//! point 2) with it.
+//! help), its dcgm-exporter name and scale, its JSON member (name, unit, integer or float)
+//! and its nvidia-smi `--query-gpu` names. The exporter's native series (`serve::readings`),
+//! the DCGM view (`serve::dcgm`), the Prometheus source's parser
+//! (`source::prometheus::series`), the JSON document (`wire::gpu`) and the query catalogue
+//! (`query::gpu_fields`) all read this table, so a new numeric reading is one row here plus
+//! the code that reads it. Structured readings (identity, MIG, pods, throttle reasons) stay
+//! where they are. Pure data; no I/O.
 
 mod health;
 mod table;
@@ -37,6 +37,7 @@ pub enum Key {
     MemoryClockMax,
     GraphicsClock,
     GraphicsClockMax,
+    VideoClock,
     Pstate,
     EncoderUtil,
     DecoderUtil,
@@ -95,7 +96,8 @@ pub struct Native {
     pub help: &'static str,
 }
 
-/// How a dcgm-exporter value relates to the base unit.
+/// How a value in another unit (dcgm-exporter's, the JSON document's) relates to the base
+/// unit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scale {
     Same,
@@ -137,13 +139,93 @@ pub struct Dcgm {
     pub written: Option<(MetricKind, &'static str)>,
 }
 
+/// How the JSON document writes a reading: its member of the GPU object, in which unit and
+/// as which JSON type (a whole number stays `42`, never `42.0`).
+#[derive(Debug, Clone, Copy)]
+pub struct Json {
+    /// A member of the GPU object; a dotted path inside a nested object
+    /// (`remapped_rows.pending`), which `wire::gpu` writes as a structure of its own.
+    pub name: &'static str,
+    /// The document's unit against the base unit: whole % from a ratio, MHz from hertz.
+    pub scale: Scale,
+    pub kind: JsonKind,
+}
+
+/// The JSON type of a reading in the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonKind {
+    /// A whole number ≥ 0 (bytes, %, MHz, °C, counts).
+    Integer,
+    /// Any number (W, J, seconds).
+    Float,
+    /// `true`/`false` (a 1/0 reading).
+    Bool,
+}
+
+impl Json {
+    /// A base-unit value in the document's unit (`to_dcgm`'s rounding: whole percent of
+    /// 0.29 is 29, not 28.999…).
+    pub fn to_doc(&self, base: f64) -> f64 {
+        self.scale.to_dcgm(base)
+    }
+
+    /// A document value in the base unit.
+    pub fn from_doc(&self, value: f64) -> f64 {
+        self.scale.from_dcgm(value)
+    }
+
+    /// A member of the GPU object itself, not of a nested one.
+    pub const fn is_flat(&self) -> bool {
+        let name = self.name.as_bytes();
+        let mut i = 0;
+        while i < name.len() {
+            if name[i] == b'.' {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+}
+
+/// One of nvidia-smi's `--query-gpu` names for a reading.
+#[derive(Debug, Clone, Copy)]
+pub struct Smi {
+    /// nvidia-smi's name (`clocks.current.sm`), which the CSV header shows whichever name
+    /// was asked: the one its `--help-query-gpu` lists first
+    /// (`"clocks.current.sm" or "clocks.sm"`).
+    pub name: &'static str,
+    /// Other names nvidia-smi takes for it (`clocks.sm`), its own only.
+    pub aliases: &'static [&'static str],
+    pub shown: Shown,
+    /// What the field is, for `docs/query.md` and the list of fields in an error.
+    pub help: &'static str,
+}
+
+/// How nvidia-smi writes a reading (the unit in its CSV header and after each value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// Bytes as whole MiB, rounded down (nvidia-smi divides NVML's bytes by 1 MiB).
+    MiB,
+    /// A 0-1 ratio as whole percent.
+    Percent,
+    /// Watts with two decimals (`71.29`).
+    Watts,
+    /// Hertz as whole MHz.
+    MHz,
+    /// A whole number as it is (°C, counts, link generation).
+    Whole,
+    /// `P0`..`P15`.
+    Pstate,
+}
+
 /// One numeric GPU reading.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {
     pub key: Key,
-    /// Its name in the JSON document's GPU object; a dotted path inside a nested object
-    /// (`remapped_rows.pending`).
-    pub json: &'static str,
+    /// Its member of the JSON document's GPU object; `None` for a field the document does
+    /// not carry (DCGM's XID, which is `xid_errors.last` under another rule).
+    pub json: Option<Json>,
     /// The reading in base units; `None` when the source could not tell.
     pub get: fn(&GpuReading) -> Option<f64>,
     /// Sets the reading from a base-unit value; a value it cannot hold (negative bytes)
@@ -152,6 +234,9 @@ pub struct Field {
     /// `None` only for a field gpuwatch has no series of its own for.
     pub native: Option<Native>,
     pub dcgm: Option<Dcgm>,
+    /// Its `--query-gpu` names, in the order the catalogue lists them; empty when nvidia-smi
+    /// has none gpuwatch answers.
+    pub smi: &'static [Smi],
 }
 
 /// The row of `key`.

@@ -34,6 +34,7 @@ pub(crate) fn every_field_known() -> GpuReading {
     g.memory_clock_max = Some(MegaHertz(2620));
     g.graphics_clock = Some(MegaHertz(1740));
     g.graphics_clock_max = Some(MegaHertz(1985));
+    g.video_clock = Some(MegaHertz(1635));
     g.pstate = Some(2);
     g.encoder_util = Some(Percent(5));
     g.decoder_util = Some(Percent(7));
@@ -142,33 +143,49 @@ fn every_json_name_is_in_the_schema() {
     let schema: serde_json::Value = serde_json::from_str(text).expect("the schema is JSON");
     let gpu = &schema["$defs"]["gpu"];
     for f in TABLE {
+        let Some(json) = f.json else { continue };
         let mut at = gpu;
-        for part in f.json.split('.') {
+        for part in json.name.split('.') {
             at = &at["properties"][part];
             assert!(
                 at.is_object(),
                 "{:?}: {} is not in the schema",
                 f.key,
-                f.json
+                json.name
             );
         }
     }
 }
 
-/// Each JSON name is the member the document really writes for that reading: with every
-/// field known, every row's JSON name holds a value there (not `null`, not missing).
+/// A member of the document is read back: every row with a JSON name has a setter, and no
+/// two rows claim one member.
 #[test]
-fn every_json_name_is_written_for_a_gpu_that_has_the_reading() {
-    let doc = serde_json::to_value(crate::wire::Gpu::from_reading(&every_field_known())).unwrap();
+fn every_json_member_is_one_rows_and_can_be_read_back() {
+    let mut seen = HashSet::new();
     for f in TABLE {
-        let at = f.json.split('.').fold(&doc, |v, part| {
-            v.get(part).unwrap_or(&serde_json::Value::Null)
-        });
-        assert!(
-            !at.is_null(),
-            "{:?}: {} is not written\n{doc:#}",
-            f.key,
-            f.json
-        );
+        let Some(json) = f.json else { continue };
+        assert!(f.set.is_some(), "{:?} is written and never read", f.key);
+        assert!(seen.insert(json.name), "{} twice", json.name);
+    }
+}
+
+/// The nvidia-smi names are unique, and each row's `Shown` fits its JSON unit's kind of
+/// value (a 0-1 ratio shown as %, hertz as MHz).
+#[test]
+fn every_smi_name_is_one_rows() {
+    let mut seen = HashSet::new();
+    for f in TABLE {
+        for smi in f.smi {
+            for name in std::iter::once(&smi.name).chain(smi.aliases) {
+                assert!(seen.insert(*name), "{name} twice");
+            }
+            let Some(json) = f.json else { continue };
+            let fits = match smi.shown {
+                Shown::Percent => json.scale == Scale::Times(100.0),
+                Shown::MHz => json.scale == Scale::Per(1e6),
+                _ => json.scale == Scale::Same,
+            };
+            assert!(fits, "{}: shown {:?}, JSON {:?}", smi.name, smi.shown, json);
+        }
     }
 }

@@ -65,6 +65,7 @@ enum Query {
     MemClockMax,
     GraphicsClock,
     GraphicsClockMax,
+    VideoClock,
     PState,
     Encoder,
     Decoder,

@@ -187,6 +187,9 @@ fn read_clocks_and_links(d: &Device, s: &mut Slot, g: &mut GpuReading) -> Result
     g.graphics_clock = s
         .ask(Query::GraphicsClock, || d.clock_info(Clock::Graphics))?
         .map(MegaHertz);
+    g.video_clock = s
+        .ask(Query::VideoClock, || d.clock_info(Clock::Video))?
+        .map(MegaHertz);
     // P-states are 0..=15; NVML_PSTATE_UNKNOWN (32) is not a reading.
     g.pstate = s
         .ask(Query::PState, || d.performance_state())?
