@@ -52,16 +52,28 @@ pub fn visible_gpus(a: &Areas) -> usize {
 pub fn first_gpu_shown(areas: &Areas, lines: &[u16], scroll: usize) -> usize {
     let gpus = lines.len();
     if areas.compact {
-        // The smallest start from which every remaining GPU is placed whole.
-        let max_start = (0..gpus)
-            .find(|s| compact_placed(areas, lines, *s, false).len() == gpus - s)
-            .unwrap_or(0);
-        return scroll.min(max_start);
+        return scroll.min(last_compact_start(areas, lines));
     }
     let visible = visible_gpus(areas).max(1);
     let max_start = gpus.saturating_sub(visible);
     let start = scroll.min(max_start);
     start - start % (areas.columns as usize).max(1)
+}
+
+/// The smallest start from which every remaining GPU is placed whole in compact mode (0
+/// when no start is). Whether the GPUs from a start on all fit only gets truer as the start
+/// grows, so a binary search finds it in a few placements of one screenful each; trying
+/// every start from 0 placed a screenful for each GPU on every frame, which at 10,000 GPUs
+/// was most of a key's frame (issue 26 §10).
+fn last_compact_start(areas: &Areas, lines: &[u16]) -> usize {
+    let gpus = lines.len();
+    let fits = |s: usize| compact_placed(areas, lines, s, false).len() == gpus - s;
+    let (mut lo, mut hi) = (0, gpus);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) { hi = mid } else { lo = mid + 1 }
+    }
+    if lo == gpus { 0 } else { lo }
 }
 
 /// Compact blocks from GPU `start` on: each GPU's line and its instance lines stay in one
@@ -222,6 +234,38 @@ mod tests {
         assert_eq!(compact_columns(80, 64, 10), 2);
         assert_eq!(compact_columns(120, 64, 20), 3);
         assert_eq!(compact_columns(60, 64, 10), 1, "too narrow to split");
+    }
+
+    /// The binary search finds the start a scan of every start found, for lists of GPUs
+    /// with and without MIG instance lines (blocks of several lines, some taller than a
+    /// column), on screens of one and of several columns.
+    #[test]
+    fn the_last_compact_start_is_the_first_start_from_which_all_fit() {
+        let scan = |a: &Areas, lines: &[u16]| {
+            (0..lines.len())
+                .find(|s| compact_placed(a, lines, *s, false).len() == lines.len() - s)
+                .unwrap_or(0)
+        };
+        for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+            for gpus in [0, 1, 7, 16, 64, 333, 2_000] {
+                let a = screen(&input(w, h, gpus));
+                if !a.compact {
+                    continue;
+                }
+                let plain = vec![1; gpus];
+                assert_eq!(
+                    last_compact_start(&a, &plain),
+                    scan(&a, &plain),
+                    "{w}x{h} {gpus}"
+                );
+                let mig: Vec<u16> = (0..gpus).map(|n| [1, 1, 8, 3, 1, 60][n % 6]).collect();
+                assert_eq!(
+                    last_compact_start(&a, &mig),
+                    scan(&a, &mig),
+                    "{w}x{h} {gpus} MIG"
+                );
+            }
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod squatter;
 pub mod users;
 pub mod visible;
 pub mod warning_doc;
+mod warning_index;
 pub mod warnings;
 
 use std::collections::{HashMap, HashSet};
@@ -29,6 +30,7 @@ use crate::history::GpuHistory;
 use crate::history::procs::{ProcHistories, ProcHistory, ProcId};
 use crate::reading::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
 use procs::{ProcRow, ProcTable, SortKey};
+use warning_index::WarningIndex;
 use warnings::{Alarm, Severity, Thresholds, Warning};
 
 /// Settings the model and the view need (a subset of the resolved `Settings`).
@@ -91,6 +93,8 @@ pub struct Model {
     histories: HashMap<GpuId, GpuHistory>,
     alarms: HashMap<GpuId, Alarm>,
     warnings: Vec<Warning>,
+    /// `warnings` by GPU, rebuilt with them.
+    warning_index: WarningIndex,
     /// The process rows with the table's sort and selection; the table keeps its own
     /// order consistent with its rows (see `ProcTable`).
     procs: ProcTable,
@@ -119,6 +123,7 @@ impl Model {
             histories: HashMap::new(),
             alarms: HashMap::new(),
             warnings: Vec::new(),
+            warning_index: WarningIndex::default(),
             procs,
             holders: HashMap::new(),
             source_error: None,
@@ -204,11 +209,18 @@ impl Model {
 
     /// The worst warning on a GPU, for colouring its panel.
     pub fn gpu_severity(&self, id: &GpuId) -> Option<Severity> {
-        self.warnings
-            .iter()
-            .filter(|w| w.gpu() == Some(id))
-            .map(|w| w.severity)
-            .max()
+        self.warning_index.severity(&self.warnings, id)
+    }
+
+    /// The warnings about one GPU, most urgent first.
+    pub fn gpu_warnings(&self, id: &GpuId) -> impl Iterator<Item = &Warning> {
+        self.warning_index.of_gpu(&self.warnings, id)
+    }
+
+    /// Replaces the warnings and their index together, so they always agree.
+    fn set_warnings(&mut self, warnings: Vec<Warning>) {
+        self.warning_index = WarningIndex::of(&warnings);
+        self.warnings = warnings;
     }
 
     /// The source failed as a whole this tick; the readings stay as they were.
@@ -236,7 +248,7 @@ impl Model {
         self.histories.clear();
         self.proc_histories.clear();
         self.alarms.clear();
-        self.warnings.clear();
+        self.set_warnings(Vec::new());
     }
 
     pub fn apply_sample(&mut self, mut sample: Sample, config: &ViewConfig) {
@@ -250,7 +262,8 @@ impl Model {
             .record(now, &sample.processes, config.history_len);
         self.source_error = None;
         self.stalled = None;
-        self.warnings = self.evaluate(&sample, config, now);
+        let warnings = self.evaluate(&sample, config, now);
+        self.set_warnings(warnings);
         self.host = sample.host;
         let gpu_of: HashMap<&GpuId, &GpuReading> = sample.gpus.iter().map(|g| (&g.id, g)).collect();
         let rows: Vec<ProcRow> = sample
@@ -274,8 +287,10 @@ impl Model {
         // Needs the rows, the holders and the other warnings (a free GPU has none).
         let mut pileups = pileup::evaluate(self);
         if !pileups.is_empty() {
-            self.warnings.append(&mut pileups);
-            warnings::sort(&mut self.warnings);
+            let mut all = std::mem::take(&mut self.warnings);
+            all.append(&mut pileups);
+            warnings::sort(&mut all);
+            self.set_warnings(all);
         }
     }
 

@@ -383,6 +383,13 @@ impl GpuReading {
         }
     }
 
+    /// `label()`'s width in characters, without building it: compact mode sizes its label
+    /// column by the widest of every GPU's on each frame (10,000 in a fleet).
+    pub fn label_width(&self) -> usize {
+        let digits = self.index.checked_ilog10().map_or(1, |d| d as usize + 1);
+        self.host.as_ref().map_or(0, |h| h.chars().count() + 1) + digits
+    }
+
     /// Used VRAM as a fraction of total, when both are known and total is non-zero.
     pub fn memory_ratio(&self) -> Option<f64> {
         match (self.memory_used, self.memory_total) {
@@ -520,6 +527,29 @@ impl ProcReading {
         match &self.host {
             HostProc::Visible(d) => Some(d),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The width compact mode sizes its labels by is the label's, for one host or several
+    /// (names of more than one byte a character included), at every count of digits.
+    #[test]
+    fn a_labels_width_is_its_length_in_characters() {
+        for host in [None, Some("n1"), Some("nœud-été")] {
+            for index in [0, 7, 9, 10, 99, 100, 12_345, u32::MAX] {
+                let mut g = GpuReading::absent(GpuId("GPU-1".into()), index, "g");
+                g.host = host.map(String::from);
+                assert_eq!(
+                    g.label_width(),
+                    g.label().chars().count(),
+                    "{:?}",
+                    g.label()
+                );
+            }
         }
     }
 }

@@ -307,11 +307,8 @@ fn temp_text(g: &GpuReading) -> String {
 
 fn temp_style(state: &State, g: &GpuReading, theme: &Theme) -> Style {
     use crate::model::warnings::WarningKind;
-    let heat = state
-        .model
-        .warnings()
-        .iter()
-        .filter(|w| w.gpu() == Some(&g.id) && matches!(w.kind, WarningKind::Overheating { .. }))
+    let heat = (state.model.gpu_warnings(&g.id))
+        .filter(|w| matches!(w.kind, WarningKind::Overheating { .. }))
         .map(|w| w.severity)
         .max();
     theme.severity(heat, theme.text)

@@ -425,7 +425,13 @@ async fn the_bell_rings_for_a_critical_new_while_watching_not_for_one_there_at_s
         );
         let drive = async {
             let first = script.frame_with("OOM risk").await;
-            assert_eq!(first.text.contains(AT_START), bell, "{}", first.text);
+            // The alert step runs after the sample's frame (keys typed during a large
+            // sample are not kept waiting for it): what it says is the very next frame,
+            // drawn before the loop waits again.
+            let next = script.frames.try_recv().ok();
+            let said = [Some(&first), next.as_ref()].into_iter().flatten();
+            let said: Vec<_> = said.filter(|f| f.text.contains(AT_START)).collect();
+            assert_eq!(!said.is_empty(), bell, "{}\n{next:#?}", first.text);
             assert_eq!(*rings.lock().unwrap(), 0, "GPU 0 was critical at start");
             for _ in 0..16 {
                 script.frame_with("OOM risk").await;

@@ -106,7 +106,7 @@ fn stand_in_rounds(instants: Vec<Vec<u8>>, range: Vec<u8>) -> SocketAddr {
     addr
 }
 
-fn answer(
+pub(crate) fn answer(
     mut stream: TcpStream,
     instant: impl FnOnce() -> Arc<Vec<u8>>,
     range: impl FnOnce() -> Arc<Vec<u8>>,
@@ -134,12 +134,12 @@ fn answer(
     let _ = stream.write_all(&body);
 }
 
-fn vector(result: Vec<Value>) -> Vec<u8> {
+pub(crate) fn vector(result: Vec<Value>) -> Vec<u8> {
     let doc = json!({"status": "success", "data": {"resultType": "vector", "result": result}});
     doc.to_string().into_bytes()
 }
 
-fn matrix(result: Vec<Value>) -> Vec<u8> {
+pub(crate) fn matrix(result: Vec<Value>) -> Vec<u8> {
     let doc = json!({"status": "success", "data": {"resultType": "matrix", "result": result}});
     doc.to_string().into_bytes()
 }

@@ -29,6 +29,7 @@ mod hardening_tui;
 mod health;
 mod https_clients;
 mod json_schema;
+mod keys_fleet;
 mod kubelet;
 mod layers;
 mod mig;

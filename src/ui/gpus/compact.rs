@@ -45,7 +45,7 @@ impl CompactColumns {
             .model
             .gpus()
             .iter()
-            .map(|g| g.label().chars().count())
+            .map(GpuReading::label_width)
             .max()
             .unwrap_or(1);
         let gpus = state.model.gpus();
