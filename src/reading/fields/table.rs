@@ -470,12 +470,7 @@ const READINGS: &[Field] = &[
             "Highest SM clock the GPU supports.",
         ),
         dcgm: dcgm_read("DCGM_FI_DEV_MAX_SM_CLOCK", Scale::Per(MHZ)),
-        smi: &[smi(
-            "clocks.max.sm",
-            &[],
-            Shown::MHz,
-            "Highest SM clock.",
-        )],
+        smi: &[smi("clocks.max.sm", &[], Shown::MHz, "Highest SM clock.")],
     },
     Field {
         key: Key::MemoryClockMax,
