@@ -109,28 +109,14 @@ impl Grid {
         let Some(header) = lines.next() else {
             return;
         };
-        for (line, span) in self.header.iter().zip(&self.spans) {
-            let cell = Rect {
-                x: span.x,
-                width: span.width,
-                ..header
-            };
-            put_line(line, cell, buf);
-        }
+        put_cells(&self.header, &self.spans, header, buf);
         let selected = self
             .selected
             .map(|s| s.min(self.rows.len().saturating_sub(1)));
         let mut selected_line = None;
         for (i, (row, line)) in self.rows.iter().zip(lines).enumerate() {
             restyle(buf, line, row.style);
-            for (words, span) in row.cells.iter().zip(&self.spans) {
-                let cell = Rect {
-                    x: span.x,
-                    width: span.width,
-                    ..line
-                };
-                put_line(words, cell, buf);
-            }
+            put_cells(&row.cells, &self.spans, line, buf);
             if selected == Some(i) {
                 selected_line = Some(line);
             }
@@ -145,6 +131,18 @@ impl Grid {
 fn restyle(buf: &mut Buffer, area: Rect, style: Style) {
     if style != Style::default() {
         buf.set_style(area, style);
+    }
+}
+
+/// Each of a line's cells into its column span (the header's and every row's alike).
+fn put_cells(cells: &[Line], spans: &[Rect], line: Rect, buf: &mut Buffer) {
+    for (words, span) in cells.iter().zip(spans) {
+        let cell = Rect {
+            x: span.x,
+            width: span.width,
+            ..line
+        };
+        put_line(words, cell, buf);
     }
 }
 
