@@ -24,34 +24,7 @@ pub(super) fn read_gpu(
     s: &mut Slot,
     calls: &super::procs::ProcessCalls,
 ) -> Result<(GpuReading, Vec<GpuProc>), Lost> {
-    // The UUID doubles as the liveness probe: a lost GPU fails it first.
-    let uuid = match d.uuid() {
-        Ok(u) => u,
-        Err(NvmlError::GpuLost) => return Err(Lost),
-        Err(_) => GpuId::without_uuid("nvml", index).0,
-    };
-    if s.uuid.as_deref() != Some(uuid.as_str()) {
-        // A different board in this slot (or the first sighting): forget what the old
-        // one could not do, and re-read its identity.
-        *s = Slot {
-            uuid: Some(uuid.clone()),
-            ..Slot::default()
-        };
-    }
-    if std::mem::take(&mut s.lost_since_read) {
-        // It answers again after being lost: a reset board may come back different.
-        s.forget_fixed();
-    }
-    if s.name.is_none() {
-        s.name = s.ask(Query::Name, || d.name())?;
-    }
-    if s.pci_bus_id.is_none() {
-        s.pci_bus_id = s.ask(Query::PciInfo, || d.pci_info())?.map(|p| p.bus_id);
-    }
-    let name = s.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
-    let mut g = GpuReading::absent(GpuId(uuid), index, name);
-    g.vendor = Some(crate::reading::Vendor::Nvidia);
-    g.pci_bus_id = s.pci_bus_id.clone();
+    let mut g = read_identity(d, index, s)?;
     if let Some(u) = s.ask(Query::Utilization, || d.utilization_rates())? {
         g.util = Some(Percent(u.gpu));
         g.memory_util = Some(Percent(u.memory));
@@ -83,6 +56,40 @@ pub(super) fn read_gpu(
         s.gpm.keep_only(d.nvml(), &[]);
     }
     Ok((g, procs))
+}
+
+/// Who the board is: its UUID (which doubles as the liveness probe), name and bus id, the
+/// last two asked once per board; a reading with nothing else known yet.
+fn read_identity(d: &Device, index: u32, s: &mut Slot) -> Result<GpuReading, Lost> {
+    // A lost GPU fails the UUID first.
+    let uuid = match d.uuid() {
+        Ok(u) => u,
+        Err(NvmlError::GpuLost) => return Err(Lost),
+        Err(_) => GpuId::without_uuid("nvml", index).0,
+    };
+    if s.uuid.as_deref() != Some(uuid.as_str()) {
+        // A different board in this slot (or the first sighting): forget what the old
+        // one could not do, and re-read its identity.
+        *s = Slot {
+            uuid: Some(uuid.clone()),
+            ..Slot::default()
+        };
+    }
+    if std::mem::take(&mut s.lost_since_read) {
+        // It answers again after being lost: a reset board may come back different.
+        s.forget_fixed();
+    }
+    if s.name.is_none() {
+        s.name = s.ask(Query::Name, || d.name())?;
+    }
+    if s.pci_bus_id.is_none() {
+        s.pci_bus_id = s.ask(Query::PciInfo, || d.pci_info())?.map(|p| p.bus_id);
+    }
+    let name = s.name.clone().unwrap_or_else(|| "NVIDIA GPU".into());
+    let mut g = GpuReading::absent(GpuId(uuid), index, name);
+    g.vendor = Some(crate::reading::Vendor::Nvidia);
+    g.pci_bus_id = s.pci_bus_id.clone();
+    Ok(g)
 }
 
 /// Compute and persistence mode (nvidia-smi's `compute_mode`, `persistence_mode`).
