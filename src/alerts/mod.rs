@@ -126,9 +126,6 @@ pub fn start_notice(events: &[Event]) -> Option<String> {
 
 /// The model's warnings with their words, code, host and the GPU's owners.
 pub fn observe(model: &Model) -> Vec<Observed> {
-    // Each warning's GPU by a lookup, not a scan of the fleet: 10,000 GPUs with a warning
-    // each made this 10^8 comparisons per sample, on the UI task (issue 26 §10).
-    let gpus: HashMap<&GpuId, &GpuReading> = model.gpus().iter().map(|g| (&g.id, g)).collect();
     model
         .warnings()
         .iter()
@@ -140,7 +137,9 @@ pub fn observe(model: &Model) -> Vec<Observed> {
             };
             let holders = w
                 .gpu()
-                .and_then(|id| gpus.get(id))
+                // By the model's index, not a scan of the fleet: 10,000 GPUs with a warning
+                // each made this 10^8 comparisons per sample, on the UI task (issue 26 §10).
+                .and_then(|id| model.gpu(id))
                 .map(|g| owners(model, g).to_vec())
                 .unwrap_or_default();
             Observed {

@@ -90,6 +90,10 @@ pub struct Model {
     now: Option<SystemTime>,
     host: HostInfo,
     gpus: Vec<GpuReading>,
+    /// Where each GPU is in `gpus` (the first, should two share an id), set with them: the
+    /// alerts, the exporter's process labels and the views find a GPU by id without a scan
+    /// of the fleet (10,000 GPUs in a Prometheus fleet, issue 26 §10).
+    gpu_at: HashMap<GpuId, usize>,
     histories: HashMap<GpuId, GpuHistory>,
     alarms: HashMap<GpuId, Alarm>,
     warnings: Vec<Warning>,
@@ -120,6 +124,7 @@ impl Model {
             now: None,
             host: HostInfo::default(),
             gpus: Vec::new(),
+            gpu_at: HashMap::new(),
             histories: HashMap::new(),
             alarms: HashMap::new(),
             warnings: Vec::new(),
@@ -144,6 +149,11 @@ impl Model {
 
     pub fn gpus(&self) -> &[GpuReading] {
         &self.gpus
+    }
+
+    /// The GPU with id `id` in the latest sample.
+    pub fn gpu(&self, id: &GpuId) -> Option<&GpuReading> {
+        self.gpu_at.get(id).and_then(|&i| self.gpus.get(i))
     }
 
     pub fn history(&self, id: &GpuId) -> Option<&GpuHistory> {
@@ -284,6 +294,10 @@ impl Model {
         self.any_job = rows.iter().any(|r| r.job.is_some());
         self.procs.set_rows(rows);
         self.gpus = sample.gpus;
+        self.gpu_at = HashMap::with_capacity(self.gpus.len());
+        for (i, g) in self.gpus.iter().enumerate() {
+            self.gpu_at.entry(g.id.clone()).or_insert(i);
+        }
         // Needs the rows, the holders and the other warnings (a free GPU has none).
         let mut pileups = pileup::evaluate(self);
         if !pileups.is_empty() {
@@ -340,5 +354,47 @@ impl Model {
         }
         warnings::sort(&mut out);
         out
+    }
+}
+
+#[cfg(test)]
+mod gpu_lookup_tests {
+    use super::*;
+
+    fn on_host(id: &str, index: u32, host: &str) -> GpuReading {
+        let mut g = GpuReading::absent(GpuId(id.into()), index, "g");
+        g.host = Some(host.into());
+        g
+    }
+
+    /// `Model::gpu` answers what a scan of the sample's GPUs answered: the first GPU with
+    /// that id, and nothing for an id the sample does not have; a new sample replaces it.
+    #[test]
+    fn a_gpu_is_found_by_id_as_a_scan_found_it() {
+        let config = ViewConfig::default();
+        let mut model = Model::new(&config);
+        let sample = |gpus: Vec<GpuReading>| Sample {
+            time: SystemTime::UNIX_EPOCH,
+            host: HostInfo::default(),
+            gpus,
+            processes: Vec::new(),
+            hosts: Vec::new(),
+            history: None,
+        };
+        let gpus = vec![
+            on_host("GPU-a", 0, "h1"),
+            on_host("GPU-b", 1, "h1"),
+            on_host("GPU-a", 0, "h2"),
+        ];
+        model.apply_sample(sample(gpus), &config);
+        let id = |s: &str| GpuId(s.into());
+        for wanted in ["GPU-a", "GPU-b", "GPU-z"] {
+            let scanned = model.gpus().iter().find(|g| g.id == id(wanted));
+            assert_eq!(model.gpu(&id(wanted)), scanned, "{wanted}");
+        }
+        assert_eq!(model.gpu(&id("GPU-a")).unwrap().host.as_deref(), Some("h1"));
+        model.apply_sample(sample(vec![on_host("GPU-b", 0, "h3")]), &config);
+        assert_eq!(model.gpu(&id("GPU-a")), None);
+        assert_eq!(model.gpu(&id("GPU-b")).unwrap().host.as_deref(), Some("h3"));
     }
 }

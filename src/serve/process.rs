@@ -151,7 +151,7 @@ pub(super) fn render(e: &mut Exposition, state: &State, options: MetricOptions) 
 /// The GPU's labels plus `pid`, and `user`/`comm` when the process is visible from here
 /// (and `redact` is off).
 fn labels(state: &State, r: &ProcRow, redact: bool) -> Labels {
-    let mut labels = match state.model.gpus().iter().find(|g| g.id == r.key.gpu) {
+    let mut labels = match state.model.gpu(&r.key.gpu) {
         Some(g) => gpu_labels(g),
         None => vec![
             ("gpu", r.gpu_index.to_string()),

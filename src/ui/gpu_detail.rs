@@ -18,7 +18,7 @@ use crate::units::Bytes;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &GpuId) {
     frame.render_widget(Clear, area);
-    let Some(gpu) = state.model.gpus().iter().find(|g| &g.id == id) else {
+    let Some(gpu) = state.model.gpu(id) else {
         let text = " This GPU is no longer listed by the source. Esc: back";
         frame.render_widget(Paragraph::new(Line::styled(text, theme.warning)), area);
         return;

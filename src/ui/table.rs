@@ -203,10 +203,7 @@ fn title(state: &State, arrow: &str) -> String {
         " Processes ({count}) · sorted by {} {arrow}",
         table.sort.name()
     );
-    if let Some(gpu) = state
-        .focus()
-        .and_then(|id| state.model.gpus().iter().find(|g| &g.id == id))
-    {
+    if let Some(gpu) = state.focus().and_then(|id| state.model.gpu(id)) {
         title += &format!(" · GPU {} only", gpu.index);
     }
     if let Some(user) = &table.view.user {
