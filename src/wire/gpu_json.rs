@@ -103,7 +103,7 @@ impl<'de> Visitor<'de> for GpuVisitor {
             remapped_rows: None,
             xid_errors: None,
         };
-        while let Some(Member(key)) = map.next_key()? {
+        while let Some(MemberName(key)) = map.next_key()? {
             match &*key {
                 "index" => index = Some(map.next_value()?),
                 "uuid" => uuid = Some(map.next_value()?),
@@ -137,10 +137,10 @@ impl<'de> Visitor<'de> for GpuVisitor {
 }
 
 /// A member's name, borrowed from the input where it can be (no copy per member).
-struct Member<'de>(Cow<'de, str>);
+struct MemberName<'de>(Cow<'de, str>);
 
-impl<'de> Deserialize<'de> for Member<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Member<'de>, D::Error> {
+impl<'de> Deserialize<'de> for MemberName<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<MemberName<'de>, D::Error> {
         struct Name;
         impl<'de> Visitor<'de> for Name {
             type Value = Cow<'de, str>;
@@ -154,6 +154,6 @@ impl<'de> Deserialize<'de> for Member<'de> {
                 Ok(Cow::Owned(v.to_string()))
             }
         }
-        d.deserialize_str(Name).map(Member)
+        d.deserialize_str(Name).map(MemberName)
     }
 }
