@@ -42,6 +42,7 @@ pub mod query;
 pub mod quiet_pipe;
 pub mod reading;
 pub mod record;
+pub mod resident;
 pub mod safe_file;
 pub mod sampler;
 pub mod serve;

@@ -320,3 +320,64 @@ fn readings_nvml_cannot_give_are_left_out_not_zero() {
     let info = samples(&text, "gpuwatch_gpu_info");
     assert!(info[0].contains(r#",pci_bus_id="00000000:17:00.0",driver_version="550.54.15""#));
 }
+
+/// Issue 25 (private memory): the exporter's threads (the sampler's poll, connections,
+/// scrapes from several clients at once) share the main malloc arena; before, each
+/// thread that allocated got a 64 MiB arena of its own whose first pages stayed resident.
+#[test]
+fn every_thread_allocates_from_the_one_main_malloc_arena() {
+    let e = Exporter::demo(&["--interval", "200ms"]);
+    e.wait_ready();
+    let addr = e.addr;
+    let scrapers: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    let r = request(addr, "GET", "/metrics").expect("scrape");
+                    assert_eq!(r.status, 200);
+                }
+            })
+        })
+        .collect();
+    for s in scrapers {
+        s.join().unwrap();
+    }
+    // Samples were taken (the poll thread allocated) while the scrapes ran.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", e.pid())).unwrap();
+    let arenas = glibc_arenas(&maps);
+    assert!(
+        arenas.is_empty(),
+        "threads' own malloc arenas: {arenas:?}\n{maps}"
+    );
+}
+
+/// glibc's per-thread arenas in a maps listing: an anonymous read-write mapping at a
+/// 64 MiB boundary followed at once by the inaccessible rest of its 64 MiB reservation
+/// (a thread's stack has its guard below it, not above).
+fn glibc_arenas(maps: &str) -> Vec<String> {
+    const RESERVED: u64 = 64 << 20;
+    let anon: Vec<(u64, u64, &str, &str)> = maps
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (range, perms, inode) = (fields.first()?, fields.get(1)?, fields.get(4)?);
+            (fields.len() == 5 && *inode == "0").then_some(())?;
+            let (start, end) = range.split_once('-')?;
+            let start = u64::from_str_radix(start, 16).ok()?;
+            let end = u64::from_str_radix(end, 16).ok()?;
+            Some((start, end, *perms, line))
+        })
+        .collect();
+    anon.windows(2)
+        .filter(|w| {
+            let ((start, end, perms, _), (next_start, next_end, next_perms, _)) = (w[0], w[1]);
+            start % RESERVED == 0
+                && perms == "rw-p"
+                && next_perms == "---p"
+                && next_start == end
+                && next_end - start == RESERVED
+        })
+        .map(|w| w[0].3.to_string())
+        .collect()
+}
