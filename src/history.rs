@@ -128,10 +128,15 @@ impl GpuHistory {
     /// Growth rate of used VRAM in bytes per second over the samples taken at or after
     /// `since`, by a least-squares fit. `None` with fewer than three known points.
     pub fn memory_growth_per_sec(&self, since: SystemTime) -> Option<f64> {
-        let points: Vec<(f64, f64)> = self
+        // From the newest back to `since`, not through the whole window: this runs for
+        // every GPU on every sample (10,000 x 300 points a refresh in a Prometheus fleet,
+        // on the UI thread; issue 26 §10). Points are pushed in time order; reversed
+        // again below so the fit adds them up in the same order as before.
+        let mut points: Vec<(f64, f64)> = self
             .points
             .iter()
-            .filter(|p| p.time >= since)
+            .rev()
+            .take_while(|p| p.time >= since)
             .filter_map(|p| {
                 let secs = p
                     .time
@@ -141,6 +146,7 @@ impl GpuHistory {
                 Some((secs, p.get(Key::MemoryUsed)?))
             })
             .collect();
+        points.reverse();
         // Only a real trend counts: allocator noise around a steady level fits a line
         // badly, and predicting "full in 20 s" from it would be a false alarm.
         least_squares(&points)
@@ -331,6 +337,35 @@ mod tests {
             h.push(t0 + Duration::from_secs(i as u64), &g);
         }
         assert_eq!(h.memory_growth_per_sec(t0), None);
+    }
+
+    /// Only the points since `since` are fitted, however many older ones the window
+    /// holds (they are no longer walked: issue 26 §10), and the answer is the one a fit
+    /// over just those points gives.
+    #[test]
+    fn memory_growth_fits_only_the_points_since() {
+        let mut h = GpuHistory::new(300);
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        for i in 0..300u64 {
+            let mut g = GpuReading::absent(GpuId("x".into()), 0, "g");
+            // Falling for 250 s, then rising 2,000 bytes a second.
+            let used = if i < 250 {
+                1_000_000 - 100 * i
+            } else {
+                2_000 * i
+            };
+            g.memory_used = Some(Bytes(used));
+            h.push(t0 + Duration::from_secs(i), &g);
+        }
+        let since = t0 + Duration::from_secs(250);
+        let slope = h.memory_growth_per_sec(since).unwrap();
+        assert!((slope - 2_000.0).abs() < 1e-6, "{slope}");
+        let falling = h.memory_growth_per_sec(t0).unwrap_or(0.0);
+        assert!(
+            falling < 0.0 || falling != slope,
+            "the whole window fits otherwise"
+        );
+        assert_eq!(h.memory_growth_per_sec(t0 + Duration::from_secs(400)), None);
     }
 
     #[test]

@@ -322,10 +322,15 @@ impl Model {
         }
         let mut out = Vec::new();
         for gpu in &sample.gpus {
-            let history = self
-                .histories
-                .entry(gpu.id.clone())
-                .or_insert_with(|| GpuHistory::new(config.history_len));
+            // Found by reference first: an entry would clone the id of every GPU on every
+            // sample (10,000 a refresh in a Prometheus fleet, on the UI thread).
+            if !self.histories.contains_key(&gpu.id) {
+                let fresh = GpuHistory::new(config.history_len);
+                self.histories.insert(gpu.id.clone(), fresh);
+            }
+            let Some(history) = self.histories.get_mut(&gpu.id) else {
+                continue;
+            };
             match sample.history.as_ref() {
                 // A source with its own history: its points, none twice.
                 Some(kept) => kept
@@ -335,11 +340,21 @@ impl Model {
                     .for_each(|p| history.push_point(p)),
                 None => history.push(now, gpu),
             }
-            let prev = self.alarms.get(&gpu.id).cloned().unwrap_or_default();
             let on_gpu = by_gpu.get(&gpu.id).map_or(&[][..], Vec::as_slice);
-            let (alarm, mut raised) =
-                warnings::evaluate(&prev, gpu, on_gpu, history, &config.thresholds, now);
-            self.alarms.insert(gpu.id.clone(), alarm);
+            let th = &config.thresholds;
+            let mut raised = match self.alarms.get_mut(&gpu.id) {
+                Some(slot) => {
+                    let (alarm, raised) = warnings::evaluate(slot, gpu, on_gpu, history, th, now);
+                    *slot = alarm;
+                    raised
+                }
+                None => {
+                    let prev = Alarm::default();
+                    let (alarm, raised) = warnings::evaluate(&prev, gpu, on_gpu, history, th, now);
+                    self.alarms.insert(gpu.id.clone(), alarm);
+                    raised
+                }
+            };
             out.append(&mut raised);
         }
         if !config.processes_known {
