@@ -87,16 +87,13 @@ fn put_narrow(
 /// the area loses its right end, a right-aligned one its left). A line with anything but
 /// narrow characters is drawn by ratatui.
 pub fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
-    let widths: Option<Vec<usize>> = line
-        .spans
-        .iter()
-        .map(|s| narrow_width(&s.content))
-        .collect();
-    let Some(widths) = widths else {
+    // Measured twice (here, then span by span below) rather than kept in a vector: a
+    // table cell is a span or two of a few characters, and this runs for every one.
+    let width: Option<usize> = line.spans.iter().map(|s| narrow_width(&s.content)).sum();
+    let Some(width) = width else {
         return line.render(area, buf);
     };
     let area = area.intersection(buf.area);
-    let width: usize = widths.iter().sum();
     if area.is_empty() || width == 0 {
         return;
     }
@@ -112,7 +109,8 @@ pub fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
     };
     let mut x = area.x + indent as u16;
     let mut left = room - indent;
-    for (span, n) in line.spans.iter().zip(widths) {
+    for span in &line.spans {
+        let n = narrow_width(&span.content).unwrap_or(0);
         if skip >= n {
             skip -= n;
             continue;

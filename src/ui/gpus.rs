@@ -417,10 +417,10 @@ mod tests {
                 g.name = "NVIDIA 漢字 H100 80GB HBM3 with a name longer than any panel".into();
             }
             for p in &mut sample.processes {
-                if let HostProc::Visible(d) = &mut p.host {
-                    if d.user == "bob" {
-                        d.user = "名前が長いユーザー".into();
-                    }
+                if let HostProc::Visible(d) = &mut p.host
+                    && d.user == "bob"
+                {
+                    d.user = "名前が長いユーザー".into();
                 }
             }
             if n == samples && gpus > 2 {
