@@ -5,9 +5,9 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::Theme;
+use super::cells::put_lines;
 use crate::state::State;
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
@@ -40,7 +40,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         spans.push(Span::styled(info, theme.dim));
         spans.push(Span::styled(hints, theme.text));
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    put_lines(&[Line::from(spans)], area, frame.buffer_mut());
 }
 
 /// What the keys do for the selected row, kept whole at the right end of the line.

@@ -3,13 +3,15 @@
 //! `state.view.gpu_scroll` when they do not all fit.
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Theme;
+use super::border::Border;
+use super::cells::put_lines;
 use super::spans::fit_spans;
 use crate::layout::{Areas, gpu_rects, panel_rows};
 use crate::model::owners::{Unheld, owners, unattributed, unheld};
@@ -28,41 +30,57 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
     if areas.gpus.height == 0 {
         return;
     }
-    let gpus = state.model.gpus();
     // The same rectangles mouse clicks are matched against (`ui::hit`).
     let rects = gpu_rects(areas, &state.gpu_lines(), state.view.gpu_scroll);
     if areas.compact {
         compact::draw_compact(frame, areas, state, &rects, theme);
     } else {
-        let words: Vec<_> = rects
-            .iter()
-            .map(|(i, r)| details::PanelWords::new(state, &gpus[*i], theme, r.width))
-            .collect();
-        // When one panel needs lines inside for what its borders cannot hold, every panel
-        // shown moves its details inside too (room allowing) and keeps as many lines for
-        // them, so the PCIe/ECC line sits in the same place and the charts are as tall in
-        // all of them; neighbouring panels laid out differently read as different things.
-        // (A MIG GPU's instance lines come on top of that: its charts are shorter by them,
-        // rather than every other panel keeping blank lines to match.) A panel alone on
-        // screen gives the lines its text leaves unused to its charts.
-        let wanted = words.iter().map(|w| w.lines_wanted()).max().unwrap_or(0);
-        let most = words.iter().map(|w| w.lines_inside()).max().unwrap_or(0);
-        let alone = rects.len() == 1;
-        let inside: Vec<Inside> = words
-            .iter()
-            .map(|w| Inside {
+        for (panel, g) in panels(&rects, state, theme) {
+            panel.render(frame.buffer_mut());
+            if let Some((rect, h)) = panel.charts.zip(state.model.history(&g.id)) {
+                charts::draw_panel_charts(frame, rect, h, g, theme);
+            }
+        }
+    }
+}
+
+/// The full panels in their rectangles, laid out, each with its GPU.
+fn panels<'a>(
+    rects: &[(usize, Rect)],
+    state: &'a State,
+    theme: &Theme,
+) -> Vec<(Panel, &'a GpuReading)> {
+    let gpus = state.model.gpus();
+    let words: Vec<_> = rects
+        .iter()
+        .map(|(i, r)| details::PanelWords::new(state, &gpus[*i], theme, r.width))
+        .collect();
+    // When one panel needs lines inside for what its borders cannot hold, every panel
+    // shown moves its details inside too (room allowing) and keeps as many lines for
+    // them, so the PCIe/ECC line sits in the same place and the charts are as tall in
+    // all of them; neighbouring panels laid out differently read as different things.
+    // (A MIG GPU's instance lines come on top of that: its charts are shorter by them,
+    // rather than every other panel keeping blank lines to match.) A panel alone on
+    // screen gives the lines its text leaves unused to its charts.
+    let wanted = words.iter().map(|w| w.lines_wanted()).max().unwrap_or(0);
+    let most = words.iter().map(|w| w.lines_inside()).max().unwrap_or(0);
+    let alone = rects.len() == 1;
+    rects
+        .iter()
+        .zip(words)
+        .map(|((i, rect), w)| {
+            let inside = Inside {
                 lines: match () {
                     _ if alone => w.lines_wanted(),
                     _ if wanted == 0 => 0,
                     _ => most,
                 },
                 give_back: alone,
-            })
-            .collect();
-        for (((i, rect), w), n) in rects.iter().zip(words).zip(inside) {
-            draw_panel(frame, *rect, state, &gpus[*i], w, n, theme);
-        }
-    }
+            };
+            let g = &gpus[*i];
+            (Panel::new(*rect, state, g, w, inside, theme), g)
+        })
+        .collect()
 }
 
 /// Lines inside a panel for the details its borders cannot hold.
@@ -76,103 +94,115 @@ struct Inside {
 
 // ---- full panels ---------------------------------------------------------------------
 
-/// One full panel; `inside` is what the panels shown give to details inside.
-fn draw_panel(
-    frame: &mut Frame,
+/// A full panel laid out: its border with the GPU's name, owners and details in it, each
+/// of its rows of text with the lines in it, and where its charts go (drawn apart).
+struct Panel {
     area: Rect,
-    state: &State,
-    g: &GpuReading,
-    words: details::PanelWords,
-    inside: Inside,
-    theme: &Theme,
-) {
-    let inner = Rect::new(
-        area.x + 1,
-        area.y + 1,
-        area.width.saturating_sub(2),
-        area.height.saturating_sub(2),
-    );
-    let instances = g.mig_devices.len().min(u16::MAX as usize) as u16;
-    let mut rows = panel_rows(inner, inside.lines, instances);
-    let text = words.fit(rows.details.height);
-    if inside.give_back {
-        rows = panel_rows(inner, text.lines.len() as u16, instances);
-    }
-    let block = panel_block(state, g, theme, &text);
-    frame.render_widget(block, area);
-    if inner.height == 0 || inner.width < 20 {
-        return;
-    }
-    if g.status == GpuStatus::Lost {
-        let line = Line::styled(
-            "LOST — not responding; other GPUs keep updating",
-            theme.critical,
+    border: Border,
+    texts: Vec<(Rect, Vec<Line<'static>>)>,
+    charts: Option<Rect>,
+}
+
+impl Panel {
+    fn new(
+        area: Rect,
+        state: &State,
+        g: &GpuReading,
+        words: details::PanelWords,
+        inside: Inside,
+        theme: &Theme,
+    ) -> Self {
+        let inner = Rect::new(
+            area.x + 1,
+            area.y + 1,
+            area.width.saturating_sub(2),
+            area.height.saturating_sub(2),
         );
-        frame.render_widget(Paragraph::new(line), inner);
-        return;
+        let instances = g.mig_devices.len().min(u16::MAX as usize) as u16;
+        let mut rows = panel_rows(inner, inside.lines, instances);
+        let text = words.fit(rows.details.height);
+        if inside.give_back {
+            rows = panel_rows(inner, text.lines.len() as u16, instances);
+        }
+        let border = panel_border(state, g, theme, &text);
+        let mut panel = Panel {
+            area,
+            border,
+            texts: Vec::new(),
+            charts: None,
+        };
+        if inner.height == 0 || inner.width < 20 {
+            return panel;
+        }
+        if g.status == GpuStatus::Lost {
+            let line = Line::styled(
+                "LOST — not responding; other GPUs keep updating",
+                theme.critical,
+            );
+            panel.texts.push((inner, vec![line]));
+            return panel;
+        }
+        let width = inner.width as usize;
+        panel.texts = vec![
+            (rows.gauges, vec![gauge_line(g, width, theme)]),
+            (rows.readings, vec![readings_line(state, g, width, theme)]),
+            (rows.details, text.lines),
+            (
+                rows.instances,
+                instance_lines(state, g, rows.instances, theme),
+            ),
+        ];
+        panel.charts = Some(rows.charts);
+        panel
     }
-    frame.render_widget(
-        Paragraph::new(gauge_line(g, inner.width as usize, theme)),
-        rows.gauges,
-    );
-    frame.render_widget(
-        Paragraph::new(readings_line(state, g, inner.width as usize, theme)),
-        rows.readings,
-    );
-    frame.render_widget(Paragraph::new(text.lines), rows.details);
-    frame.render_widget(
-        Paragraph::new(instance_lines(state, g, rows.instances, theme)),
-        rows.instances,
-    );
-    if let Some(h) = state.model.history(&g.id) {
-        charts::draw_panel_charts(frame, rows.charts, h, g, theme);
+
+    /// The border and the lines, written straight into the cells (`ui::cells`).
+    fn render(&self, buf: &mut Buffer) {
+        self.border.render(self.area, buf);
+        for (area, lines) in &self.texts {
+            put_lines(lines, *area, buf);
+        }
     }
 }
 
 /// The panel's frame: its border shows focus and severity, the top border names the GPU
 /// and who holds it, the bottom border carries the finer details (`details`).
-fn panel_block(
-    state: &State,
-    g: &GpuReading,
-    theme: &Theme,
-    text: &details::PanelText,
-) -> Block<'static> {
+fn panel_border(state: &State, g: &GpuReading, theme: &Theme, text: &details::PanelText) -> Border {
     let severity = state.model.gpu_severity(&g.id);
     let focused = state.focus() == Some(&g.id);
-    let border = theme.severity(severity, if focused { theme.focus } else { theme.dim });
-    let mut block = Block::default()
-        .borders(Borders::ALL)
-        .border_set(if focused {
-            symbols::border::DOUBLE
-        } else if severity.is_some() {
-            symbols::border::THICK
-        } else {
-            symbols::border::ROUNDED
-        })
-        .border_style(border)
-        .title(Span::styled(
-            format!(
-                " {}{} · {} ",
-                if focused { "▶ " } else { "" },
-                g.label(),
-                gpu_name(g)
-            ),
-            theme.severity(severity, if focused { theme.focus } else { theme.title }),
-        ));
+    let style = theme.severity(severity, if focused { theme.focus } else { theme.dim });
+    let set = if focused {
+        symbols::border::DOUBLE
+    } else if severity.is_some() {
+        symbols::border::THICK
+    } else {
+        symbols::border::ROUNDED
+    };
+    let name = Span::styled(
+        format!(
+            " {}{} · {} ",
+            if focused { "▶ " } else { "" },
+            g.label(),
+            gpu_name(g)
+        ),
+        theme.severity(severity, if focused { theme.focus } else { theme.title }),
+    );
     // Who holds the GPU sits in the panel's top border, read together with the GPU's name.
     let mut owners = vec![Span::raw(" ")];
     owners.extend(text.owners.iter().cloned());
     owners.push(Span::raw(" "));
-    block = block.title_top(Line::from(owners).right_aligned());
+    let mut border = Border::new(set, style)
+        .top_left(Line::from(name))
+        .top_right(Line::from(owners));
     // NVML's finer details (PCIe, enc/dec, ECC, MIG, why clocks are held) sit in the bottom
     // border: visible without costing a line.
     if !text.throttle.is_empty() {
-        block = block.title_bottom(Line::from(text.throttle.clone()).right_aligned());
+        border = border.bottom_right(Line::from(text.throttle.clone()));
     }
     if !text.details.is_empty() {
-        block = block.title_bottom(Line::from(text.details.clone()));
+        border = border.bottom_left(Line::from(text.details.clone()));
     }
-    block
+    border
 }
 
 /// One line per MIG instance, as many as `area` holds; the last says how many more when
@@ -345,4 +375,98 @@ fn owner_entries(state: &State, g: &GpuReading, theme: &Theme) -> Vec<Span<'stat
         });
     }
     spans
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use ratatui::widgets::{Paragraph, Widget};
+
+    use super::*;
+    use crate::layout::areas;
+    use crate::reading::HostProc;
+    use crate::source::GpuSource;
+    use crate::source::sim::{SimClock, SimSource};
+    use crate::state::{Action, Msg, ViewConfig, update};
+
+    /// A `w`x`h` screen after `samples` seconds of the demo fleet, GPU 1 with a long name in
+    /// wide characters, bob's name in wide characters too, and the last GPU lost.
+    fn demo(gpus: usize, samples: usize, (w, h): (u16, u16), focus: bool) -> State {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+        let mut source = SimSource::new(
+            gpus,
+            42,
+            Duration::from_secs(1),
+            SimClock::Virtual { start },
+        );
+        let mut state = State::new(ViewConfig {
+            current_user: Some("alice".into()),
+            ..ViewConfig::default()
+        });
+        update(
+            &mut state,
+            Msg::Resize {
+                width: w,
+                height: h,
+            },
+        );
+        for n in 1..=samples {
+            let mut sample = source.sample().expect("the simulation never fails");
+            if let Some(g) = sample.gpus.get_mut(1) {
+                g.name = "NVIDIA 漢字 H100 80GB HBM3 with a name longer than any panel".into();
+            }
+            for p in &mut sample.processes {
+                if let HostProc::Visible(d) = &mut p.host
+                    && d.user == "bob"
+                {
+                    d.user = "名前が長いユーザー".into();
+                }
+            }
+            if n == samples && gpus > 2 {
+                sample.gpus[gpus - 1].status = GpuStatus::Lost;
+            }
+            update(&mut state, Msg::Sample(Box::new(sample)));
+        }
+        if focus {
+            update(&mut state, Msg::Action(Action::FocusNext));
+        }
+        state
+    }
+
+    #[test]
+    fn panels_draw_what_ratatuis_block_and_paragraphs_drew() {
+        let theme = Theme::new(true);
+        let cases = [
+            (8, (200, 60), false),
+            (8, (200, 50), true),
+            (8, (150, 45), false),
+            (8, (120, 40), true),
+            (4, (97, 40), false),
+            (1, (200, 60), true),
+            (1, (90, 30), false),
+            (1, (64, 28), false),
+            (16, (200, 60), false),
+        ];
+        for (gpus, (w, h), focus) in cases {
+            let state = demo(gpus, 76, (w, h), focus);
+            let areas = areas(&state.layout_input(), Rect::new(0, 0, w, h));
+            let rects = gpu_rects(&areas, &state.gpu_lines(), state.view.gpu_scroll);
+            let panels = panels(&rects, &state, &theme);
+            assert!(
+                areas.compact || !panels.is_empty(),
+                "{gpus} GPUs at {w}x{h}"
+            );
+            for (panel, g) in panels {
+                let mut by_cells = Buffer::empty(Rect::new(0, 0, w, h));
+                let mut by_widgets = by_cells.clone();
+                panel.render(&mut by_cells);
+                panel.border.to_block().render(panel.area, &mut by_widgets);
+                for (area, lines) in &panel.texts {
+                    Paragraph::new(lines.clone()).render(*area, &mut by_widgets);
+                }
+                assert_eq!(by_cells, by_widgets, "GPU {} of {gpus} at {w}x{h}", g.index);
+            }
+        }
+    }
 }

@@ -4,9 +4,9 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::Theme;
+use super::cells::put_lines;
 use crate::model::owners::free_labels;
 use crate::present::format::truncate;
 use crate::state::State;
@@ -37,7 +37,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
     spans.push(Span::styled(" ".repeat(pad), theme.header_bar));
     spans.extend(right);
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    put_lines(&[Line::from(spans)], area, frame.buffer_mut());
 }
 
 /// Status badges (source error, replay, read-only, paused), the free GPUs and the clock.

@@ -6,9 +6,9 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::Theme;
+use super::cells::put_lines;
 use crate::present::host::{Role, words};
 use crate::reading::HostLoad;
 use crate::state::State;
@@ -25,7 +25,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         spans.pop();
     }
     let spans = super::spans::fit_spans(spans, area.width as usize);
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    put_lines(&[Line::from(spans)], area, frame.buffer_mut());
 }
 
 /// The host line's words as spans, with the CPU and memory in the warning colour when

@@ -1,6 +1,8 @@
 //! Drawing: `draw(frame, &State, &Theme)` lays out the screen and calls one small function
 //! per panel. Reads state only: no I/O, no clock (time is `state.model.now()`), no mutation.
 
+mod border;
+mod cells;
 mod chart;
 mod detail;
 mod dialog;

@@ -6,12 +6,13 @@
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Alignment, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::Theme;
+use super::cells::{put_line, restyle};
 use crate::layout::first_row;
 use crate::model::pileup::unpinned;
 use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
@@ -127,13 +128,6 @@ impl Grid {
     }
 }
 
-/// `Buffer::set_style`, which visits every cell even for the plain style that changes none.
-fn restyle(buf: &mut Buffer, area: Rect, style: Style) {
-    if style != Style::default() {
-        buf.set_style(area, style);
-    }
-}
-
 /// Each of a line's cells into its column span (the header's and every row's alike).
 fn put_cells(cells: &[Line], spans: &[Rect], line: Rect, buf: &mut Buffer) {
     for (words, span) in cells.iter().zip(spans) {
@@ -143,43 +137,6 @@ fn put_cells(cells: &[Line], spans: &[Rect], line: Rect, buf: &mut Buffer) {
             ..line
         };
         put_line(words, cell, buf);
-    }
-}
-
-/// Draws `line` in the one-line `area` as `Line`'s own rendering does, cell for cell. Most
-/// cells are one span of printable ASCII (numbers, names, plain commands): each byte is then
-/// one grapheme one column wide, written straight into its cell instead of through
-/// grapheme segmentation and a width lookup per character. Anything else (a cut cell's
-/// `…`, a `⚠`, a wide character, several spans) is drawn by ratatui.
-fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
-    let [span] = line.spans.as_slice() else {
-        return line.render(area, buf);
-    };
-    let text = span.content.as_ref();
-    if !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
-        return line.render(area, buf);
-    }
-    let area = area.intersection(buf.area);
-    if area.is_empty() || text.is_empty() {
-        return;
-    }
-    let area = Rect { height: 1, ..area };
-    restyle(buf, area, line.style);
-    let (width, room) = (text.len(), usize::from(area.width));
-    // Where it starts and how much of its left is cut, by its alignment (as `Line` does: a
-    // line too long for the area loses its right end, a right-aligned one its left).
-    let (indent, skip) = match line.alignment {
-        Some(Alignment::Right) if width <= room => (room - width, 0),
-        Some(Alignment::Right) => (0, width - room),
-        Some(Alignment::Center) if width <= room => ((room - width) / 2, 0),
-        Some(Alignment::Center) => (0, (width - room) / 2),
-        Some(Alignment::Left) | None => (0, 0),
-    };
-    let shown = &text[skip..text.len().min(skip + room - indent)];
-    for (i, x) in (area.x + indent as u16..).take(shown.len()).enumerate() {
-        buf[(x, area.y)]
-            .set_symbol(&shown[i..=i])
-            .set_style(span.style);
     }
 }
 

@@ -6,13 +6,14 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Span;
-use ratatui::widgets::{Paragraph, RenderDirection, Sparkline, SparklineBar};
+use ratatui::text::Line;
+use ratatui::widgets::{RenderDirection, Sparkline, SparklineBar};
 
 use crate::history::GpuHistory;
 use crate::reading::GpuReading;
 use crate::reading::fields::Key;
 use crate::ui::Theme;
+use crate::ui::cells::put_lines;
 
 /// Width of a chart's label (`power `).
 const LABEL_WIDTH: u16 = 6;
@@ -57,7 +58,11 @@ pub fn draw_panel_charts(
     for (cell, (label, columns, max, style)) in cells.iter().zip(series) {
         let [label_area, spark_area] =
             Layout::horizontal([Constraint::Length(LABEL_WIDTH), Constraint::Fill(1)]).areas(*cell);
-        frame.render_widget(Paragraph::new(Span::styled(label, theme.dim)), label_area);
+        put_lines(
+            &[Line::styled(label, theme.dim)],
+            label_area,
+            frame.buffer_mut(),
+        );
         let bars: Vec<SparklineBar> = columns.into_iter().map(SparklineBar::from).collect();
         frame.render_widget(
             Sparkline::default()

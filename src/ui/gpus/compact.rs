@@ -7,7 +7,6 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::charts::spark_text;
 use super::{fit_spans, memory_text, owner_spans, short_name, temp_style, temp_text};
@@ -17,6 +16,7 @@ use crate::reading::fields::Key;
 use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
 use crate::ui::Theme;
+use crate::ui::cells::put_lines;
 
 /// Column widths of a compact line, chosen once per frame from the available width.
 struct CompactColumns {
@@ -92,9 +92,10 @@ pub(super) fn draw_compact(
         // The scroll range goes on the last column's title line.
         let range = (c == last).then_some((rects.len(), start));
         let title = compact_title(&cols, state, range, c == 0, area.width, theme);
-        frame.render_widget(
-            Paragraph::new(title),
+        put_lines(
+            &[title],
             Rect::new(area.x, area.y, area.width, 1),
+            frame.buffer_mut(),
         );
     }
     let gpus = state.model.gpus();
@@ -106,7 +107,7 @@ pub(super) fn draw_compact(
                 super::instances::compact_line(state, m, cols.label, cols.bar, rect.width, theme)
             }));
         }
-        frame.render_widget(Paragraph::new(lines), *rect);
+        put_lines(&lines, *rect, frame.buffer_mut());
     }
 }
 
