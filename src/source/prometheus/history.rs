@@ -105,14 +105,14 @@ impl Points {
         let mut at = 0;
         for &(t, v) in series {
             let time = time_of((t * 1000.0).round() as i64);
-            if at > 0 && gpu[at - 1].time >= time {
+            if at > 0 && gpu[at - 1].time() >= time {
                 // Out of order (no Prometheus sends that, but a stand-in may): search.
-                at = gpu.partition_point(|p| p.time < time);
+                at = gpu.partition_point(|p| p.time() < time);
             }
-            while at < gpu.len() && gpu[at].time < time {
+            while at < gpu.len() && gpu[at].time() < time {
                 at += 1;
             }
-            if at == gpu.len() || gpu[at].time != time {
+            if at == gpu.len() || gpu[at].time() != time {
                 gpu.insert(at, HistoryPoint::at(time));
             }
             gpu[at].set(key, reading(v));

@@ -35,7 +35,7 @@ fn at(secs: u64) -> SystemTime {
 }
 
 fn column(points: &[HistoryPoint], key: Key) -> Vec<(SystemTime, Option<f64>)> {
-    points.iter().map(|p| (p.time, p.get(key))).collect()
+    points.iter().map(|p| (p.time(), p.get(key))).collect()
 }
 
 #[test]
