@@ -99,3 +99,18 @@ fn gpuwatch_series_win_over_dcgm_exporter_ones_for_the_same_gpu() {
     );
     assert_eq!(points.len(), 2);
 }
+
+/// 8,000 GPUs × 300 steps: the window's points were grown by doubling, room for 512 a GPU.
+#[test]
+fn a_gpus_points_take_the_room_of_its_steps_only() {
+    let points = fetch(|path| {
+        let steps: Vec<(u64, f64)> = (701..=1000).map(|t| (t, 1.0)).collect();
+        if path.contains("temperature") || path.contains("power") {
+            json!([{"metric": {"uuid": "GPU-a"}, "values": values(&steps)}])
+        } else {
+            json!([])
+        }
+    });
+    let a = &points[&GpuId("GPU-a".into())];
+    assert_eq!((a.len(), a.capacity()), (300, 300));
+}
