@@ -97,11 +97,6 @@ impl Labels {
             self.0[i] = Some(value);
         }
     }
-
-    /// How many labels are set.
-    pub fn len(&self) -> usize {
-        self.0.iter().flatten().count()
-    }
 }
 
 fn slot(name: &str) -> Option<usize> {
