@@ -73,11 +73,12 @@ pub const SHOWN_POINTS: usize = 500;
 ///
 /// Unknown is kept as NaN rather than `Option<f64>`: a history is 300 and more of these per
 /// GPU, and at 8,000 GPUs (`--prometheus` over 1,000 hosts) the `Option`s' tags and padding
-/// were 166 MiB of the 366 MiB the histories held (160 bytes a point, now 88). A NaN is no
+/// were 166 MiB of the 366 MiB the histories held (160 bytes a point, then 88). A NaN is no
 /// reading, so one set is kept as unknown too; values are otherwise bit for bit as given.
+/// The time is nanoseconds from the epoch (8 bytes; a `SystemTime` is 16): 80 bytes a point.
 #[derive(Debug, Clone)]
 pub struct HistoryPoint {
-    pub time: SystemTime,
+    nanos: i64,
     values: [f64; fields::CHARTED.len()],
 }
 
@@ -85,7 +86,7 @@ impl PartialEq for HistoryPoint {
     /// Two points are equal when they hold the same readings, unknown matching unknown
     /// (NaN is never equal to itself, so the arrays are not compared as floats).
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time
+        self.nanos == other.nanos
             && self
                 .values
                 .iter()
@@ -98,7 +99,7 @@ impl HistoryPoint {
     /// A point at `time` with nothing known yet.
     pub fn at(time: SystemTime) -> Self {
         HistoryPoint {
-            time,
+            nanos: nanos_of(time),
             values: [f64::NAN; fields::CHARTED.len()],
         }
     }
@@ -106,8 +107,18 @@ impl HistoryPoint {
     /// A reading's charted fields, through the field table's getters.
     pub fn of(time: SystemTime, g: &GpuReading) -> Self {
         HistoryPoint {
-            time,
+            nanos: nanos_of(time),
             values: fields::CHARTED.map(|key| (fields::field(key).get)(g).unwrap_or(f64::NAN)),
+        }
+    }
+
+    /// When the readings were taken (to the nanosecond, as given, within 292 years of 1970).
+    pub fn time(&self) -> SystemTime {
+        let from_epoch = Duration::from_nanos(self.nanos.unsigned_abs());
+        if self.nanos >= 0 {
+            SystemTime::UNIX_EPOCH + from_epoch
+        } else {
+            SystemTime::UNIX_EPOCH - from_epoch
         }
     }
 
@@ -123,6 +134,15 @@ impl HistoryPoint {
         if let Some(i) = fields::CHARTED.iter().position(|k| *k == key) {
             self.values[i] = value.unwrap_or(f64::NAN);
         }
+    }
+}
+
+/// `time` as nanoseconds from the epoch, negative before it; a time beyond ±292 years of
+/// 1970 is held at the nearest that fits.
+fn nanos_of(time: SystemTime) -> i64 {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_nanos()).map_or(i64::MIN, |n| -n),
     }
 }
 

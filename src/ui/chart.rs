@@ -29,7 +29,7 @@ pub trait Timed {
 
 impl Timed for crate::reading::HistoryPoint {
     fn at(&self) -> SystemTime {
-        self.time
+        self.time()
     }
 }
 

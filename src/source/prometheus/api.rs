@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio_rustls::rustls::ClientConfig;
 
-pub use super::answer::Series;
 use super::answer::error_text;
+pub use super::answer::{Labels, Series};
 use crate::http_client::{self, Endpoint, Limits, Request, blocking, tls};
 
 /// One GET against the server.

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::api::Series;
+use super::api::{Labels, Series};
 use super::series::{self, Identity, Target};
 use super::{Known, MAX_GPUS, mig};
 use crate::reading::workload::PodAllocation;
@@ -172,12 +172,7 @@ fn number_unindexed(gpus: &mut [GpuReading], unindexed: &HashSet<GpuId>) -> Vec<
 }
 
 /// Name, PCI bus id, driver version and pod allocation from whichever series has them.
-fn fill_identity(
-    g: &mut GpuReading,
-    id: &Identity,
-    labels: &HashMap<String, String>,
-    drivers: &mut Vec<String>,
-) {
+fn fill_identity(g: &mut GpuReading, id: &Identity, labels: &Labels, drivers: &mut Vec<String>) {
     if g.name.is_empty()
         && let Some(n) = &id.name
     {

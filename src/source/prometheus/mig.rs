@@ -5,7 +5,7 @@
 //! id is gpuwatch's `mig_uuid` label; dcgm-exporter exports no MIG UUID, so there it is
 //! `MIG-<GPU UUID>/<GI>` (what identifies it; not a UUID CUDA takes). Pure.
 
-use std::collections::HashMap;
+use super::api::Labels;
 
 use super::series::MigMemory;
 use crate::reading::mig::MigReading;
@@ -13,7 +13,7 @@ use crate::reading::{GpuId, GpuReading};
 use crate::units::Bytes;
 
 /// The instance a series is about, from its labels: (GPU instance id, profile).
-pub fn instance_of(labels: &HashMap<String, String>) -> Option<(u32, Option<String>)> {
+pub fn instance_of(labels: &Labels) -> Option<(u32, Option<String>)> {
     let gi = labels.get("GPU_I_ID")?.parse().ok()?;
     let profile = labels
         .get("GPU_I_PROFILE")
@@ -33,7 +33,7 @@ pub struct Building {
 pub fn apply(
     instances: &mut Vec<Building>,
     gpu: &GpuId,
-    labels: &HashMap<String, String>,
+    labels: &Labels,
     memory: Option<MigMemory>,
     value: f64,
 ) {

@@ -6,7 +6,7 @@
 //! host from `host`, `Hostname` or `instance`). Pure. A field no series gives stays `None`:
 //! never invented.
 
-use std::collections::HashMap;
+use super::api::Labels;
 
 use crate::reading::fields::{self, Field, Key, Scale, Spelling};
 use crate::reading::{GpuReading, GpuStatus, Vendor};
@@ -128,7 +128,7 @@ pub struct Identity {
     pub instance: Option<String>,
 }
 
-pub fn identity(labels: &HashMap<String, String>) -> Option<Identity> {
+pub fn identity(labels: &Labels) -> Option<Identity> {
     let get = |k: &str| labels.get(k).filter(|v| !v.is_empty()).cloned();
     Some(Identity {
         uuid: get("uuid").or_else(|| get("UUID"))?,
