@@ -120,7 +120,8 @@ impl Encoder {
             if !area.contains(Position::new(x, y)) {
                 continue;
             }
-            let i = self.shadow.index(x, y);
+            // Not `Buffer::index_of`: a call per cell, and the area is checked above.
+            let i = usize::from(y - area.y) * usize::from(area.width) + usize::from(x - area.x);
             match self.shadow.verdict(&mut walk, i, cell) {
                 Verdict::Shown => continue,
                 Verdict::Hidden => {

@@ -90,11 +90,6 @@ impl Shadow {
         &self.screen[(x, y)]
     }
 
-    /// The index of (`x`, `y`), which must be inside the area.
-    pub fn index(&self, x: u16, y: u16) -> usize {
-        self.screen.index_of(x, y)
-    }
-
     /// The terminal is now `area` big. The first size is a blank screen (the alternate
     /// screen starts blank, as ratatui assumes too); a new size leaves the contents unknown
     /// until the full clear ratatui sends after a resize.
@@ -120,9 +115,28 @@ impl Shadow {
 
     /// What becomes of `cell`, the next frame's cell at `i`. Cells must come in order,
     /// each at most once, through one `walk` per frame.
+    #[inline]
     #[allow(deprecated)] // `Cell::skip`, which ratatui's diff still honours
     pub fn verdict(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
         walk.seen += 1;
+        let shown = &self.screen.content[i];
+        // Most cells of a frame: unchanged, outside any wide character's columns.
+        if self.known
+            && walk.trailing.is_none()
+            && i >= walk.covered_until
+            && cell.diff_option == CellDiffOption::None
+            && !cell.skip
+            && same(cell, shown)
+        {
+            walk.covered_until = i + usize::from(self.widths[i]);
+            return Verdict::Shown;
+        }
+        self.verdict_apart(walk, i, cell)
+    }
+
+    /// [`Shadow::verdict`] for a cell that changed, or in or after a wide character.
+    #[allow(deprecated)]
+    fn verdict_apart(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
         let shown = &self.screen.content[i];
         if let Some(t) = &mut walk.trailing {
             if i < t.end {
@@ -143,7 +157,7 @@ impl Shadow {
         if i < walk.covered_until || is_skip(cell) {
             return Verdict::Hidden;
         }
-        let same = self.known && cell == shown;
+        let same = self.known && same(cell, shown);
         match cell.diff_option {
             CellDiffOption::ForcedWidth(width) => {
                 walk.covered_until = i + usize::from(width.get());
@@ -202,7 +216,7 @@ impl Shadow {
 
     /// `cell` is what the terminal shows at `i` from now on.
     pub fn store(&mut self, i: usize, cell: &Cell) {
-        if self.screen.content[i] != *cell {
+        if !same(&self.screen.content[i], cell) {
             self.screen.content[i].clone_from(cell);
             self.widths[i] = cell.cell_width();
         }
@@ -223,9 +237,89 @@ impl Default for Shadow {
     }
 }
 
+/// `a == b` (`Cell`'s own equality, a call into ratatui per cell), inlined, the style
+/// compared before the symbol and a one-byte symbol without a call to `memcmp`.
+#[inline]
+#[allow(deprecated)]
+fn same(a: &Cell, b: &Cell) -> bool {
+    if a.fg != b.fg
+        || a.bg != b.bg
+        || a.modifier != b.modifier
+        || a.underline_color != b.underline_color
+        || a.diff_option != b.diff_option
+        || a.skip != b.skip
+    {
+        return false;
+    }
+    let (s, t) = (a.symbol().as_bytes(), b.symbol().as_bytes());
+    match (s, t) {
+        ([c], [d]) => c == d,
+        _ => s == t,
+    }
+}
+
 /// A cell ratatui's diff never sends.
 #[allow(deprecated)]
 fn is_skip(cell: &Cell) -> bool {
     cell.diff_option == CellDiffOption::Skip
         || (cell.skip && cell.diff_option == CellDiffOption::None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::style::Style;
+
+    /// `same` is `Cell`'s equality: symbols (a blank with no symbol is a space), colours,
+    /// modifiers and the diff options.
+    #[test]
+    fn same_is_cell_equality() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let symbols = [" ", "a", "b", "ab", "─", "コ", "é"];
+        let colors = [
+            Color::Reset,
+            Color::Red,
+            Color::Indexed(3),
+            Color::Rgb(1, 2, 3),
+        ];
+        let random = |rng: &mut fastrand::Rng| {
+            let mut cell = Cell::EMPTY;
+            if rng.u8(0..4) > 0 {
+                cell.set_symbol(symbols[rng.usize(..symbols.len())]);
+            }
+            let style = Style::new()
+                .fg(colors[rng.usize(..colors.len())])
+                .bg(colors[rng.usize(..colors.len())])
+                .underline_color(colors[rng.usize(..colors.len())]);
+            cell.set_style(style);
+            if rng.bool() {
+                cell.modifier = Modifier::BOLD;
+            }
+            if rng.u8(0..8) == 0 {
+                cell.diff_option = CellDiffOption::Skip;
+            }
+            cell
+        };
+        let (mut equal, mut unequal) = (0, 0);
+        for _ in 0..5000 {
+            let a = random(&mut rng);
+            // Often the same cell with one thing changed, or nothing.
+            let mut b = a.clone();
+            match rng.u8(0..6) {
+                0 => b = random(&mut rng),
+                1 => _ = b.set_symbol(symbols[rng.usize(..symbols.len())]),
+                2 => b.fg = colors[rng.usize(..colors.len())],
+                3 => b.underline_color = colors[rng.usize(..colors.len())],
+                4 => b.diff_option = CellDiffOption::Skip,
+                _ => {}
+            }
+            assert_eq!(same(&a, &b), a == b, "{a:?} {b:?}");
+            assert!(same(&a, &a.clone()));
+            if a == b { equal += 1 } else { unequal += 1 }
+        }
+        assert!(
+            equal > 20 && unequal > 20,
+            "{equal} equal, {unequal} unequal"
+        );
+    }
 }
