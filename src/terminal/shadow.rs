@@ -126,7 +126,7 @@ impl Shadow {
             && i >= walk.covered_until
             && cell.diff_option == CellDiffOption::None
             && !cell.skip
-            && same(cell, shown)
+            && cell == shown
         {
             walk.covered_until = i + usize::from(self.widths[i]);
             return Verdict::Shown;
@@ -157,7 +157,7 @@ impl Shadow {
         if i < walk.covered_until || is_skip(cell) {
             return Verdict::Hidden;
         }
-        let same = self.known && same(cell, shown);
+        let same = self.known && cell == shown;
         match cell.diff_option {
             CellDiffOption::ForcedWidth(width) => {
                 walk.covered_until = i + usize::from(width.get());
@@ -216,7 +216,7 @@ impl Shadow {
 
     /// `cell` is what the terminal shows at `i` from now on.
     pub fn store(&mut self, i: usize, cell: &Cell) {
-        if !same(&self.screen.content[i], cell) {
+        if self.screen.content[i] != *cell {
             self.screen.content[i].clone_from(cell);
             self.widths[i] = cell.cell_width();
         }
@@ -237,89 +237,9 @@ impl Default for Shadow {
     }
 }
 
-/// `a == b` (`Cell`'s own equality, a call into ratatui per cell), inlined, the style
-/// compared before the symbol and a one-byte symbol without a call to `memcmp`.
-#[inline]
-#[allow(deprecated)]
-fn same(a: &Cell, b: &Cell) -> bool {
-    if a.fg != b.fg
-        || a.bg != b.bg
-        || a.modifier != b.modifier
-        || a.underline_color != b.underline_color
-        || a.diff_option != b.diff_option
-        || a.skip != b.skip
-    {
-        return false;
-    }
-    let (s, t) = (a.symbol().as_bytes(), b.symbol().as_bytes());
-    match (s, t) {
-        ([c], [d]) => c == d,
-        _ => s == t,
-    }
-}
-
 /// A cell ratatui's diff never sends.
 #[allow(deprecated)]
 fn is_skip(cell: &Cell) -> bool {
     cell.diff_option == CellDiffOption::Skip
         || (cell.skip && cell.diff_option == CellDiffOption::None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ratatui::style::Style;
-
-    /// `same` is `Cell`'s equality: symbols (a blank with no symbol is a space), colours,
-    /// modifiers and the diff options.
-    #[test]
-    fn same_is_cell_equality() {
-        let mut rng = fastrand::Rng::with_seed(7);
-        let symbols = [" ", "a", "b", "ab", "─", "コ", "é"];
-        let colors = [
-            Color::Reset,
-            Color::Red,
-            Color::Indexed(3),
-            Color::Rgb(1, 2, 3),
-        ];
-        let random = |rng: &mut fastrand::Rng| {
-            let mut cell = Cell::EMPTY;
-            if rng.u8(0..4) > 0 {
-                cell.set_symbol(symbols[rng.usize(..symbols.len())]);
-            }
-            let style = Style::new()
-                .fg(colors[rng.usize(..colors.len())])
-                .bg(colors[rng.usize(..colors.len())])
-                .underline_color(colors[rng.usize(..colors.len())]);
-            cell.set_style(style);
-            if rng.bool() {
-                cell.modifier = Modifier::BOLD;
-            }
-            if rng.u8(0..8) == 0 {
-                cell.diff_option = CellDiffOption::Skip;
-            }
-            cell
-        };
-        let (mut equal, mut unequal) = (0, 0);
-        for _ in 0..5000 {
-            let a = random(&mut rng);
-            // Often the same cell with one thing changed, or nothing.
-            let mut b = a.clone();
-            match rng.u8(0..6) {
-                0 => b = random(&mut rng),
-                1 => _ = b.set_symbol(symbols[rng.usize(..symbols.len())]),
-                2 => b.fg = colors[rng.usize(..colors.len())],
-                3 => b.underline_color = colors[rng.usize(..colors.len())],
-                4 => b.diff_option = CellDiffOption::Skip,
-                _ => {}
-            }
-            assert_eq!(same(&a, &b), a == b, "{a:?} {b:?}");
-            assert!(same(&a, &a.clone()));
-            if a == b { equal += 1 } else { unequal += 1 }
-        }
-        assert!(
-            equal > 20 && unequal > 20,
-            "{equal} equal, {unequal} unequal"
-        );
-    }
 }
