@@ -456,8 +456,9 @@ impl Session {
         B: Backend,
         B::Error: Send + Sync + 'static,
     {
-        io.terminal
-            .draw(|f| ui::draw(f, &self.state, &self.theme))
+        // Not `Terminal::draw`: its diff would compare every cell a second time (see
+        // `terminal::draw`).
+        crate::terminal::draw(&mut io.terminal, |f| ui::draw(f, &self.state, &self.theme))
             .wrap_err("drawing the screen")?;
         Ok(())
     }

@@ -1,10 +1,15 @@
 //! The terminal the TUI draws on: ratatui's crossterm backend for everything but the
-//! drawing itself, which goes through [`encode::Encoder`]: ratatui sends only changed
-//! cells, and the encoder writes them with the fewest bytes (short cursor moves, only the
-//! style codes that changed, short gaps re-sent instead of jumped). At 1 Hz with charts
-//! scrolling every second this is most of what gpuwatch costs the terminal (and an SSH link).
+//! drawing itself, which goes through [`encode::Encoder`]: [`draw`] hands it every cell of
+//! a frame, it compares each with its copy of the screen and writes the changed ones with
+//! the fewest bytes (short cursor moves, only the style codes that changed, short gaps
+//! re-sent instead of jumped). At 1 Hz with charts scrolling every second this is most of
+//! what gpuwatch costs the terminal (and an SSH link).
 
+mod draw;
 pub mod encode;
+mod shadow;
+
+pub use draw::draw;
 
 use std::cell::Cell as Once;
 use std::io::{self, Write};
@@ -21,6 +26,8 @@ pub struct Compact<W: Write> {
     /// The size ratatui read just before drawing (it asks before every frame): the frame is
     /// encoded for it without asking the terminal a second time.
     size: Once<Option<Size>>,
+    /// A size given instead of the terminal's (a writer that is not a terminal).
+    fixed: Option<Size>,
     out: Vec<u8>,
 }
 
@@ -30,7 +37,31 @@ impl<W: Write> Compact<W> {
             inner: CrosstermBackend::new(writer),
             encoder: Encoder::new(),
             size: Once::new(None),
+            fixed: None,
             out: Vec::new(),
+        }
+    }
+
+    /// A screen of `size` written into `writer`, which is not a terminal: what a test or
+    /// a recording replays into a terminal emulator.
+    pub fn with_size(writer: W, size: Size) -> Self {
+        Compact {
+            fixed: Some(size),
+            ..Compact::new(writer)
+        }
+    }
+
+    /// The screen written into is now `size` (a fixed-size screen's resize: the next frame
+    /// sees it, as ratatui sees a terminal's).
+    pub fn set_size(&mut self, size: Size) {
+        self.fixed = Some(size);
+    }
+
+    /// The size of the screen, from the terminal unless one was given.
+    fn read_size(&self) -> io::Result<Size> {
+        match self.fixed {
+            Some(size) => Ok(size),
+            None => self.inner.size(),
         }
     }
 }
@@ -44,7 +75,7 @@ impl<W: Write> Backend for Compact<W> {
     {
         let size = match self.size.take() {
             Some(size) => size,
-            None => self.inner.size()?,
+            None => self.read_size()?,
         };
         self.encoder.fit(Rect::new(0, 0, size.width, size.height));
         self.out.clear();
@@ -84,7 +115,7 @@ impl<W: Write> Backend for Compact<W> {
             ClearType::All => {
                 let size = match self.size.get() {
                     Some(size) => size,
-                    None => self.inner.size()?,
+                    None => self.read_size()?,
                 };
                 self.encoder.fit(Rect::new(0, 0, size.width, size.height));
                 self.encoder.cleared();
@@ -95,7 +126,7 @@ impl<W: Write> Backend for Compact<W> {
     }
 
     fn size(&self) -> io::Result<Size> {
-        let size = self.inner.size()?;
+        let size = self.read_size()?;
         self.size.set(Some(size));
         Ok(size)
     }

@@ -1,16 +1,20 @@
-//! Turns a frame's changed cells into the fewest bytes an xterm-compatible terminal needs
-//! to show them. ratatui's crossterm backend starts every run of changed cells with an
-//! absolute cursor move (`ESC[23;134H`, 10 bytes) and every colour change with a 256-colour
-//! pair (`ESC[38;5;9;49m`, 13 bytes); at 1 Hz with scrolling charts those were two thirds of
-//! what reached the terminal. Here each move is the shortest that gets there from where the
-//! cursor is known to be (`\r`, `ESC[5C`, `ESC[134G`, `\n`, or the absolute one), each style
-//! change sends only what changed with the 16-colour codes (`ESC[91m`), and a gap between
-//! two changed cells on a row is re-sent from the shadow copy of the screen when that costs
-//! fewer bytes than the move over it. Owns the shadow (what the terminal shows now).
+//! Turns a frame into the fewest bytes an xterm-compatible terminal needs to show it. Each
+//! cell is first compared with the shadow copy of the screen (`shadow`: what the terminal
+//! shows now, and ratatui's rules for which cells to send), so the encoder can be handed
+//! every cell of a frame and sends only the changed ones. ratatui's crossterm backend starts
+//! every run of changed cells with an absolute cursor move (`ESC[23;134H`, 10 bytes) and
+//! every colour change with a 256-colour pair (`ESC[38;5;9;49m`, 13 bytes); at 1 Hz with
+//! scrolling charts those were two thirds of what reached the terminal. Here each move is
+//! the shortest that gets there from where the cursor is known to be (`\r`, `ESC[5C`,
+//! `ESC[134G`, `\n`, or the absolute one), each style change sends only what changed with
+//! the 16-colour codes (`ESC[91m`), and a gap between two changed cells on a row is re-sent
+//! from the shadow when that costs fewer bytes than the move over it.
 
-use ratatui::buffer::{Buffer, Cell, CellDiffOption};
+use ratatui::buffer::{Cell, CellDiffOption};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier};
+
+use super::shadow::{Shadow, Verdict, Walk};
 
 /// The 16 colours written by their own SGR codes (30–37, 90–97), in code order: every
 /// other colour takes the longer 256-colour or RGB form. Tests draw with these.
@@ -68,57 +72,45 @@ struct Cursor {
 }
 
 /// The screen as the terminal shows it, and the encoding of changes to it.
+#[derive(Default)]
 pub struct Encoder {
-    shadow: Buffer,
-    /// False after something other than a full clear touched the screen (a partial clear,
-    /// appended lines): gaps are then never re-sent from the shadow, which may be wrong.
-    shadow_known: bool,
-}
-
-impl Default for Encoder {
-    fn default() -> Self {
-        Self::new()
-    }
+    shadow: Shadow,
 }
 
 impl Encoder {
     pub fn new() -> Self {
         Encoder {
-            shadow: Buffer::empty(Rect::ZERO),
-            shadow_known: false,
+            shadow: Shadow::new(),
         }
     }
 
-    /// The terminal is now `area` big. The first size is a blank screen (the alternate
-    /// screen starts blank, as ratatui assumes too); a new size leaves the contents unknown
-    /// until the full clear ratatui sends after a resize.
+    /// The terminal is now `area` big (see [`Shadow::fit`]).
     pub fn fit(&mut self, area: Rect) {
-        if self.shadow.area != area {
-            self.shadow_known = self.shadow.area.is_empty();
-            self.shadow = Buffer::empty(area);
-        }
+        self.shadow.fit(area);
     }
 
     /// The whole screen was cleared: blank cells in the default style.
     pub fn cleared(&mut self) {
-        self.shadow.reset();
-        self.shadow_known = true;
+        self.shadow.cleared();
     }
 
-    /// Something other than this encoder changed part of the screen.
+    /// Something other than this encoder changed part of the screen: until a whole frame
+    /// is drawn, every cell given is sent and gaps are never re-sent from the shadow.
     pub fn forget(&mut self) {
-        self.shadow_known = false;
+        self.shadow.forget();
     }
 
-    /// Appends to `out` what draws `cells` (changed cells, row by row, as ratatui's diff
-    /// gives them). Starts from an unknown cursor and ends with the default style, so
+    /// Appends to `out` what makes the terminal show `cells`, given row by row: every
+    /// cell of a frame (the TUI's way: only the changed ones are sent) or only changed ones
+    /// (ratatui's diff). Starts from an unknown cursor and ends with the default style, so
     /// whatever is written between frames (cursor, clears) sees a plain terminal.
     pub fn encode<'a>(
         &mut self,
         cells: impl Iterator<Item = (u16, u16, &'a Cell)>,
         out: &mut Vec<u8>,
     ) {
-        let area = self.shadow.area;
+        let area = self.shadow.area();
+        let mut walk = Walk::default();
         let mut cursor = Cursor::default();
         let mut pen = PLAIN;
         let mut gap = Vec::new();
@@ -127,6 +119,16 @@ impl Encoder {
             // moving there would land on the last column and draw them over it.
             if !area.contains(Position::new(x, y)) {
                 continue;
+            }
+            // Not `Buffer::index_of`: a call per cell, and the area is checked above.
+            let i = usize::from(y - area.y) * usize::from(area.width) + usize::from(x - area.x);
+            match self.shadow.verdict(&mut walk, i, cell) {
+                Verdict::Shown => continue,
+                Verdict::Hidden => {
+                    self.shadow.store(i, cell);
+                    continue;
+                }
+                Verdict::Send => {}
             }
             let target = Pen::of(cell);
             if !(cursor.row == Some(y) && cursor.col == Some(x)) {
@@ -144,8 +146,9 @@ impl Encoder {
             pen = target;
             out.extend_from_slice(shown_symbol(cell.symbol()).as_bytes());
             cursor = after_printing(cell, x, y, area);
-            self.shadow[(x, y)] = cell.clone();
+            self.shadow.written(i, cell);
         }
+        self.shadow.finish(walk);
         if pen != PLAIN {
             out.extend_from_slice(b"\x1b[m");
         }
@@ -154,6 +157,7 @@ impl Encoder {
     /// The bytes that re-send the unchanged cells between the cursor and `x` on row `y`
     /// (into `gap`), and the pen they leave, when that and the style change into the next
     /// cell (`target`) are shorter than `by_move` bytes.
+    #[allow(deprecated)] // `Cell::skip`: a cell something else draws is never re-sent
     fn refill(
         &self,
         cursor: Cursor,
@@ -164,7 +168,7 @@ impl Encoder {
     ) -> Option<Pen> {
         let from = cursor.col?;
         // Every re-sent cell costs at least a byte: a gap as long as the move never wins.
-        if !self.shadow_known
+        if !self.shadow.known()
             || cursor.row != Some(y)
             || x <= from
             || usize::from(x - from) >= by_move
@@ -174,10 +178,13 @@ impl Encoder {
         gap.clear();
         let mut gap_pen = pen;
         for gx in from..x {
-            let cell = &self.shadow[(gx, y)];
+            let cell = self.shadow.cell(gx, y);
             // Only cells the terminal surely draws one column wide: re-sending half of a
             // wide character, or a character of disputed width, would shift the row.
-            if cell.diff_option != CellDiffOption::None || !surely_narrow(cell.symbol()) {
+            if cell.diff_option != CellDiffOption::None
+                || cell.skip
+                || !surely_narrow(cell.symbol())
+            {
                 return None;
             }
             gap.extend_from_slice(sgr(gap_pen, Pen::of(cell)).bytes());
@@ -488,6 +495,7 @@ fn sgr(from: Pen, to: Pen) -> Seq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratatui::buffer::Buffer;
     use ratatui::style::Style;
 
     /// A terminal that understands exactly what a VT100/xterm does with the sequences the

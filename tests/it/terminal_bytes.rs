@@ -1,8 +1,8 @@
 //! The byte-saving encoder (`terminal::encode`) against a real terminal: frames of the demo
-//! fleet, drawn by the real UI code, are encoded one after the other as the TUI would send
-//! them, written into a tmux pane, and the pane must then show exactly the last frame —
-//! every character, and the colour and boldness of every cell. Skipped (with a message)
-//! only when tmux is missing.
+//! fleet, drawn by the real UI code, are encoded one after the other as the TUI sends them
+//! (every cell, compared with the encoder's shadow), written into a tmux pane, and the pane
+//! must then show exactly the last frame — every character, and the colour and boldness of
+//! every cell. Skipped (with a message) only when tmux is missing.
 
 use crate::common;
 
@@ -106,10 +106,14 @@ fn encoded_frames_leave_a_real_terminal_showing_the_last_frame_exactly() {
     let mut encoder = Encoder::new();
     encoder.fit(Rect::new(0, 0, W, H));
     let mut bytes = Vec::new();
-    let mut prev = Buffer::empty(Rect::new(0, 0, W, H));
+    // Every cell of each frame, as `terminal::draw` hands them: the encoder sends the
+    // changed ones.
     for frame in &frames {
-        encoder.encode(prev.diff(frame).into_iter(), &mut bytes);
-        prev = frame.clone();
+        let cells = frame.content.iter().enumerate().map(|(i, cell)| {
+            let (x, y) = frame.pos_of(i);
+            (x, y, cell)
+        });
+        encoder.encode(cells, &mut bytes);
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("frames.bin");

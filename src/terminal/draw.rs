@@ -1,0 +1,40 @@
+//! One frame drawn without ratatui's diff. `Terminal::draw` compares every cell of the new
+//! frame with ratatui's copy of the last one (`Buffer::diff`, looking up each symbol's
+//! width), and [`Compact`](super::Compact)'s encoder then compared the changed cells with
+//! its own copy of the screen again. Here the frame is drawn into ratatui's buffer as
+//! before and the backend is handed every cell of it: `Compact` sends only what its shadow
+//! does not show yet, one comparison per cell; a backend that keeps no copy (`TestBackend`)
+//! takes the whole frame. ratatui's second buffer stays unused.
+
+use ratatui::backend::Backend;
+use ratatui::{Frame, Terminal};
+
+/// Draws one frame with `render`, as `Terminal::draw` would, and hides the cursor.
+///
+/// The cursor is always hidden: the TUI never places it, and a `Frame::set_cursor_position`
+/// would be lost here (ratatui keeps the frame's cursor to itself).
+pub fn draw<B: Backend>(
+    terminal: &mut Terminal<B>,
+    render: impl FnOnce(&mut Frame),
+) -> Result<(), B::Error> {
+    // A new size clears the screen (and tells the backend) before the frame is laid out.
+    terminal.autoresize()?;
+    // Widgets draw on a blank buffer; this one still holds the last frame.
+    terminal.current_buffer_mut().reset();
+    render(&mut terminal.get_frame());
+    // Taken out (an empty buffer allocates nothing) so the backend can be borrowed too.
+    let frame = std::mem::take(terminal.current_buffer_mut());
+    let area = frame.area;
+    let rows =
+        (area.top()..area.bottom()).flat_map(|y| (area.left()..area.right()).map(move |x| (x, y)));
+    let drawn = terminal
+        .backend_mut()
+        .draw(rows.zip(&frame.content).map(|((x, y), cell)| (x, y, cell)));
+    *terminal.current_buffer_mut() = frame;
+    drawn?;
+    terminal.hide_cursor()?;
+    terminal.backend_mut().flush()
+}
+
+#[cfg(test)]
+mod tests;

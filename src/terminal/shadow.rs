@@ -1,0 +1,245 @@
+//! The screen as the terminal shows it, cell by cell, and the one comparison per cell that
+//! says which cells of the next frame must be sent. The rules are ratatui-core 0.1's
+//! `Buffer::diff` (`BufferDiff`), cell for cell, so the same cells reach the terminal as
+//! before; they are only applied against this copy instead of ratatui's previous buffer.
+//! ratatui's diff looked up the width of every cell's symbol, changed or not (to step over
+//! a wide character's trailing cells); here a cell is first compared with the one shown,
+//! and an unchanged cell's width comes from `widths`, kept when the cell was stored.
+
+use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
+
+/// Modifiers that show on a blank cell: a wide character in one of these styles, replaced
+/// by a narrow one, leaves its look on its trailing cells (ratatui's `VISIBLE_ON_BLANK`).
+const VISIBLE_ON_BLANK: Modifier = Modifier::REVERSED
+    .union(Modifier::UNDERLINED)
+    .union(Modifier::SLOW_BLINK)
+    .union(Modifier::RAPID_BLINK)
+    .union(Modifier::CROSSED_OUT);
+
+/// A cell whose contents the terminal shows are not known: equal to no cell of a frame
+/// (frames mark no cell `Skip` that they want compared), and never re-sent in a gap.
+const UNKNOWN: Cell = {
+    let mut cell = Cell::EMPTY;
+    cell.diff_option = CellDiffOption::Skip;
+    cell
+};
+
+pub struct Shadow {
+    screen: Buffer,
+    /// Each shown cell's width as ratatui counts it (`CellWidth`).
+    widths: Vec<u16>,
+    /// False after something other than a full clear or a whole frame touched the screen
+    /// (a partial clear, appended lines, a new size): every cell is then sent, and nothing
+    /// is taken from the shadow.
+    known: bool,
+}
+
+/// What becomes of one cell of the next frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The terminal shows it already.
+    Shown,
+    /// It must be written.
+    Send,
+    /// It is not written (a wide character's trailing cell, a cell marked `Skip`, a trailing
+    /// cell of an emoji whose symbol did not change) but is the frame's cell from now on.
+    Hidden,
+}
+
+/// One frame's walk over its cells, in order: which cells a wide character covers.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Cells before this index are a wide character's trailing cells: never compared.
+    covered_until: usize,
+    trailing: Option<Trailing>,
+    /// How many cells the walk was given: all of them make the shadow known again.
+    seen: usize,
+}
+
+/// The trailing cells after a changed wide character that ratatui sends on purpose
+/// (`BufferDiff`'s `TrailingState`): after an emoji with VS16 those whose symbol changed,
+/// after a wide character in a style visible on blanks replaced by a narrow one, all.
+#[derive(Debug)]
+struct Trailing {
+    next: usize,
+    end: usize,
+    force: bool,
+}
+
+impl Shadow {
+    pub fn new() -> Shadow {
+        Shadow {
+            screen: Buffer::empty(Rect::ZERO),
+            widths: Vec::new(),
+            known: false,
+        }
+    }
+
+    pub fn area(&self) -> Rect {
+        self.screen.area
+    }
+
+    pub fn known(&self) -> bool {
+        self.known
+    }
+
+    /// The cell shown at (`x`, `y`), which must be inside the area.
+    pub fn cell(&self, x: u16, y: u16) -> &Cell {
+        &self.screen[(x, y)]
+    }
+
+    /// The terminal is now `area` big. The first size is a blank screen (the alternate
+    /// screen starts blank, as ratatui assumes too); a new size leaves the contents unknown
+    /// until the full clear ratatui sends after a resize.
+    pub fn fit(&mut self, area: Rect) {
+        if self.screen.area != area {
+            self.known = self.screen.area.is_empty();
+            self.screen = Buffer::empty(area);
+            self.widths = vec![1; self.screen.content.len()];
+        }
+    }
+
+    /// The whole screen was cleared: blank cells in the default style.
+    pub fn cleared(&mut self) {
+        self.screen.reset();
+        self.widths.fill(1);
+        self.known = true;
+    }
+
+    /// Something else changed part of the screen.
+    pub fn forget(&mut self) {
+        self.known = false;
+    }
+
+    /// What becomes of `cell`, the next frame's cell at `i`. Cells must come in order,
+    /// each at most once, through one `walk` per frame.
+    #[inline]
+    #[allow(deprecated)] // `Cell::skip`, which ratatui's diff still honours
+    pub fn verdict(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
+        walk.seen += 1;
+        let shown = &self.screen.content[i];
+        // Most cells of a frame: unchanged, outside any wide character's columns.
+        if self.known
+            && walk.trailing.is_none()
+            && i >= walk.covered_until
+            && cell.diff_option == CellDiffOption::None
+            && !cell.skip
+            && cell == shown
+        {
+            walk.covered_until = i + usize::from(self.widths[i]);
+            return Verdict::Shown;
+        }
+        self.verdict_apart(walk, i, cell)
+    }
+
+    /// [`Shadow::verdict`] for a cell that changed, or in or after a wide character.
+    #[allow(deprecated)]
+    fn verdict_apart(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
+        let shown = &self.screen.content[i];
+        if let Some(t) = &mut walk.trailing {
+            if i < t.end {
+                if i < t.next {
+                    return Verdict::Hidden;
+                }
+                t.next = i + usize::from(cell.cell_width().max(1));
+                t.end = t.end.max(t.next).min(self.screen.content.len());
+                let changed = t.force || !self.known || shown.symbol() != cell.symbol();
+                return if changed && !is_skip(cell) {
+                    Verdict::Send
+                } else {
+                    Verdict::Hidden
+                };
+            }
+            walk.trailing = None;
+        }
+        if i < walk.covered_until || is_skip(cell) {
+            return Verdict::Hidden;
+        }
+        let same = self.known && cell == shown;
+        match cell.diff_option {
+            CellDiffOption::ForcedWidth(width) => {
+                walk.covered_until = i + usize::from(width.get());
+                if same { Verdict::Shown } else { Verdict::Send }
+            }
+            CellDiffOption::None if same => {
+                walk.covered_until = i + usize::from(self.widths[i]);
+                Verdict::Shown
+            }
+            _ => {
+                let width = usize::from(cell.cell_width());
+                let shown_width = usize::from(self.widths[i]);
+                if width > 1 && cell.symbol().contains('\u{fe0f}') {
+                    // Some terminals leave an emoji's trailing column as it was.
+                    walk.trailing = Some(Trailing {
+                        next: i + 1,
+                        end: (i + width).min(self.screen.content.len()),
+                        force: false,
+                    });
+                } else if width > 1 {
+                    walk.covered_until = i + width;
+                } else if shown_width > width
+                    && (shown.bg != Color::Reset || shown.modifier.intersects(VISIBLE_ON_BLANK))
+                {
+                    walk.trailing = Some(Trailing {
+                        next: i + 1,
+                        end: i + shown_width,
+                        force: true,
+                    });
+                }
+                Verdict::Send
+            }
+        }
+    }
+
+    /// `cell` was written at `i`. A wide character it wrote over in part is gone from the
+    /// terminal, and what shows in its columns past `cell` depends on the terminal (blanks,
+    /// in the old style, the new one or neither): those columns become unknown, so they are
+    /// sent again rather than taken for blank.
+    pub fn written(&mut self, i: usize, cell: &Cell) {
+        let end = i + usize::from(cell.cell_width().max(1));
+        let row_end = (i / self.row_len() + 1) * self.row_len();
+        for k in i..end.min(row_end) {
+            let covered = (k + usize::from(self.widths[k])).min(row_end);
+            for unknown in end..covered {
+                self.screen.content[unknown] = UNKNOWN;
+                self.widths[unknown] = 1;
+            }
+        }
+        self.store(i, cell);
+    }
+
+    fn row_len(&self) -> usize {
+        usize::from(self.screen.area.width)
+    }
+
+    /// `cell` is what the terminal shows at `i` from now on.
+    pub fn store(&mut self, i: usize, cell: &Cell) {
+        if self.screen.content[i] != *cell {
+            self.screen.content[i].clone_from(cell);
+            self.widths[i] = cell.cell_width();
+        }
+    }
+
+    /// The frame walked is over: if it held every cell, the terminal shows exactly the
+    /// shadow again.
+    pub fn finish(&mut self, walk: Walk) {
+        if walk.seen == self.screen.content.len() {
+            self.known = true;
+        }
+    }
+}
+
+impl Default for Shadow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A cell ratatui's diff never sends.
+#[allow(deprecated)]
+fn is_skip(cell: &Cell) -> bool {
+    cell.diff_option == CellDiffOption::Skip
+        || (cell.skip && cell.diff_option == CellDiffOption::None)
+}
