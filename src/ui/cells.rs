@@ -75,6 +75,11 @@ fn put_narrow(
     count: usize,
     style: Style,
 ) {
+    if count == 0 {
+        // Nothing shown, and (x, y) may be just past the buffer's last column: a span
+        // that filled the row exactly, then another (the filter prompt at 80 columns).
+        return;
+    }
     let start = buf.index_of(x, y);
     let cells = &mut buf.content[start..start + count];
     for (cell, (i, c)) in cells.iter_mut().zip(text.char_indices().skip(skip)) {
@@ -261,6 +266,39 @@ mod tests {
                 let mut by_cells = empty(area);
                 put_lines(&lines(), area, &mut by_cells);
                 assert_eq!(by_cells, by_paragraph, "{area:?}");
+            }
+        }
+    }
+
+    /// A row that ends at the buffer's own edge, filled exactly by one span with more to
+    /// come (narrow, empty, wide): nothing is written past it. The cases above keep a
+    /// margin of cells round the area, so a write one past the row went unseen there and
+    /// panicked on the screen (`index outside of buffer`, 80x24 with the filter prompt).
+    #[test]
+    fn lines_that_fill_the_row_to_the_buffers_edge_draw_as_ratatui_draws_them() {
+        let spans = |first: &'static str| {
+            Line::from(vec![
+                Span::raw(first),
+                Span::raw(""),
+                Span::styled("█", Style::new().green()),
+                Span::raw("  Enter: keep · Esc: clear"),
+                Span::raw("日本"),
+            ])
+        };
+        for width in 0..=40u16 {
+            for first in ["", "x", "12345", "0123456789"] {
+                let line = spans(first);
+                let area = Rect::new(0, 0, width, 1);
+                let mut by_paragraph = Buffer::empty(area);
+                Paragraph::new(line.clone()).render(area, &mut by_paragraph);
+                let mut by_cells = Buffer::empty(area);
+                put_lines(std::slice::from_ref(&line), area, &mut by_cells);
+                assert_eq!(by_cells, by_paragraph, "{line:?} in {area:?}");
+                let mut by_line = Buffer::empty(area);
+                (&line).render(area, &mut by_line);
+                let mut by_cells = Buffer::empty(area);
+                put_line(&line, area, &mut by_cells);
+                assert_eq!(by_cells, by_line, "{line:?} in {area:?}");
             }
         }
     }
