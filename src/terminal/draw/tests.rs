@@ -251,3 +251,41 @@ fn a_narrow_character_over_a_wide_one_clears_its_other_column() {
     show(&mut terminal, &wire, &mut parser, &scene);
     assert_eq!(difference(parser.screen(), &scene), None);
 }
+
+/// Whether ratatui's second buffer holds no cells (looked at by switching to it and back).
+fn second_buffer_is_empty(terminal: &mut Terminal<Compact<Wire>>) -> bool {
+    terminal.swap_buffers();
+    let empty = terminal.current_buffer_mut().content.is_empty();
+    terminal.swap_buffers();
+    empty
+}
+
+/// ratatui's second buffer is not kept after a frame, however the size changed before it
+/// (the window's, or `Terminal::resize` after a stop, both of which fill it again); the
+/// frames still show exactly.
+#[test]
+fn ratatuis_second_buffer_is_let_go_after_every_frame() {
+    let size = Size::new(30, 4);
+    let (mut terminal, wire, mut parser) = screen(size);
+    assert!(
+        !second_buffer_is_empty(&mut terminal),
+        "ratatui starts with two"
+    );
+    let mut scene = Buffer::empty(Rect::new(0, 0, 30, 4));
+    scribble(&mut scene, &mut fastrand::Rng::with_seed(7), 10);
+    show(&mut terminal, &wire, &mut parser, &scene);
+    assert!(second_buffer_is_empty(&mut terminal));
+    let bigger = Size::new(50, 6);
+    terminal.backend_mut().set_size(bigger);
+    parser.screen_mut().set_size(nonzero(6), nonzero(50));
+    let mut scene = Buffer::empty(Rect::new(0, 0, 50, 6));
+    scribble(&mut scene, &mut fastrand::Rng::with_seed(8), 10);
+    show(&mut terminal, &wire, &mut parser, &scene);
+    assert!(second_buffer_is_empty(&mut terminal));
+    assert_eq!(difference(parser.screen(), &scene), None);
+    terminal.resize(Rect::new(0, 0, 50, 6)).unwrap();
+    parser.process(&wire.take());
+    show(&mut terminal, &wire, &mut parser, &scene);
+    assert!(second_buffer_is_empty(&mut terminal));
+    assert_eq!(difference(parser.screen(), &scene), None);
+}
