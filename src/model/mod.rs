@@ -322,15 +322,9 @@ impl Model {
         }
         let mut out = Vec::new();
         for gpu in &sample.gpus {
-            // Found by reference first: an entry would clone the id of every GPU on every
-            // sample (10,000 a refresh in a Prometheus fleet, on the UI thread).
-            if !self.histories.contains_key(&gpu.id) {
-                let fresh = GpuHistory::new(config.history_len);
-                self.histories.insert(gpu.id.clone(), fresh);
-            }
-            let Some(history) = self.histories.get_mut(&gpu.id) else {
-                continue;
-            };
+            let history = slot_for(&mut self.histories, &gpu.id, || {
+                GpuHistory::new(config.history_len)
+            });
             match sample.history.as_ref() {
                 // A source with its own history: its points, none twice.
                 Some(kept) => kept
@@ -341,20 +335,10 @@ impl Model {
                 None => history.push(now, gpu),
             }
             let on_gpu = by_gpu.get(&gpu.id).map_or(&[][..], Vec::as_slice);
-            let th = &config.thresholds;
-            let mut raised = match self.alarms.get_mut(&gpu.id) {
-                Some(slot) => {
-                    let (alarm, raised) = warnings::evaluate(slot, gpu, on_gpu, history, th, now);
-                    *slot = alarm;
-                    raised
-                }
-                None => {
-                    let prev = Alarm::default();
-                    let (alarm, raised) = warnings::evaluate(&prev, gpu, on_gpu, history, th, now);
-                    self.alarms.insert(gpu.id.clone(), alarm);
-                    raised
-                }
-            };
+            let alarm = slot_for(&mut self.alarms, &gpu.id, Alarm::default);
+            let (next, mut raised) =
+                warnings::evaluate(alarm, gpu, on_gpu, history, &config.thresholds, now);
+            *alarm = next;
             out.append(&mut raised);
         }
         if !config.processes_known {
@@ -370,6 +354,20 @@ impl Model {
         warnings::sort(&mut out);
         out
     }
+}
+
+/// `map`'s value for `id`, made with `new` the first time. Looked up by reference: an
+/// `entry` would clone the id of every GPU on every sample (10,000 a refresh in a
+/// Prometheus fleet, on the UI thread, for the histories and again for the alarms).
+fn slot_for<'m, V>(
+    map: &'m mut HashMap<GpuId, V>,
+    id: &GpuId,
+    new: impl FnOnce() -> V,
+) -> &'m mut V {
+    if !map.contains_key(id) {
+        map.insert(id.clone(), new());
+    }
+    map.get_mut(id).expect("inserted just above")
 }
 
 #[cfg(test)]
