@@ -7,9 +7,11 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
-use color_eyre::eyre::{Result, WrapErr};
+use color_eyre::eyre::{Result, WrapErr, eyre};
 use futures_util::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
@@ -17,8 +19,8 @@ use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
 use crate::alert_settings::AlertSettings;
-use crate::alerts::queue::Delivery;
-use crate::alerts::{Alerting, rings_bell, start_notice};
+use crate::alerts::Alerting;
+use crate::alerts::queue::{Delivery, DeliveryLog};
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::Signaller;
 use crate::source::GpuSource;
@@ -43,6 +45,9 @@ mod tty_input;
 // The status line's own deadline (the one clock the loop keeps).
 mod status_expiry;
 use status_expiry::StatusExpiry;
+// Samples applied, and alerts stepped, off the UI thread.
+mod tracker;
+use tracker::{Tracked, Tracker};
 
 /// The most waiting terminal events handled between two frames.
 const MAX_DRAINED: usize = 4096;
@@ -132,14 +137,29 @@ struct Session {
     state: State,
     theme: Theme,
     options: Options,
-    /// `None` once the sampler has gone (the last frame and the keys stay alive).
-    samples: Option<mpsc::Receiver<SamplerEvent>>,
+    /// The tracker's news of each sample; `None` once it has gone (the last frame and the
+    /// keys stay alive).
+    samples: Option<mpsc::Receiver<Tracked>>,
+    /// Stops the tracker (and so the sampler) when the session ends.
+    _tracker: tracker::Task,
+    /// Tells the tracker the view is paused.
+    paused: Arc<AtomicBool>,
     samples_seen: u64,
-    alerting: Alerting,
+    /// The alert sinks' delivery results (the alerts themselves are stepped by the tracker).
+    delivery_log: DeliveryLog,
     deliveries: mpsc::UnboundedReceiver<Delivery>,
+    /// What the tracker said about the alerts with the sample just handled.
+    alert_news: AlertNews,
     /// A resize was handled since the last frame (see `settle_resizes`).
     resized: bool,
     status: StatusExpiry,
+}
+
+/// The alert step's news for the UI, from the sample being handled.
+#[derive(Default)]
+struct AlertNews {
+    bell: bool,
+    notice: Option<String>,
 }
 
 /// What one wait of the loop produced.
@@ -170,9 +190,22 @@ impl Session {
     {
         let theme = Theme::named(options.theme);
         let mut state = State::new(config);
+        let (mut alerting, deliveries) = Alerting::start(&options.alerts, options.alerts.bell);
+        let delivery_log = std::mem::take(&mut alerting.log);
+        let paused = Arc::new(AtomicBool::new(false));
+        let mut tracker = Tracker::new(
+            &state.model,
+            &state.config,
+            alerting,
+            options.alerts.bell,
+            options.replay.clone(),
+            paused.clone(),
+        );
         for sample in std::mem::take(&mut options.prelude) {
-            update(&mut state, Msg::Sample(Box::new(sample)));
+            let applied = tracker.apply(sample);
+            update(&mut state, Msg::Applied(applied));
         }
+        let (samples, tracker) = tracker::spawn(tracker, samples);
         state.view.status = options.notice.clone();
         if options.compact {
             state.view.layout = LayoutPref::Compact;
@@ -185,15 +218,17 @@ impl Session {
                 height: size.height,
             },
         );
-        let (alerting, deliveries) = Alerting::start(&options.alerts, options.alerts.bell);
         let session = Session {
             state,
             theme,
             options,
             samples: Some(samples),
+            _tracker: tracker,
+            paused,
             samples_seen: 0,
-            alerting,
+            delivery_log,
             deliveries,
+            alert_news: AlertNews::default(),
             resized: false,
             status: StatusExpiry::default(),
         };
@@ -221,9 +256,9 @@ impl Session {
                 }
                 Next::Exit(exit) => return Ok(exit),
             };
-            let sampled = matches!(msg, Msg::Sample(_));
             self.resized = matches!(msg, Msg::Resize { .. });
             let effects = update(&mut self.state, msg);
+            self.alerted(io);
             if let Some(exit) = self.carry_out(effects, io.signaller.as_mut()) {
                 return Ok(exit);
             }
@@ -237,13 +272,6 @@ impl Session {
             }
             self.sync_size(io)?;
             self.draw(io)?;
-            // The alert step after the sample's frame, not before it: keys typed while a
-            // large fleet's sample was applied are drawn without also waiting for it (a
-            // third of a 10,000-GPU refresh's time on this thread, issue 26 §10). Drawn
-            // again only when it put a line on the status bar.
-            if sampled && self.alert(io) {
-                self.draw(io)?;
-            }
         }
     }
 
@@ -300,27 +328,22 @@ impl Session {
         Ok(None)
     }
 
-    /// Steps the alerts on the new sample (queued for their sinks, never waited for), and
-    /// rings the bell for a new critical one; those there at start are said on the status
-    /// line instead. Returns whether that changed the screen.
-    fn alert<B: Backend>(&mut self, io: &mut Io<B>) -> bool {
-        let events = self.alerting.on_sample(&self.state.model);
-        if !self.options.alerts.bell {
-            return false;
-        }
-        if events.iter().any(rings_bell) {
+    /// Rings the bell for a new critical alert of the sample just handled; those there at
+    /// start are said on the status line instead (the tracker stepped the alerts).
+    fn alerted<B: Backend>(&mut self, io: &mut Io<B>) {
+        self.paused.store(self.state.view.paused, Ordering::Relaxed);
+        let news = std::mem::take(&mut self.alert_news);
+        if news.bell {
             (io.bell)();
         }
-        if let Some(line) = start_notice(&events) {
+        if let Some(line) = news.notice {
             // After, not instead of, what start-up said (the demo shown for want of a GPU).
             let line = match &self.state.view.status {
                 Some(said) => format!("{said}; {line}"),
                 None => line,
             };
             let _ = update(&mut self.state, Msg::Notice(line));
-            return true;
         }
-        false
     }
 
     /// Waits for whichever comes first: a sample, terminal input, an alert delivery to
@@ -333,7 +356,7 @@ impl Session {
             biased;
             event = io.events.next() => terminal_input(event, &self.state)?,
             () = self.status.due() => Next::Msg(self.status.expire()),
-            Some(d) = self.deliveries.recv() => match self.alerting.on_delivery(&d) {
+            Some(d) = self.deliveries.recv() => match self.delivery_log.record(&d) {
                 Some(line) => Next::Msg(Msg::Notice(line)),
                 None => Next::Ignore,
             },
@@ -349,15 +372,20 @@ impl Session {
                 }
                 sig => Next::Exit(Exit::Signal(sig.number())),
             },
-            event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)),
+            event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)?),
         })
     }
 
-    fn on_sample(&mut self, event: Option<SamplerEvent>) -> Msg {
-        match event {
-            Some(SamplerEvent::Sample(s)) => {
+    /// The tracker's news as a message; an error when applying a sample panicked.
+    fn on_sample(&mut self, event: Option<Tracked>) -> Result<Msg> {
+        Ok(match event {
+            Some(Tracked::Sample {
+                applied,
+                bell,
+                notice,
+            }) => {
                 if let Some(handle) = &self.options.replay {
-                    let status = replay_status(handle, &mut self.state);
+                    let status = replay_status(handle);
                     update(&mut self.state, Msg::Replay(status));
                 }
                 self.samples_seen += 1;
@@ -366,16 +394,20 @@ impl Session {
                 {
                     panic!("--debug-panic-after: deliberate panic after {n} samples");
                 }
-                Msg::Sample(s)
+                self.alert_news = AlertNews { bell, notice };
+                Msg::Applied(applied)
             }
-            Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
-            Some(SamplerEvent::Stalled(waited)) => Msg::SourceStalled(waited),
-            Some(SamplerEvent::Notice(text)) => Msg::Notice(text),
+            Some(Tracked::Failed(why)) => Msg::SourceFailed(why),
+            Some(Tracked::Stalled(waited)) => Msg::SourceStalled(waited),
+            Some(Tracked::Notice(text)) => Msg::Notice(text),
+            Some(Tracked::Crashed(why)) => {
+                return Err(eyre!("applying a sample to the screen's data panicked: {why}"));
+            }
             None => {
                 self.samples = None;
                 Msg::SourceFailed("the sampler stopped".into())
             }
-        }
+        })
     }
 
     /// Runs `update`'s effects (and those their results cause); `Some` when one ends the loop.
@@ -394,7 +426,7 @@ impl Session {
                 Effect::Replay(command) => {
                     if let Some(handle) = &self.options.replay {
                         steer_replay(handle, command, self.options.seek_samples);
-                        let status = replay_status(handle, &mut self.state);
+                        let status = replay_status(handle);
                         effects.extend(update(&mut self.state, Msg::Replay(status)));
                     }
                 }
@@ -475,9 +507,9 @@ fn steer_replay(handle: &ReplayHandle, command: ReplayCommand, seek_samples: i64
     }
 }
 
-/// Reads the replay's position; a backward jump first clears history from the "future".
-fn replay_status(handle: &ReplayHandle, state: &mut State) -> ReplayStatus {
-    let Ok(mut c) = handle.lock() else {
+/// Reads the replay's position (a backward jump's "future" history is the tracker's to drop).
+fn replay_status(handle: &ReplayHandle) -> ReplayStatus {
+    let Ok(c) = handle.lock() else {
         return ReplayStatus {
             position: 0,
             total: 0,
@@ -485,9 +517,6 @@ fn replay_status(handle: &ReplayHandle, state: &mut State) -> ReplayStatus {
             paused: true,
         };
     };
-    if std::mem::take(&mut c.rewound) {
-        update(state, Msg::Rewound);
-    }
     ReplayStatus {
         position: c.position,
         total: c.total,
@@ -511,7 +540,7 @@ async fn waiting_event(events: &mut Events) -> Option<Option<io::Result<Event>>>
 }
 
 /// The next sampler event, or never once the sampler has gone.
-async fn next_sample(samples: &mut Option<mpsc::Receiver<SamplerEvent>>) -> Option<SamplerEvent> {
+async fn next_sample(samples: &mut Option<mpsc::Receiver<Tracked>>) -> Option<Tracked> {
     match samples {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,

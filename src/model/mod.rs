@@ -16,6 +16,7 @@ pub mod owners;
 pub mod pileup;
 pub mod procs;
 mod snapshot_of;
+mod split;
 mod squatter;
 pub mod users;
 pub mod visible;
@@ -24,7 +25,10 @@ mod warning_index;
 pub mod warnings;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 
 use crate::history::GpuHistory;
 use crate::history::procs::{ProcHistories, ProcHistory, ProcId};
@@ -32,6 +36,15 @@ use crate::reading::{GpuId, GpuReading, HostInfo, ProcReading, Sample};
 use procs::{ProcRow, ProcTable, SortKey};
 use warning_index::WarningIndex;
 use warnings::{Alarm, Severity, Thresholds, Warning};
+
+pub use split::Applied;
+
+/// Series kept across samples that the charts draw from: shared by the model that applies
+/// the samples and the one the TUI draws from (`split`), so a large fleet's sample is
+/// applied off the UI thread without a second copy of every GPU's history. Read with
+/// `read_recursive`: a frame may hold one GPU's history while it asks for another's, and a
+/// plain read would wait behind a writer queued in between.
+type Shared<T> = Arc<RwLock<T>>;
 
 /// Settings the model and the view need (a subset of the resolved `Settings`).
 #[derive(Debug, Clone)]
@@ -84,7 +97,7 @@ impl Default for ViewConfig {
 }
 
 /// Everything derived from the samples so far.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Model {
     /// Time of the latest sample applied.
     now: Option<SystemTime>,
@@ -94,7 +107,7 @@ pub struct Model {
     /// alerts, the exporter's process labels and the views find a GPU by id without a scan
     /// of the fleet (10,000 GPUs in a Prometheus fleet, issue 26 §10).
     gpu_at: HashMap<GpuId, usize>,
-    histories: HashMap<GpuId, GpuHistory>,
+    histories: Shared<HashMap<GpuId, GpuHistory>>,
     alarms: HashMap<GpuId, Alarm>,
     warnings: Vec<Warning>,
     /// `warnings` by GPU, rebuilt with them.
@@ -111,7 +124,7 @@ pub struct Model {
     /// Whether any process of the latest sample runs in a container, pod, job or service.
     any_job: bool,
     /// The process detail view's series, per GPU process (a GPU's are in `histories`).
-    proc_histories: ProcHistories,
+    proc_histories: Shared<ProcHistories>,
     /// Whether the source lists processes (see `ViewConfig::processes_known`).
     processes_known: bool,
 }
@@ -125,7 +138,7 @@ impl Model {
             host: HostInfo::default(),
             gpus: Vec::new(),
             gpu_at: HashMap::new(),
-            histories: HashMap::new(),
+            histories: Shared::default(),
             alarms: HashMap::new(),
             warnings: Vec::new(),
             warning_index: WarningIndex::default(),
@@ -134,7 +147,7 @@ impl Model {
             source_error: None,
             stalled: None,
             any_job: false,
-            proc_histories: ProcHistories::default(),
+            proc_histories: Shared::default(),
             processes_known: config.processes_known,
         }
     }
@@ -156,28 +169,28 @@ impl Model {
         self.gpu_at.get(id).and_then(|&i| self.gpus.get(i))
     }
 
-    pub fn history(&self, id: &GpuId) -> Option<&GpuHistory> {
-        self.histories.get(id)
+    pub fn history(&self, id: &GpuId) -> Option<MappedRwLockReadGuard<'_, GpuHistory>> {
+        RwLockReadGuard::try_map(self.histories.read_recursive(), |h| h.get(id)).ok()
     }
 
     /// How many GPUs have a history (bounded by the current fleet).
     pub fn history_count(&self) -> usize {
-        self.histories.len()
+        self.histories.read_recursive().len()
     }
 
-    /// Every GPU's history, in no particular order.
-    pub fn histories(&self) -> impl Iterator<Item = (&GpuId, &GpuHistory)> {
-        self.histories.iter()
+    /// Every GPU's history, in no particular order (held while the guard lives).
+    pub fn histories(&self) -> RwLockReadGuard<'_, HashMap<GpuId, GpuHistory>> {
+        self.histories.read_recursive()
     }
 
     /// One process's history (kept a while after it left its GPUs).
-    pub fn proc_history(&self, id: &ProcId) -> Option<&ProcHistory> {
-        self.proc_histories.get(id)
+    pub fn proc_history(&self, id: &ProcId) -> Option<MappedRwLockReadGuard<'_, ProcHistory>> {
+        RwLockReadGuard::try_map(self.proc_histories.read_recursive(), |h| h.get(id)).ok()
     }
 
     /// How many processes have a history (bounded: `history::procs::MAX_PROCESSES`).
     pub fn proc_history_count(&self) -> usize {
-        self.proc_histories.len()
+        self.proc_histories.read_recursive().len()
     }
 
     /// Most urgent first.
@@ -255,8 +268,8 @@ impl Model {
 
     /// A replay jumped back in time: history and alarms from the "future" are dropped.
     pub fn rewind(&mut self) {
-        self.histories.clear();
-        self.proc_histories.clear();
+        self.histories.write().clear();
+        self.proc_histories.write().clear();
         self.alarms.clear();
         self.set_warnings(Vec::new());
     }
@@ -269,6 +282,7 @@ impl Model {
         let now = sample.time;
         self.now = Some(now);
         self.proc_histories
+            .write()
             .record(now, &sample.processes, config.history_len);
         self.source_error = None;
         self.stalled = None;
@@ -313,27 +327,20 @@ impl Model {
         // History and alarms are keyed by UUID; GPUs that disappeared are forgotten so
         // memory stays bounded by the current fleet.
         let present: HashSet<&GpuId> = sample.gpus.iter().map(|g| &g.id).collect();
-        self.histories.retain(|id, _| present.contains(id));
         self.alarms.retain(|id, _| present.contains(id));
+        self.record_histories(sample, &present, config, now);
         // Processes grouped by GPU once, not filtered again for every GPU.
         let mut by_gpu: HashMap<&GpuId, Vec<&ProcReading>> = HashMap::new();
         for p in &sample.processes {
             by_gpu.entry(&p.gpu).or_default().push(p);
         }
+        // Read, not written, while every GPU is evaluated: a frame drawn meanwhile (the
+        // TUI's model shares the histories) does not wait for the whole fleet's warnings.
+        let histories = self.histories.read_recursive();
         let mut out = Vec::new();
         for gpu in &sample.gpus {
-            let history = slot_for(&mut self.histories, &gpu.id, || {
-                GpuHistory::new(config.history_len)
-            });
-            match sample.history.as_ref() {
-                // A source with its own history: its points, none twice.
-                Some(kept) => kept
-                    .get(&gpu.id)
-                    .into_iter()
-                    .flatten()
-                    .for_each(|p| history.push_point(p)),
-                None => history.push(now, gpu),
-            }
+            // Every GPU of the sample has one: recorded just above.
+            let history = &histories[&gpu.id];
             let on_gpu = by_gpu.get(&gpu.id).map_or(&[][..], Vec::as_slice);
             let alarm = slot_for(&mut self.alarms, &gpu.id, Alarm::default);
             let (next, mut raised) =
@@ -341,6 +348,7 @@ impl Model {
             *alarm = next;
             out.append(&mut raised);
         }
+        drop(histories);
         if !config.processes_known {
             // VRAM "held by no process" is only known where processes are listed.
             out.retain(|w| !matches!(w.kind, warnings::WarningKind::StaleVram { .. }));
@@ -353,6 +361,36 @@ impl Model {
         }
         warnings::sort(&mut out);
         out
+    }
+}
+
+impl Model {
+    /// Pushes the sample's readings into the GPUs' histories and forgets the GPUs gone, so
+    /// memory stays bounded by the current fleet. The one write to the shared histories
+    /// per sample, kept short: pushes only, no evaluation.
+    fn record_histories(
+        &mut self,
+        sample: &Sample,
+        present: &HashSet<&GpuId>,
+        config: &ViewConfig,
+        now: SystemTime,
+    ) {
+        let mut histories = self.histories.write();
+        histories.retain(|id, _| present.contains(id));
+        for gpu in &sample.gpus {
+            let history = slot_for(&mut histories, &gpu.id, || {
+                GpuHistory::new(config.history_len)
+            });
+            match sample.history.as_ref() {
+                // A source with its own history: its points, none twice.
+                Some(kept) => kept
+                    .get(&gpu.id)
+                    .into_iter()
+                    .flatten()
+                    .for_each(|p| history.push_point(p)),
+                None => history.push(now, gpu),
+            }
+        }
     }
 }
 

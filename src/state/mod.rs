@@ -7,7 +7,7 @@ mod detail;
 mod interact;
 pub mod signal;
 
-use crate::model::Model;
+use crate::model::{Applied, Model};
 use crate::reading::{GpuId, Sample};
 
 pub use crate::layout::LayoutPref;
@@ -127,6 +127,9 @@ pub enum ReplayCommand {
 #[derive(Debug, Clone)]
 pub enum Msg {
     Sample(Box<Sample>),
+    /// A sample the TUI's tracker applied to its twin of the model (`app::tracker`), to be
+    /// installed here; `None` when it was not applied because the view was paused.
+    Applied(Option<Box<Applied>>),
     /// The source failed as a whole this tick (the message says why).
     SourceFailed(String),
     /// The poll under way has not come back for this long (a wedged driver call).
@@ -147,8 +150,6 @@ pub enum Msg {
     SignalResult(String),
     /// Replay progress, after each replayed sample.
     Replay(ReplayStatus),
-    /// The replay jumped back in time: history and alarms from the "future" are dropped.
-    Rewound,
     /// The status line has shown this text for `STATUS_LASTS`: it goes, unless another
     /// line has taken its place meanwhile.
     StatusExpired(String),
@@ -230,7 +231,7 @@ impl Default for View {
 }
 
 /// The model (what the GPUs said) and the view (what the user is doing with it).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct State {
     pub config: ViewConfig,
     pub model: Model,
@@ -335,20 +336,31 @@ fn clear_status_on_action(state: &mut State) {
     }
 }
 
+/// A sample came: `apply` puts it into the model unless the view is paused (then the
+/// screen stays as it was); a GPU number being typed waits one sample for its next digit.
+fn on_sample(state: &mut State, apply: impl FnOnce(&mut Model, &ViewConfig)) {
+    state.view.typed_gpu = state
+        .view
+        .typed_gpu
+        .and_then(|(n, samples)| (samples < 1).then_some((n, samples + 1)));
+    if !state.view.paused {
+        apply(&mut state.model, &state.config);
+        let last = state.model.gpus().len().saturating_sub(1);
+        state.view.gpu_scroll = state.view.gpu_scroll.min(last);
+        detail::select_shown(state);
+    }
+}
+
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
-        Msg::Sample(sample) => {
-            state.view.typed_gpu = state
-                .view
-                .typed_gpu
-                .and_then(|(n, samples)| (samples < 1).then_some((n, samples + 1)));
-            if !state.view.paused {
-                state.model.apply_sample(*sample, &state.config);
-                let last = state.model.gpus().len().saturating_sub(1);
-                state.view.gpu_scroll = state.view.gpu_scroll.min(last);
-                detail::select_shown(state);
+        Msg::Sample(sample) => on_sample(state, |model, config| {
+            model.apply_sample(*sample, config);
+        }),
+        Msg::Applied(applied) => on_sample(state, |model, _| {
+            if let Some(applied) = applied {
+                model.install(*applied);
             }
-        }
+        }),
         Msg::SourceFailed(why) => state.model.source_failed(why),
         Msg::SourceStalled(waited) => state.model.source_stalled(waited),
         Msg::Notice(text) => state.view.status = Some(text),
@@ -372,7 +384,6 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         }
         Msg::SignalResult(text) => state.view.status = Some(text),
         Msg::Replay(status) => state.view.replay = Some(status),
-        Msg::Rewound => state.model.rewind(),
         // As with an action, not while a prompt or dialog is open (the line is for after).
         Msg::StatusExpired(text) => {
             if state.view.status.as_deref() == Some(text.as_str()) {

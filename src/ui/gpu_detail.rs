@@ -254,11 +254,11 @@ fn draw_charts(
     g: &GpuReading,
     columns: usize,
 ) {
+    let history = state.model.history(&g.id);
     let pts = Points {
         now: state.model.now().unwrap_or(std::time::UNIX_EPOCH),
-        points: state
-            .model
-            .history(&g.id)
+        points: history
+            .as_deref()
             .map_or_else(Vec::new, |h| h.points().iter().collect()),
     };
     let window = (state.config.history_len as f64 * state.config.interval.as_secs_f64()).max(1.0);

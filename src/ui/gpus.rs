@@ -38,7 +38,7 @@ pub fn draw(frame: &mut Frame, areas: &Areas, state: &State, theme: &Theme) {
         for (panel, g) in panels(&rects, state, theme) {
             panel.render(frame.buffer_mut());
             if let Some((rect, h)) = panel.charts.zip(state.model.history(&g.id)) {
-                charts::draw_panel_charts(frame, rect, h, g, theme);
+                charts::draw_panel_charts(frame, rect, &h, g, theme);
             }
         }
     }

@@ -29,6 +29,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State, theme: &Theme, id: &Pr
     let history = state.model.proc_history(id);
     let width = area.width as usize;
     let title = Line::styled(title(id, rows.first().copied()), theme.title);
+    let history = history.as_deref();
     let facts = facts(state, &rows, history, width.saturating_sub(2));
     // Two by two; in a row of four only on a wide, low screen. Charts keep at least 4 rows
     // each; the text takes what it needs.

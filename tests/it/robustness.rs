@@ -551,7 +551,7 @@ fn a_simulated_day_with_process_churn_keeps_memory_bounded() {
         GPUS,
         "the swapped board's history was dropped"
     );
-    for (_, h) in state.model.histories() {
+    for (_, h) in state.model.histories().iter() {
         assert!(h.points().len() <= history_len);
     }
     assert!(max_warnings <= 3 * GPUS, "warnings: {max_warnings}");

@@ -278,9 +278,12 @@ fn lost_gpu_keeps_its_slot_while_others_update() {
             .any(|w| w.gpu() == Some(&lost_id) && w.kind == WarningKind::Lost)
     );
     // Its history is kept (with a gap), so it resumes where it was when it returns.
-    let points = state.model.history(&lost_id).unwrap().points();
+    let history = state.model.history(&lost_id).unwrap();
+    let points = history.points();
     assert_eq!(points.latest().unwrap().get(Key::Temperature), None);
     assert_eq!(points.len(), 2);
+    // The guard holds the shared histories; the next sample writes them.
+    drop(history);
     update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     assert_eq!(state.model.gpus()[1].status, GpuStatus::Ok);
     assert!(
@@ -312,7 +315,7 @@ fn history_is_bounded_and_forgets_departed_gpus() {
     for _ in 0..50 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
-    assert!(state.model.histories().all(|(_, h)| h.points().len() == 10));
+    assert!(state.model.histories().iter().all(|(_, h)| h.points().len() == 10));
     let mut sample = source.sample().unwrap();
     sample.gpus.truncate(1);
     sample.processes.retain(|p| p.gpu == sample.gpus[0].id);

@@ -264,7 +264,9 @@ fn history_comes_from_the_range_queries_into_the_charts() {
     let temps = |h: &crate::history::GpuHistory| -> Vec<Option<f64>> {
         h.points().iter().map(|p| p.get(Key::Temperature)).collect()
     };
-    assert_eq!(temps(h), [Some(60.0), Some(61.0)]);
+    assert_eq!(temps(&h), [Some(60.0), Some(61.0)]);
+    // The guard holds the shared histories; the next sample writes them.
+    drop(h);
     // The next refresh asks only for the step since: start = last end + 1 s.
     let ends: Vec<f64> = api
         .calls

@@ -253,7 +253,7 @@ fn reading_spans(
         or_na(g.util, |u| format!("{}%", u.0))
     )));
     let history = state.model.history(&g.id).filter(|_| cols.spark > 0);
-    if let Some(h) = history {
+    if let Some(h) = &history {
         let util_cols = h.columns(Key::Util, cols.spark, super::charts::percent);
         spans.push(Span::styled(
             spark_text(&util_cols, 100, cols.spark) + " ",

@@ -1,0 +1,178 @@
+//! The TUI's tracker: applies each sample to a twin of the UI's model (histories, alarms,
+//! warnings, rows, holders) and steps the alerts on it, on tokio's blocking pool, then hands
+//! the UI what the sample set (`model::Applied`). Before, all of it ran on the UI thread: a
+//! key typed while a 10,000-GPU Prometheus fleet's sample was applied waited for the state
+//! update (~60 ms) and the alert step (~40 ms) before its frame (issue 26 §10: within
+//! 50 ms). Now the UI thread's share of a sample is a few moves whatever the fleet's size.
+//!
+//! The two models share the histories (`model::split`), so nothing is kept twice. The
+//! tracker reads two things the UI decides: whether the view is paused (a paused view's
+//! charts stand still, so the sample is not applied at all) and whether a replay jumped
+//! back (its "future" history and alarms are dropped before the next sample).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::mpsc;
+
+use crate::alerts::{Alerting, rings_bell, start_notice};
+use crate::model::{Applied, Model, ViewConfig};
+use crate::reading::Sample;
+use crate::sampler::SamplerEvent;
+use crate::source::replay::ReplayHandle;
+
+/// What the tracker hands the UI, in the sampler's order.
+#[derive(Debug)]
+pub enum Tracked {
+    /// A sample: what it set (`None`: not applied, the view was paused), whether a new
+    /// critical alert rings the bell, and the line that names the criticals already there
+    /// when the TUI started.
+    Sample {
+        applied: Option<Box<Applied>>,
+        bell: bool,
+        notice: Option<String>,
+    },
+    /// The whole poll failed; the message says why.
+    Failed(String),
+    /// The poll under way has not come back for this long.
+    Stalled(std::time::Duration),
+    /// Something the source has to say that is not a reading (the recorder paused).
+    Notice(String),
+    /// Applying a sample panicked: the tracker is gone, and so is the TUI's data.
+    Crashed(String),
+}
+
+/// The twin model and what it needs to apply samples and step the alerts.
+pub struct Tracker {
+    model: Model,
+    config: ViewConfig,
+    alerting: Alerting,
+    /// The bell is on: alerts new while the TUI watches ring it, those there at start
+    /// are named on the status line.
+    bell: bool,
+    replay: Option<ReplayHandle>,
+    /// The UI's view is paused (set by the UI after every message it handles).
+    paused: Arc<AtomicBool>,
+}
+
+impl Tracker {
+    /// A tracker whose model shares `ui`'s histories.
+    pub fn new(
+        ui: &Model,
+        config: &ViewConfig,
+        alerting: Alerting,
+        bell: bool,
+        replay: Option<ReplayHandle>,
+        paused: Arc<AtomicBool>,
+    ) -> Tracker {
+        Tracker {
+            model: ui.twin(config),
+            config: config.clone(),
+            alerting,
+            bell,
+            replay,
+            paused,
+        }
+    }
+
+    /// Applies a sample without stepping the alerts (the demo's back-filled history, which
+    /// is not news); `None` when the view is paused.
+    pub fn apply(&mut self, sample: Sample) -> Option<Box<Applied>> {
+        self.apply_here(sample)
+            .then(|| Box::new(self.model.take_applied()))
+    }
+
+    /// Applies a sample and steps the alerts on it (queued for their sinks, never waited
+    /// for).
+    pub fn track(&mut self, sample: Sample) -> Tracked {
+        if !self.apply_here(sample) {
+            return Tracked::Sample {
+                applied: None,
+                bell: false,
+                notice: None,
+            };
+        }
+        // On the model before its parts move to the UI: the alerts read its warnings, GPUs
+        // and holders.
+        let events = self.alerting.on_sample(&self.model);
+        let (bell, notice) = if self.bell {
+            (events.iter().any(rings_bell), start_notice(&events))
+        } else {
+            (false, None)
+        };
+        Tracked::Sample {
+            applied: Some(Box::new(self.model.take_applied())),
+            bell,
+            notice,
+        }
+    }
+
+    /// Applies `sample` to the twin unless the view is paused; whether it did.
+    fn apply_here(&mut self, sample: Sample) -> bool {
+        if self.paused.load(Ordering::Relaxed) {
+            return false;
+        }
+        let rewound = self.replay.as_ref().is_some_and(|handle| {
+            handle
+                .lock()
+                .is_ok_and(|mut c| std::mem::take(&mut c.rewound))
+        });
+        if rewound {
+            self.model.rewind();
+        }
+        self.model.apply_sample(sample, &self.config);
+        true
+    }
+}
+
+/// The tracker's task; dropping it stops the task (and with it the sampler, whose events
+/// it holds).
+pub struct Task(tokio::task::JoinHandle<()>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Tracks every sample of `samples` on the current runtime; what it says arrives on the
+/// receiver.
+pub fn spawn(tracker: Tracker, samples: mpsc::Receiver<SamplerEvent>) -> (mpsc::Receiver<Tracked>, Task) {
+    // One sample ahead at most: a UI that falls behind holds the tracker, which holds the
+    // sampler (its own channel is bounded too).
+    let (tx, rx) = mpsc::channel(1);
+    (rx, Task(tokio::spawn(run(tracker, samples, tx))))
+}
+
+async fn run(
+    mut tracker: Tracker,
+    mut samples: mpsc::Receiver<SamplerEvent>,
+    tx: mpsc::Sender<Tracked>,
+) {
+    while let Some(event) = samples.recv().await {
+        let tracked = match event {
+            SamplerEvent::Sample(sample) => {
+                let job = tokio::task::spawn_blocking(move || {
+                    let tracked = tracker.track(*sample);
+                    (tracker, tracked)
+                });
+                match job.await {
+                    Ok((back, tracked)) => {
+                        tracker = back;
+                        tracked
+                    }
+                    Err(crashed) => {
+                        let _ = tx.send(Tracked::Crashed(crashed.to_string())).await;
+                        return;
+                    }
+                }
+            }
+            SamplerEvent::Failed(why) => Tracked::Failed(why),
+            SamplerEvent::Stalled(waited) => Tracked::Stalled(waited),
+            SamplerEvent::Notice(text) => Tracked::Notice(text),
+        };
+        if tx.send(tracked).await.is_err() {
+            return;
+        }
+    }
+}
