@@ -401,7 +401,9 @@ impl Session {
             Some(Tracked::Stalled(waited)) => Msg::SourceStalled(waited),
             Some(Tracked::Notice(text)) => Msg::Notice(text),
             Some(Tracked::Crashed(why)) => {
-                return Err(eyre!("applying a sample to the screen's data panicked: {why}"));
+                return Err(eyre!(
+                    "applying a sample to the screen's data panicked: {why}"
+                ));
             }
             None => {
                 self.samples = None;

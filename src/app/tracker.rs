@@ -137,7 +137,10 @@ impl Drop for Task {
 
 /// Tracks every sample of `samples` on the current runtime; what it says arrives on the
 /// receiver.
-pub fn spawn(tracker: Tracker, samples: mpsc::Receiver<SamplerEvent>) -> (mpsc::Receiver<Tracked>, Task) {
+pub fn spawn(
+    tracker: Tracker,
+    samples: mpsc::Receiver<SamplerEvent>,
+) -> (mpsc::Receiver<Tracked>, Task) {
     // One sample ahead at most: a UI that falls behind holds the tracker, which holds the
     // sampler (its own channel is bounded too).
     let (tx, rx) = mpsc::channel(1);

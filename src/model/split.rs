@@ -81,3 +81,65 @@ impl Model {
         self.any_job = applied.any_job;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::source::GpuSource;
+    use crate::source::sim::{Scenario, SimClock, SimSource};
+
+    /// What a view can read of a model, as text (the parts compared).
+    fn seen(model: &Model) -> Vec<String> {
+        let mut out = vec![
+            format!("{:?} {:?}", model.now(), model.host()),
+            format!("{:?}", model.gpus()),
+            format!("{:?}", model.warnings()),
+            format!("{:?} {}", model.procs().all, model.any_job()),
+        ];
+        for g in model.gpus() {
+            out.push(format!(
+                "{:?} {:?} {:?}",
+                model.holders(&g.id),
+                model.gpu_severity(&g.id),
+                model
+                    .history(&g.id)
+                    .map(|h| format!("{:?}", h.points().iter().collect::<Vec<_>>())),
+            ));
+        }
+        out.push(format!(
+            "{} {}",
+            model.history_count(),
+            model.proc_history_count()
+        ));
+        out
+    }
+
+    /// The TUI's two models (a twin applies, the UI's installs) show, after every sample,
+    /// what one model applying the same samples shows: the mixed demo's crash loops, MIG,
+    /// pods and warnings over two minutes, with a GPU that goes away for a while and comes
+    /// back. Were a part of the sample left out of `Applied` (or installed stale), a view
+    /// would draw the UI's model differently from what `--once` and the exporter report.
+    #[test]
+    fn a_twin_applying_and_the_ui_installing_show_what_one_model_applying_shows() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+        let mut sim = SimSource::new(8, 7, Duration::from_secs(1), SimClock::Virtual { start })
+            .with_scenario(Scenario::Mixed);
+        let config = ViewConfig::default();
+        let mut one = Model::new(&config);
+        let mut ui = Model::new(&config);
+        let mut twin = ui.twin(&config);
+        for n in 0..120 {
+            let mut sample = sim.sample().unwrap();
+            if (40..60).contains(&n) {
+                sample.gpus.remove(3);
+            }
+            one.apply_sample(sample.clone(), &config);
+            twin.apply_sample(sample, &config);
+            ui.install(twin.take_applied());
+            assert_eq!(seen(&ui), seen(&one), "after sample {n}");
+        }
+        assert!(!one.warnings().is_empty() && !one.procs().all.is_empty());
+    }
+}

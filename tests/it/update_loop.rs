@@ -315,7 +315,13 @@ fn history_is_bounded_and_forgets_departed_gpus() {
     for _ in 0..50 {
         update(&mut state, Msg::Sample(Box::new(source.sample().unwrap())));
     }
-    assert!(state.model.histories().iter().all(|(_, h)| h.points().len() == 10));
+    assert!(
+        state
+            .model
+            .histories()
+            .iter()
+            .all(|(_, h)| h.points().len() == 10)
+    );
     let mut sample = source.sample().unwrap();
     sample.gpus.truncate(1);
     sample.processes.retain(|p| p.gpu == sample.gpus[0].id);
