@@ -243,6 +243,8 @@ impl Session {
     {
         loop {
             self.status.track(&self.state.view.status);
+            // Before each wait, so keys drained with the last frame count too.
+            self.paused.store(self.state.view.paused, Ordering::Relaxed);
             let msg = match self.next(io).await? {
                 Next::Msg(msg) => msg,
                 Next::Ignore => continue,
@@ -331,7 +333,6 @@ impl Session {
     /// Rings the bell for a new critical alert of the sample just handled; those there at
     /// start are said on the status line instead (the tracker stepped the alerts).
     fn alerted<B: Backend>(&mut self, io: &mut Io<B>) {
-        self.paused.store(self.state.view.paused, Ordering::Relaxed);
         let news = std::mem::take(&mut self.alert_news);
         if news.bell {
             (io.bell)();

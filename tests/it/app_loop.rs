@@ -6,6 +6,7 @@
 use crate::common;
 
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -532,6 +533,56 @@ async fn a_status_line_goes_by_itself_after_ten_seconds() {
                 && lasted <= gpuwatch::state::STATUS_LASTS + Duration::from_secs(1),
             "the status line lasted {lasted:?}"
         );
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
+}
+
+/// Counts the samples taken from the source it wraps.
+struct Counted<S>(S, Arc<AtomicUsize>);
+
+impl<S: GpuSource> GpuSource for Counted<S> {
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        self.1.fetch_add(1, SeqCst);
+        self.0.sample()
+    }
+}
+
+/// Issue 26 §10 moved each sample's apply off the UI thread, to a tracker whose model
+/// shares the charts' histories with the UI's: a paused view must still stand still while
+/// samples come — its charts too, which the tracker would scroll did it apply them — and
+/// move again once resumed.
+#[tokio::test(start_paused = true)]
+async fn a_paused_view_stands_still_while_samples_come_and_moves_again_after() {
+    let polls = Arc::new(AtomicUsize::new(0));
+    let source = Box::new(Counted(common::sim(2), polls.clone()));
+    let (mut script, mut io) = scripted(120, 40);
+    let run = app::event_loop(&mut io, source, config(), Options::default());
+    let drive = async {
+        // A few samples first, so the charts have points to scroll.
+        while polls.load(SeqCst) < 5 {
+            script.frame_with(GPU).await;
+        }
+        script.key('p');
+        let paused = script.frame_with("PAUSED").await;
+        let at = polls.load(SeqCst);
+        while polls.load(SeqCst) < at + 10 {
+            script.frames.recv().await.expect("a frame");
+        }
+        let still = script.frame_with("PAUSED").await;
+        assert_eq!(
+            still.text,
+            paused.text,
+            "the screen moved while paused ({} samples)",
+            polls.load(SeqCst) - at
+        );
+        script.key('p');
+        script
+            .frame_where("the view moving again", |f| {
+                !f.text.contains("PAUSED") && f.text != paused.text
+            })
+            .await;
         script.key('q');
     };
     let (exit, ()) = tokio::join!(run, drive);
