@@ -179,3 +179,61 @@ async fn run(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::alert_settings::AlertSettings;
+    use crate::source::GpuSource;
+    use crate::source::replay::ReplayControl;
+    use crate::source::sim::{SimClock, SimSource};
+
+    /// A replay that jumps back drops the history from its "future" before the next
+    /// sample is applied (the replay source says so in the shared control; the tracker,
+    /// not the UI, applies samples now). Kept, the charts would draw the future's points
+    /// after the past's.
+    #[test]
+    fn a_replay_jumping_back_drops_the_future_history_before_the_next_sample() {
+        let start = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_603_600);
+        let mut sim = SimSource::new(2, 1, Duration::from_secs(1), SimClock::Virtual { start });
+        let samples: Vec<Sample> = (0..10).map(|_| sim.sample().unwrap()).collect();
+        let config = ViewConfig::default();
+        let ui = Model::new(&config);
+        let control = ReplayControl {
+            speed_index: 2,
+            paused: false,
+            pending_seek: 0,
+            position: 0,
+            total: samples.len(),
+            rewound: false,
+        };
+        let handle: ReplayHandle = std::sync::Arc::new(Mutex::new(control));
+        let (alerting, _deliveries) = Alerting::start(&AlertSettings::default(), false);
+        let paused = Arc::new(AtomicBool::new(false));
+        let mut tracker = Tracker::new(&ui, &config, alerting, false, Some(handle.clone()), paused);
+        for s in &samples {
+            tracker.track(s.clone());
+        }
+        let gpu = samples[0].gpus[0].id.clone();
+        assert_eq!(ui.history(&gpu).unwrap().points().len(), 10);
+        handle.lock().unwrap().rewound = true;
+        tracker.track(samples[2].clone());
+        let points: Vec<_> = ui
+            .history(&gpu)
+            .unwrap()
+            .points()
+            .iter()
+            .map(|p| p.time())
+            .collect();
+        assert_eq!(points, [samples[2].time], "only the sample jumped back to");
+        assert!(
+            !handle.lock().unwrap().rewound,
+            "taken, so the next sample keeps history"
+        );
+        tracker.track(samples[3].clone());
+        assert_eq!(ui.history(&gpu).unwrap().points().len(), 2);
+    }
+}
