@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
-use color_eyre::eyre::{Result, WrapErr, eyre};
+use color_eyre::eyre::{Result, WrapErr};
 use futures_util::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
@@ -45,7 +45,7 @@ mod tty_input;
 // The status line's own deadline (the one clock the loop keeps).
 mod status_expiry;
 use status_expiry::StatusExpiry;
-// Samples applied, and alerts stepped, off the UI thread.
+// Samples applied, and alerts stepped, on the sampler's thread.
 mod tracker;
 use tracker::{Tracked, Tracker};
 
@@ -126,10 +126,7 @@ where
     B: Backend,
     B::Error: Send + Sync + 'static,
 {
-    let sampler::Sampler { events, task } = sampler::spawn(source, config.interval);
-    let result = Session::start(io, events, config, options)?.run(io).await;
-    drop(task);
-    result
+    Session::start(io, source, config, options)?.run(io).await
 }
 
 /// The loop's own state between messages.
@@ -137,11 +134,11 @@ struct Session {
     state: State,
     theme: Theme,
     options: Options,
-    /// The tracker's news of each sample; `None` once it has gone (the last frame and the
-    /// keys stay alive).
-    samples: Option<mpsc::Receiver<Tracked>>,
-    /// Stops the tracker (and so the sampler) when the session ends.
-    _tracker: tracker::Task,
+    /// Each sample as the tracker applied it; `None` once the sampler has gone (the last
+    /// frame and the keys stay alive).
+    samples: Option<mpsc::Receiver<SamplerEvent<Tracked>>>,
+    /// Stops the sampler (a poll in the driver is abandoned) when the session ends.
+    _sampler: sampler::Task,
     /// Tells the tracker the view is paused.
     paused: Arc<AtomicBool>,
     samples_seen: u64,
@@ -180,7 +177,7 @@ impl Session {
     /// The state at start, sized to the terminal and drawn once before the first sample.
     fn start<B>(
         io: &mut Io<B>,
-        samples: mpsc::Receiver<SamplerEvent>,
+        source: Box<dyn GpuSource>,
         config: ViewConfig,
         mut options: Options,
     ) -> Result<Session>
@@ -205,7 +202,9 @@ impl Session {
             let applied = tracker.apply(sample);
             update(&mut state, Msg::Applied(applied));
         }
-        let (samples, tracker) = tracker::spawn(tracker, samples);
+        let interval = state.config.interval;
+        let sampler::Sampler { events, task } =
+            sampler::spawn_then(source, interval, move |sample| tracker.track(sample));
         state.view.status = options.notice.clone();
         if options.compact {
             state.view.layout = LayoutPref::Compact;
@@ -222,8 +221,8 @@ impl Session {
             state,
             theme,
             options,
-            samples: Some(samples),
-            _tracker: tracker,
+            samples: Some(events),
+            _sampler: task,
             paused,
             samples_seen: 0,
             delivery_log,
@@ -373,18 +372,17 @@ impl Session {
                 }
                 sig => Next::Exit(Exit::Signal(sig.number())),
             },
-            event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)?),
+            event = next_sample(&mut self.samples) => Next::Msg(self.on_sample(event)),
         })
     }
 
-    /// The tracker's news as a message; an error when applying a sample panicked.
-    fn on_sample(&mut self, event: Option<Tracked>) -> Result<Msg> {
-        Ok(match event {
-            Some(Tracked::Sample {
+    fn on_sample(&mut self, event: Option<SamplerEvent<Tracked>>) -> Msg {
+        match event {
+            Some(SamplerEvent::Sample(Tracked {
                 applied,
                 bell,
                 notice,
-            }) => {
+            })) => {
                 if let Some(handle) = &self.options.replay {
                     let status = replay_status(handle);
                     update(&mut self.state, Msg::Replay(status));
@@ -398,19 +396,14 @@ impl Session {
                 self.alert_news = AlertNews { bell, notice };
                 Msg::Applied(applied)
             }
-            Some(Tracked::Failed(why)) => Msg::SourceFailed(why),
-            Some(Tracked::Stalled(waited)) => Msg::SourceStalled(waited),
-            Some(Tracked::Notice(text)) => Msg::Notice(text),
-            Some(Tracked::Crashed(why)) => {
-                return Err(eyre!(
-                    "applying a sample to the screen's data panicked: {why}"
-                ));
-            }
+            Some(SamplerEvent::Failed(why)) => Msg::SourceFailed(why),
+            Some(SamplerEvent::Stalled(waited)) => Msg::SourceStalled(waited),
+            Some(SamplerEvent::Notice(text)) => Msg::Notice(text),
             None => {
                 self.samples = None;
                 Msg::SourceFailed("the sampler stopped".into())
             }
-        })
+        }
     }
 
     /// Runs `update`'s effects (and those their results cause); `Some` when one ends the loop.
@@ -543,7 +536,9 @@ async fn waiting_event(events: &mut Events) -> Option<Option<io::Result<Event>>>
 }
 
 /// The next sampler event, or never once the sampler has gone.
-async fn next_sample(samples: &mut Option<mpsc::Receiver<Tracked>>) -> Option<Tracked> {
+async fn next_sample(
+    samples: &mut Option<mpsc::Receiver<SamplerEvent<Tracked>>>,
+) -> Option<SamplerEvent<Tracked>> {
     match samples {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,

@@ -1,6 +1,7 @@
 //! The TUI's tracker: applies each sample to a twin of the UI's model (histories, alarms,
-//! warnings, rows, holders) and steps the alerts on it, on tokio's blocking pool, then hands
-//! the UI what the sample set (`model::Applied`). Before, all of it ran on the UI thread: a
+//! warnings, rows, holders) and steps the alerts on it, on the sampler's thread right after
+//! the poll (`sampler::spawn_then`), then hands the UI what the sample set
+//! (`model::Applied`). Before, all of it ran on the UI thread: a
 //! key typed while a 10,000-GPU Prometheus fleet's sample was applied waited for the state
 //! update (~60 ms) and the alert step (~40 ms) before its frame (issue 26 §10: within
 //! 50 ms). Now the UI thread's share of a sample is a few moves whatever the fleet's size.
@@ -13,33 +14,20 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::mpsc;
-
 use crate::alerts::{Alerting, rings_bell, start_notice};
 use crate::model::{Applied, Model, ViewConfig};
 use crate::reading::Sample;
-use crate::sampler::SamplerEvent;
 use crate::source::replay::ReplayHandle;
 
-/// What the tracker hands the UI, in the sampler's order.
+/// What the tracker makes of one sample for the UI.
 #[derive(Debug)]
-pub enum Tracked {
-    /// A sample: what it set (`None`: not applied, the view was paused), whether a new
-    /// critical alert rings the bell, and the line that names the criticals already there
-    /// when the TUI started.
-    Sample {
-        applied: Option<Box<Applied>>,
-        bell: bool,
-        notice: Option<String>,
-    },
-    /// The whole poll failed; the message says why.
-    Failed(String),
-    /// The poll under way has not come back for this long.
-    Stalled(std::time::Duration),
-    /// Something the source has to say that is not a reading (the recorder paused).
-    Notice(String),
-    /// Applying a sample panicked: the tracker is gone, and so is the TUI's data.
-    Crashed(String),
+pub struct Tracked {
+    /// What it set (`None`: not applied, the view was paused).
+    pub applied: Option<Box<Applied>>,
+    /// A new critical alert rings the bell.
+    pub bell: bool,
+    /// The line that names the criticals already there when the TUI started.
+    pub notice: Option<String>,
 }
 
 /// The twin model and what it needs to apply samples and step the alerts.
@@ -86,7 +74,7 @@ impl Tracker {
     /// for).
     pub fn track(&mut self, sample: Sample) -> Tracked {
         if !self.apply_here(sample) {
-            return Tracked::Sample {
+            return Tracked {
                 applied: None,
                 bell: false,
                 notice: None,
@@ -100,7 +88,7 @@ impl Tracker {
         } else {
             (false, None)
         };
-        Tracked::Sample {
+        Tracked {
             applied: Some(Box::new(self.model.take_applied())),
             bell,
             notice,
@@ -122,61 +110,6 @@ impl Tracker {
         }
         self.model.apply_sample(sample, &self.config);
         true
-    }
-}
-
-/// The tracker's task; dropping it stops the task (and with it the sampler, whose events
-/// it holds).
-pub struct Task(tokio::task::JoinHandle<()>);
-
-impl Drop for Task {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Tracks every sample of `samples` on the current runtime; what it says arrives on the
-/// receiver.
-pub fn spawn(
-    tracker: Tracker,
-    samples: mpsc::Receiver<SamplerEvent>,
-) -> (mpsc::Receiver<Tracked>, Task) {
-    // One sample ahead at most: a UI that falls behind holds the tracker, which holds the
-    // sampler (its own channel is bounded too).
-    let (tx, rx) = mpsc::channel(1);
-    (rx, Task(tokio::spawn(run(tracker, samples, tx))))
-}
-
-async fn run(
-    mut tracker: Tracker,
-    mut samples: mpsc::Receiver<SamplerEvent>,
-    tx: mpsc::Sender<Tracked>,
-) {
-    while let Some(event) = samples.recv().await {
-        let tracked = match event {
-            SamplerEvent::Sample(sample) => {
-                let job = tokio::task::spawn_blocking(move || {
-                    let tracked = tracker.track(*sample);
-                    (tracker, tracked)
-                });
-                match job.await {
-                    Ok((back, tracked)) => {
-                        tracker = back;
-                        tracked
-                    }
-                    Err(crashed) => {
-                        let _ = tx.send(Tracked::Crashed(crashed.to_string())).await;
-                        return;
-                    }
-                }
-            }
-            SamplerEvent::Failed(why) => Tracked::Failed(why),
-            SamplerEvent::Stalled(waited) => Tracked::Stalled(waited),
-            SamplerEvent::Notice(text) => Tracked::Notice(text),
-        };
-        if tx.send(tracked).await.is_err() {
-            return;
-        }
     }
 }
 
