@@ -4,8 +4,9 @@
 # against the project's fake NVML (GPUS fake GPUs, PROCS real `sleep` PIDs, readings that
 # change every second by the wall clock); the two alternate for ROUNDS rounds, so both see
 # the same machine load. It prints each run's CPU seconds, peak RSS, private (anonymous)
-# memory, bytes written to the terminal and time to the first data frame, then gpuwatch's
-# figures as ratios to nvtop's: the median of the rounds' ratios and their spread.
+# memory, bytes written to the terminal, time to the first data frame and the program file's
+# own resident pages (smaps Rss of its mappings), then gpuwatch's figures as ratios to
+# nvtop's: the median of the rounds' ratios and their spread.
 # A report, not a test: it asserts nothing and CI does not run it.
 #
 # usage: scripts/overhead.sh [DURATION_SECONDS]   (default 30; needs tmux; nvtop is
@@ -22,7 +23,12 @@
 #        data frame is up: measure a view, e.g. the GPU detail view with "0 d"),
 #        CALLGRIND=FILE (gpuwatch's last round under valgrind's callgrind, counting from two
 #        seconds after its first data frame to the end: instructions executed, which the
-#        machine's load does not move, per function; that round's CPU row is valgrind's)
+#        machine's load does not move, per function; that round's CPU row is valgrind's),
+#        CALLGRIND_START=1 (with CALLGRIND: count from the first instruction instead, and dump
+#        the counts so far to FILE.1 at the two-second mark, so start-up and the keys are
+#        told apart from the steady state and quit, which go to FILE: what
+#        scripts/hot-symbols.sh reads),
+#        CALLGRIND_ARGS (more valgrind options, e.g. --demangle=no)
 # Targets (issue 25, as ratios to nvtop at 8 GPUs / 20 processes / 200x50): CPU <= 0.5x,
 # private memory <= 0.8x, peak RSS <= 1x, bytes to the terminal <= 1x; first frame <= 50 ms.
 set -euo pipefail
@@ -186,7 +192,11 @@ measure() {
     # Bytes after the first two seconds are steady state: numbers changing, nothing else.
     sleep 2
     if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${CALLGRIND:-}" ]; then
-        callgrind_control --instr=on "$pid" >/dev/null
+        if [ -n "${CALLGRIND_START:-}" ]; then
+            callgrind_control --dump=start-up "$pid" >/dev/null
+        else
+            callgrind_control --instr=on "$pid" >/dev/null
+        fi
     fi
     local bytes_warm t_warm bytes_end t_end
     bytes_warm=$(stat -c %s "$out")
@@ -201,9 +211,15 @@ measure() {
         read -r ns _ <"$f"
         sched_ns=$((sched_ns + ns))
     done
-    local hwm anon
+    local hwm anon own
     hwm=$(kib "$pid" VmHWM)
     anon=$(kib "$pid" RssAnon)
+    # The program file's own resident pages (all its mappings: code, read-only data, relro):
+    # most of the peak RSS above the private memory, and what the code's layout decides.
+    own=$(awk -v f="$(readlink "/proc/$pid/exe")" '
+        /^[0-9a-f]+-[0-9a-f]+ / { m = ($6 == f) }
+        m && $1 == "Rss:" { s += $2 }
+        END { print s + 0 }' "/proc/$pid/smaps")
     if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${SMAPS:-}" ]; then cp "/proc/$pid/smaps" "$SMAPS"; fi
     tmux -L "$SOCKET" send-keys -t 0 q
     sleep 0.5
@@ -217,7 +233,7 @@ measure() {
     if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${KEEP_OUTPUT:-}" ]; then cp "$out" "$KEEP_OUTPUT"; fi
     local first_ms="-"
     [ -n "$first" ] && first_ms=$(((first - start) / 1000000))
-    echo "$name $sched_ns $hwm $anon $(((bytes_end - bytes_warm) * 1000000000 / (t_end - t_warm))) $first_ms" >>"$WORK/rows"
+    echo "$name $sched_ns $hwm $anon $(((bytes_end - bytes_warm) * 1000000000 / (t_end - t_warm))) $first_ms $own" >>"$WORK/rows"
 }
 
 : >"$WORK/rows"
@@ -227,7 +243,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
     echo "round $r/$ROUNDS ..." >&2
     under=""
     if [ "$last" = 1 ] && [ -n "${CALLGRIND:-}" ]; then
-        under="valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file='$(realpath -m "$CALLGRIND")'"
+        instr_at=no
+        [ -n "${CALLGRIND_START:-}" ] && instr_at=yes
+        under="valgrind --tool=callgrind --instr-atstart=$instr_at ${CALLGRIND_ARGS:-} --callgrind-out-file='$(realpath -m "$CALLGRIND")'"
     fi
     measure gpuwatch "H100" "$last" "$under '$(realpath "$BIN")' --nvml-lib '$(realpath "$LIB")' ${GPUWATCH_ARGS:-}"
     if [ -n "$NVTOP" ]; then
@@ -241,8 +259,8 @@ done
 echo "overhead: ${DURATION}s per run at 1 Hz, ${GPUS} fake GPUs, ${PROCS} processes, ${WIDTH}x${HEIGHT} tmux pane, $ROUNDS rounds ${GPUWATCH_ARGS:-}"
 echo "  machine: $(nproc) CPUs, $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}'); load now $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "$NVTOP" ] && echo "  anchor:  $("$NVTOP" --version 2>&1 | head -1)"
-printf '  %-9s %10s %10s %12s %12s %12s\n' run "CPU s" "peak RSS" "private MiB" "term B/s" "first data"
-awk '{printf "  %-9s %10.4f %7.2f MiB %12.2f %12d %9s ms\n", $1, $2 / 1e9, $3 / 1024, $4 / 1024, $5, $6}' "$WORK/rows"
+printf '  %-9s %10s %10s %12s %12s %12s %12s\n' run "CPU s" "peak RSS" "private MiB" "term B/s" "first data" "binary KiB"
+awk '{printf "  %-9s %10.4f %7.2f MiB %12.2f %12d %9s ms %12d\n", $1, $2 / 1e9, $3 / 1024, $4 / 1024, $5, $6, $7}' "$WORK/rows"
 if [ -n "$NVTOP" ]; then
     # Ratios per round (gpuwatch's run over the nvtop run right after it), then the median
     # and the spread of those ratios: one slow moment of the machine moves one round only.

@@ -58,6 +58,7 @@ mod serve_conventions;
 mod serve_http;
 mod serve_slow_clients;
 mod signals;
+mod symbol_order;
 mod terminal_bytes;
 mod tmux_detail;
 mod tmux_e2e;
