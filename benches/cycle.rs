@@ -125,6 +125,9 @@ fn screen() -> Terminal<Compact<std::io::Sink>> {
 fn bench_cycle(c: &mut Criterion, name: &str, gpus: usize, procs: usize) {
     let samples = samples(gpus, procs);
     let mut state = warmed_state(&samples);
+    // As the TUI applies a sample: a twin of the model (sharing its histories) on the
+    // sampler's thread, what it set installed in the UI's (app::tracker; both counted here).
+    let mut twin = state.model.twin(&state.config);
     let theme = Theme::new(true);
     let mut tui = screen();
     terminal::draw(&mut tui, |f| ui::draw(f, &state, &theme)).expect("draw");
@@ -140,7 +143,9 @@ fn bench_cycle(c: &mut Criterion, name: &str, gpus: usize, procs: usize) {
                 s
             },
             |s| {
-                update(&mut state, Msg::Sample(Box::new(s)));
+                twin.apply_sample(s, &state.config);
+                let applied = Box::new(twin.take_applied());
+                update(&mut state, Msg::Applied(Some(applied)));
                 terminal::draw(&mut tui, |f| ui::draw(f, &state, &theme)).expect("draw");
             },
             BatchSize::SmallInput,
