@@ -127,7 +127,7 @@ impl Shadow {
 
     /// What becomes of `cell`, the next frame's cell at `i`. Cells must come in order,
     /// each at most once, through one `walk` per frame.
-    #[inline]
+    #[inline(always)]
     #[allow(deprecated)] // `Cell::skip`, which ratatui's diff still honours
     pub fn verdict(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
         walk.seen += 1;
@@ -137,9 +137,9 @@ impl Shadow {
             && i >= walk.covered_until
             && cell.diff_option == CellDiffOption::None
             && !cell.skip
-            && self.screen.same(i, cell)
+            && let Some(width) = self.screen.plain_width_if_same(i, cell)
         {
-            walk.covered_until = i + usize::from(self.screen.width(i));
+            walk.covered_until = i + usize::from(width);
             return Verdict::Shown;
         }
         self.verdict_apart(walk, i, cell)

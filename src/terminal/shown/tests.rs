@@ -76,6 +76,10 @@ fn a_shown_cell_compares_and_measures_as_ratatuis_cell() {
             kept[i].symbol() == other.symbol()
         );
         assert_eq!(shown.width(i), kept[i].cell_width(), "{:?}", kept[i]);
+        if other.diff_option == CellDiffOption::None {
+            let same = (kept[i] == other).then(|| kept[i].cell_width());
+            assert_eq!(shown.plain_width_if_same(i, &other), same, "{other:?}");
+        }
         let one_char = {
             let mut chars = kept[i].symbol().chars();
             chars.next().filter(|_| chars.next().is_none())
