@@ -112,6 +112,10 @@ pub struct Io<B: Backend> {
     pub modes: Box<dyn TerminalModes>,
     /// Rings the terminal bell (writes BEL; a test counts).
     pub bell: Box<dyn FnMut() + Send>,
+    /// Called once, after the first sample's frame: by then start-up's allocations (clap's
+    /// command, the settings, the first sample and frame) are freed, and the real one gives
+    /// their pages back to the system (`resident::give_back_freed`; a test counts).
+    pub settled: Box<dyn FnMut() + Send>,
 }
 
 /// Runs the TUI against `io` until the user quits, a signal arrives or input ends.
@@ -257,6 +261,7 @@ impl Session {
                 }
                 Next::Exit(exit) => return Ok(exit),
             };
+            let sampled = matches!(msg, Msg::Applied(_));
             self.resized = matches!(msg, Msg::Resize { .. });
             let effects = update(&mut self.state, msg);
             self.alerted(io);
@@ -273,6 +278,9 @@ impl Session {
             }
             self.sync_size(io)?;
             self.draw(io)?;
+            if sampled && self.samples_seen == 1 {
+                (io.settled)();
+            }
         }
     }
 

@@ -8,6 +8,7 @@
 mod draw;
 pub mod encode;
 mod shadow;
+mod shown;
 
 pub use draw::draw;
 

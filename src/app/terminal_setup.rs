@@ -51,6 +51,7 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
             let mut out = std::io::stdout();
             let _ = out.write_all(b"\x07").and_then(|()| out.flush());
         }),
+        settled: Box::new(crate::resident::give_back_freed),
     };
     let mut result = event_loop(&mut io, source, config, options).await;
     if super::tty_input::hung_up() {

@@ -157,7 +157,6 @@ impl Encoder {
     /// The bytes that re-send the unchanged cells between the cursor and `x` on row `y`
     /// (into `gap`), and the pen they leave, when that and the style change into the next
     /// cell (`target`) are shorter than `by_move` bytes.
-    #[allow(deprecated)] // `Cell::skip`: a cell something else draws is never re-sent
     fn refill(
         &self,
         cursor: Cursor,
@@ -178,18 +177,20 @@ impl Encoder {
         gap.clear();
         let mut gap_pen = pen;
         for gx in from..x {
-            let cell = self.shadow.cell(gx, y);
             // Only cells the terminal surely draws one column wide: re-sending half of a
             // wide character, or a character of disputed width, would shift the row.
-            if cell.diff_option != CellDiffOption::None
-                || cell.skip
-                || !surely_narrow(cell.symbol())
-            {
+            let (c, look) = self.shadow.plain_char(gx, y)?;
+            if !surely_narrow_char(c) {
                 return None;
             }
-            gap.extend_from_slice(sgr(gap_pen, Pen::of(cell)).bytes());
-            gap_pen = Pen::of(cell);
-            gap.extend_from_slice(cell.symbol().as_bytes());
+            let look_pen = Pen {
+                fg: look.fg,
+                bg: look.bg,
+                modifier: look.modifier,
+            };
+            gap.extend_from_slice(sgr(gap_pen, look_pen).bytes());
+            gap_pen = look_pen;
+            gap.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             if gap.len() >= by_move {
                 return None;
             }
@@ -227,6 +228,11 @@ pub(crate) fn surely_narrow(symbol: &str) -> bool {
     let (Some(c), None) = (chars.next(), chars.next()) else {
         return false;
     };
+    surely_narrow_char(c)
+}
+
+/// [`surely_narrow`] for a symbol of one character.
+fn surely_narrow_char(c: char) -> bool {
     let c = c as u32;
     matches!(c, 0x20..=0x7e | 0xa0..=0x2ff | 0x370..=0x10ff)
         || matches!(c, 0x2010..=0x2027 | 0x2030..=0x205e | 0x2190..=0x21ff)

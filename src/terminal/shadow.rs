@@ -4,11 +4,14 @@
 //! before; they are only applied against this copy instead of ratatui's previous buffer.
 //! ratatui's diff looked up the width of every cell's symbol, changed or not (to step over
 //! a wide character's trailing cells); here a cell is first compared with the one shown,
-//! and an unchanged cell's width comes from `widths`, kept when the cell was stored.
+//! and an unchanged cell's width comes from the copy, kept when the cell was stored. The
+//! copy is [`Shown`]'s 8 bytes a cell, not ratatui's 48-byte cells.
 
-use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
+use ratatui::buffer::{Cell, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
+
+use super::shown::{Look, Shown};
 
 /// Modifiers that show on a blank cell: a wide character in one of these styles, replaced
 /// by a narrow one, leaves its look on its trailing cells (ratatui's `VISIBLE_ON_BLANK`).
@@ -18,18 +21,20 @@ const VISIBLE_ON_BLANK: Modifier = Modifier::REVERSED
     .union(Modifier::RAPID_BLINK)
     .union(Modifier::CROSSED_OUT);
 
-/// A cell whose contents the terminal shows are not known: equal to no cell of a frame
-/// (frames mark no cell `Skip` that they want compared), and never re-sent in a gap.
-const UNKNOWN: Cell = {
-    let mut cell = Cell::EMPTY;
-    cell.diff_option = CellDiffOption::Skip;
-    cell
+/// The look of a cell whose contents the terminal shows are not known: equal to no cell of
+/// a frame (frames mark no cell `Skip` that they want compared), and never re-sent in a gap.
+const UNKNOWN: Look = Look {
+    fg: Color::Reset,
+    bg: Color::Reset,
+    underline_color: Color::Reset,
+    modifier: Modifier::empty(),
+    diff_option: CellDiffOption::Skip,
+    skip: false,
 };
 
 pub struct Shadow {
-    screen: Buffer,
-    /// Each shown cell's width as ratatui counts it (`CellWidth`).
-    widths: Vec<u16>,
+    area: Rect,
+    screen: Shown,
     /// False after something other than a full clear or a whole frame touched the screen
     /// (a partial clear, appended lines, a new size): every cell is then sent, and nothing
     /// is taken from the shadow.
@@ -71,40 +76,47 @@ struct Trailing {
 impl Shadow {
     pub fn new() -> Shadow {
         Shadow {
-            screen: Buffer::empty(Rect::ZERO),
-            widths: Vec::new(),
+            area: Rect::ZERO,
+            screen: Shown::new(),
             known: false,
         }
     }
 
     pub fn area(&self) -> Rect {
-        self.screen.area
+        self.area
     }
 
     pub fn known(&self) -> bool {
         self.known
     }
 
-    /// The cell shown at (`x`, `y`), which must be inside the area.
-    pub fn cell(&self, x: u16, y: u16) -> &Cell {
-        &self.screen[(x, y)]
+    /// The character shown at (`x`, `y`), which must be inside the area, and its look, when
+    /// re-sending it writes exactly that cell: one character, not `Skip`ped or of forced
+    /// width (half of a wide character, or something another program drew).
+    #[allow(deprecated)] // `Cell::skip`: a cell something else draws is never re-sent
+    pub fn plain_char(&self, x: u16, y: u16) -> Option<(char, &Look)> {
+        let i = usize::from(y - self.area.y) * self.row_len() + usize::from(x - self.area.x);
+        let look = self.screen.look(i);
+        if look.diff_option != CellDiffOption::None || look.skip {
+            return None;
+        }
+        Some((self.screen.char(i)?, look))
     }
 
     /// The terminal is now `area` big. The first size is a blank screen (the alternate
     /// screen starts blank, as ratatui assumes too); a new size leaves the contents unknown
     /// until the full clear ratatui sends after a resize.
     pub fn fit(&mut self, area: Rect) {
-        if self.screen.area != area {
-            self.known = self.screen.area.is_empty();
-            self.screen = Buffer::empty(area);
-            self.widths = vec![1; self.screen.content.len()];
+        if self.area != area {
+            self.known = self.area.is_empty();
+            self.area = area;
+            self.screen.blank(area.area() as usize);
         }
     }
 
     /// The whole screen was cleared: blank cells in the default style.
     pub fn cleared(&mut self) {
-        self.screen.reset();
-        self.widths.fill(1);
+        self.screen.blank(self.screen.len());
         self.known = true;
     }
 
@@ -115,20 +127,19 @@ impl Shadow {
 
     /// What becomes of `cell`, the next frame's cell at `i`. Cells must come in order,
     /// each at most once, through one `walk` per frame.
-    #[inline]
+    #[inline(always)]
     #[allow(deprecated)] // `Cell::skip`, which ratatui's diff still honours
     pub fn verdict(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
         walk.seen += 1;
-        let shown = &self.screen.content[i];
         // Most cells of a frame: unchanged, outside any wide character's columns.
         if self.known
             && walk.trailing.is_none()
             && i >= walk.covered_until
             && cell.diff_option == CellDiffOption::None
             && !cell.skip
-            && cell == shown
+            && let Some(width) = self.screen.plain_width_if_same(i, cell)
         {
-            walk.covered_until = i + usize::from(self.widths[i]);
+            walk.covered_until = i + usize::from(width);
             return Verdict::Shown;
         }
         self.verdict_apart(walk, i, cell)
@@ -137,15 +148,15 @@ impl Shadow {
     /// [`Shadow::verdict`] for a cell that changed, or in or after a wide character.
     #[allow(deprecated)]
     fn verdict_apart(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
-        let shown = &self.screen.content[i];
+        let len = self.screen.len();
         if let Some(t) = &mut walk.trailing {
             if i < t.end {
                 if i < t.next {
                     return Verdict::Hidden;
                 }
                 t.next = i + usize::from(cell.cell_width().max(1));
-                t.end = t.end.max(t.next).min(self.screen.content.len());
-                let changed = t.force || !self.known || shown.symbol() != cell.symbol();
+                t.end = t.end.max(t.next).min(len);
+                let changed = t.force || !self.known || !self.screen.symbol_is(i, cell.symbol());
                 return if changed && !is_skip(cell) {
                     Verdict::Send
                 } else {
@@ -157,24 +168,25 @@ impl Shadow {
         if i < walk.covered_until || is_skip(cell) {
             return Verdict::Hidden;
         }
-        let same = self.known && cell == shown;
+        let same = self.known && self.screen.same(i, cell);
         match cell.diff_option {
             CellDiffOption::ForcedWidth(width) => {
                 walk.covered_until = i + usize::from(width.get());
                 if same { Verdict::Shown } else { Verdict::Send }
             }
             CellDiffOption::None if same => {
-                walk.covered_until = i + usize::from(self.widths[i]);
+                walk.covered_until = i + usize::from(self.screen.width(i));
                 Verdict::Shown
             }
             _ => {
                 let width = usize::from(cell.cell_width());
-                let shown_width = usize::from(self.widths[i]);
+                let shown_width = usize::from(self.screen.width(i));
+                let shown = self.screen.look(i);
                 if width > 1 && cell.symbol().contains('\u{fe0f}') {
                     // Some terminals leave an emoji's trailing column as it was.
                     walk.trailing = Some(Trailing {
                         next: i + 1,
-                        end: (i + width).min(self.screen.content.len()),
+                        end: (i + width).min(len),
                         force: false,
                     });
                 } else if width > 1 {
@@ -201,33 +213,32 @@ impl Shadow {
         let end = i + usize::from(cell.cell_width().max(1));
         let row_end = (i / self.row_len() + 1) * self.row_len();
         for k in i..end.min(row_end) {
-            let covered = (k + usize::from(self.widths[k])).min(row_end);
+            let covered = (k + usize::from(self.screen.width(k))).min(row_end);
             for unknown in end..covered {
-                self.screen.content[unknown] = UNKNOWN;
-                self.widths[unknown] = 1;
+                self.screen.set_blank(unknown, UNKNOWN);
             }
         }
         self.store(i, cell);
     }
 
     fn row_len(&self) -> usize {
-        usize::from(self.screen.area.width)
+        usize::from(self.area.width)
     }
 
     /// `cell` is what the terminal shows at `i` from now on.
     pub fn store(&mut self, i: usize, cell: &Cell) {
-        if self.screen.content[i] != *cell {
-            self.screen.content[i].clone_from(cell);
-            self.widths[i] = cell.cell_width();
+        if !self.screen.same(i, cell) {
+            self.screen.set(i, cell);
         }
     }
 
     /// The frame walked is over: if it held every cell, the terminal shows exactly the
     /// shadow again.
     pub fn finish(&mut self, walk: Walk) {
-        if walk.seen == self.screen.content.len() {
+        if walk.seen == self.screen.len() {
             self.known = true;
         }
+        self.screen.tidy();
     }
 }
 

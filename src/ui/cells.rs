@@ -92,9 +92,17 @@ fn put_narrow(
 /// the area loses its right end, a right-aligned one its left). A line with anything but
 /// narrow characters is drawn by ratatui.
 pub fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
-    // Measured twice (here, then span by span below) rather than kept in a vector: a
-    // table cell is a span or two of a few characters, and this runs for every one.
-    let width: Option<usize> = line.spans.iter().map(|s| narrow_width(&s.content)).sum();
+    // A line of one span (most table cells) is measured once; others twice (here, then
+    // span by span below) rather than kept in a vector: a table cell is a span or two of a
+    // few characters, and this runs for every one.
+    let single = match line.spans.as_slice() {
+        [span] => Some(narrow_width(&span.content)),
+        _ => None,
+    };
+    let width: Option<usize> = match single {
+        Some(width) => width,
+        None => line.spans.iter().map(|s| narrow_width(&s.content)).sum(),
+    };
     let Some(width) = width else {
         return line.render(area, buf);
     };
@@ -115,7 +123,10 @@ pub fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
     let mut x = area.x + indent as u16;
     let mut left = room - indent;
     for span in &line.spans {
-        let n = narrow_width(&span.content).unwrap_or(0);
+        let n = match single {
+            Some(_) => width,
+            None => narrow_width(&span.content).unwrap_or(0),
+        };
         if skip >= n {
             skip -= n;
             continue;

@@ -128,6 +128,7 @@ fn scripted(width: u16, height: u16) -> (Script, Io<Screen>) {
         signaller: Box::new(Recording(sent.clone())),
         modes: Box::new(gpuwatch::app::KeepModes),
         bell: Box::new(|| {}),
+        settled: Box::new(|| {}),
     };
     let script = Script {
         events,
@@ -201,6 +202,40 @@ async fn q_quits_after_the_gpus_are_on_screen() {
     };
     let (exit, ()) = tokio::join!(run, drive);
     assert_eq!(exit.unwrap(), Exit::Quit);
+}
+
+/// Issue 25: start-up's freed memory is given back once, after the first sample's frame
+/// (not before it: the first sample and frame are part of start-up; not per sample).
+#[tokio::test(start_paused = true)]
+async fn freed_memory_is_given_back_once_after_the_first_samples_frame() {
+    let (mut script, mut io) = scripted(120, 40);
+    let calls = Arc::new(Mutex::new(0));
+    let counter = calls.clone();
+    io.settled = Box::new(move || *counter.lock().unwrap() += 1);
+    let run = app::event_loop(
+        &mut io,
+        Box::new(common::sim(2)),
+        config(),
+        Options::default(),
+    );
+    let drive = async {
+        let first = script.frames.recv().await.unwrap();
+        assert!(!first.text.contains(GPU), "drawn once before any sample");
+        assert_eq!(*calls.lock().unwrap(), 0, "before the first sample");
+        script.frame_with(GPU).await;
+        for _ in 0..3 {
+            script.frame_with(GPU).await;
+        }
+        assert_eq!(
+            *calls.lock().unwrap(),
+            1,
+            "once, after the first sample's frame"
+        );
+        script.key('q');
+    };
+    let (exit, ()) = tokio::join!(run, drive);
+    assert_eq!(exit.unwrap(), Exit::Quit);
+    assert_eq!(*calls.lock().unwrap(), 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -62,7 +62,7 @@ const LAYERS: &[(&str, &[(&str, &str)])] = &[
         ("safe_file", "opens files without following links (config, record, sources)"),
         ("text_safe", "makes outside text safe to print"),
         ("quiet_pipe", "a closed stdout ends quietly"),
-        ("resident", "one malloc arena for every thread, set first thing in main"),
+        ("resident", "one malloc arena for every thread, set first thing in main; freed pages given back"),
     ]),
     ("wire", &[
         ("wire", "the public JSON document and the recording format, both ways"),

@@ -11,12 +11,7 @@
 /// would only cost page faults when the memory is reused.
 pub const TRIM_FROM_GPUS: usize = 1_000;
 
-/// Returns the heap's free pages to the system (glibc); nothing elsewhere.
+/// Returns the heap's free pages to the system (`resident::give_back_freed`).
 pub fn give_back_freed() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks and releases the allocator's own free lists; it takes
-    // the allocator's locks like any malloc call and touches no memory we hold.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    crate::resident::give_back_freed();
 }
