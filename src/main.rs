@@ -19,6 +19,9 @@ fn main() -> ExitCode {
     // First, while this is the only thread: as a container's PID 1, become an init too.
     gpuwatch::init::reap_orphans_if_pid1();
     gpuwatch::resident::keep_small();
+    // Every mode: the exporter's connections and the /proc reader's kept files size
+    // themselves to it.
+    gpuwatch::fd_limit::raise_to_hard();
     quiet_pipe::install();
     // nvidia-smi's query flags (`--query-gpu`, `-L`, `-i`, `-lms`) as the `query` subcommand's.
     let cli = gpuwatch::cli::parse_from(gpuwatch::query::argv::rewrite(

@@ -74,8 +74,27 @@ struct Known {
 /// 200 ms; several run one after another on the resolver's worker).
 const FIRST_SAMPLE_NAME_WAIT: Duration = Duration::from_millis(300);
 
-/// At most this many /proc/PID/stat handles are kept open between samples.
-const MAX_KEPT_STAT_FILES: usize = 256;
+/// /proc/PID/stat handles kept open between samples: a quarter of the open-files limit
+/// (raised to the hard one at start, `fd_limit`), never fewer than 256 nor more than 4,096,
+/// so thousands of GPU processes cannot exhaust it. At 256 whatever the limit, 1,000 GPU
+/// processes cost 744 opens, reads and closes a sample: 80 % of gpuwatch's CPU at 64 GPUs
+/// (`GPUS=64 PROCS=1000 scripts/overhead.sh`).
+fn max_kept_stat_files() -> usize {
+    (crate::fd_limit::soft() / 4).clamp(256, 4096)
+}
+
+/// A small /proc file read whole in one `pread` from offset 0; `None` when it is empty, does
+/// not fit 1 KiB, is not UTF-8 or cannot be read (the caller reads it the long way or not).
+fn read_whole_small(file: &File) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 1024];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    if n == 0 || n >= buf.len() {
+        return None;
+    }
+    buf.truncate(n);
+    String::from_utf8(buf).ok()
+}
 
 /// What `ProcInfo::presence` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +121,10 @@ pub struct ProcInfo {
     names: NameResolver,
     /// Whether a sample has been taken: the first one waits briefly for names.
     sampled: bool,
+    /// How many /proc/PID/stat handles stay open between samples (`max_kept_stat_files`),
+    /// and how many are (counted at each sample; an upper bound in between).
+    max_kept_stat_files: usize,
+    kept_stat_files: usize,
 }
 
 impl ProcInfo {
@@ -147,6 +170,8 @@ impl ProcInfo {
             // Fixtures never ask a real engine; `system` and tests opt in.
             names: NameResolver::disabled(),
             sampled: false,
+            max_kept_stat_files: max_kept_stat_files(),
+            kept_stat_files: 0,
         }
     }
 
@@ -175,6 +200,11 @@ impl ProcInfo {
         now: Instant,
     ) -> HashMap<u32, HostProc> {
         let wanted: HashSet<u32> = pids.into_iter().collect();
+        self.kept_stat_files = self
+            .known
+            .values()
+            .filter(|k| k.stat_file.is_some())
+            .count();
         let mut out: HashMap<u32, HostProc> = wanted
             .iter()
             .map(|&pid| (pid, self.lookup(pid, now)))
@@ -225,6 +255,14 @@ impl ProcInfo {
             return HostProc::Hidden;
         };
         let cpu_percent = self.cpu_percent(pid, &stat, now);
+        // A process that has a kept handle keeps one; a new one only while there is room.
+        // (The bound was checked against every process known, kept handle or not: past it,
+        // the second sample dropped every handle and each was opened again every second.)
+        let had_handle = self.known.get(&pid).is_some_and(|k| k.stat_file.is_some());
+        let keep_handle = had_handle || self.kept_stat_files < self.max_kept_stat_files;
+        if keep_handle && !had_handle {
+            self.kept_stat_files += 1;
+        }
         let mut known = match self.known.get(&pid) {
             Some(k) if k.start_ticks == stat.start_ticks => k.clone(),
             // First sighting, or the PID was reused by a new process: read the static parts.
@@ -258,7 +296,7 @@ impl ProcInfo {
                 cpu_ticks: stat.cpu_ticks,
                 seen_at: now,
                 // Bounded so thousands of GPU processes cannot exhaust the fd limit.
-                stat_file: (self.known.len() < MAX_KEPT_STAT_FILES).then_some(stat_file),
+                stat_file: keep_handle.then_some(stat_file),
                 ..known
             },
         );
@@ -268,23 +306,20 @@ impl ProcInfo {
     /// The text of /proc/PID/stat, through the handle kept from the last sample when it
     /// still reads, else freshly opened; with the handle to keep.
     fn read_stat(&mut self, pid: u32, dir: &Path) -> io::Result<(String, Arc<File>)> {
-        use std::os::unix::fs::FileExt;
-        let mut buf = vec![0u8; 1024];
         // The directory check is one cheap syscall; it keeps an exited process from being
         // read through its old handle wherever /proc entries do not fail once gone.
         if let Some(file) = self.known.get(&pid).and_then(|k| k.stat_file.clone())
             && dir.exists()
-            && let Ok(n) = file.read_at(&mut buf, 0)
-            && n > 0
-            && n < buf.len()
+            && let Some(text) = read_whole_small(&file)
         {
-            buf.truncate(n);
-            if let Ok(text) = String::from_utf8(buf) {
-                return Ok((text, file));
-            }
+            return Ok((text, file));
         }
         let file = Arc::new(File::open(dir.join("stat"))?);
-        let text = std::io::read_to_string(&*file)?;
+        // One read: `read_to_string` probes and grows, three reads for a 300-byte file.
+        let text = match read_whole_small(&file) {
+            Some(text) => text,
+            None => std::io::read_to_string(&*file)?,
+        };
         Ok((text, file))
     }
 

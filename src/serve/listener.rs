@@ -28,7 +28,7 @@ use crate::config::ConnectionLimits;
 
 use super::auth::Users;
 use super::http::PROBES;
-use super::slots::{self, Slot, Table, Tracked};
+use super::slots::{Slot, Table, Tracked};
 use super::stats::Stats;
 use super::tls::Tls;
 use super::webconfig::WebConfig;
@@ -87,7 +87,7 @@ pub async fn run(
         stop: stop.clone(),
     });
     // One table for every address: the descriptors are the process's.
-    let table = Table::new(limits.max_connections, slots::open_files_limit());
+    let table = Table::new(limits.max_connections, crate::fd_limit::soft());
     let loops: Vec<_> = listeners
         .into_iter()
         .map(|l| {
@@ -257,24 +257,6 @@ fn unauthorized() -> Response<Body> {
         HeaderValue::from_static("Basic realm=\"gpuwatch\""),
     );
     r
-}
-
-/// Raises the soft limit on open files to the hard one (often 1,024 → 524,288), so the
-/// connection cap, not the descriptor limit, is what a flood of clients runs into. Failing
-/// leaves the old limit, which still works: the table sizes itself to what it is.
-pub fn raise_fd_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
 }
 
 /// Lengthens the kernel's accept queue of a bound, listening socket (a second listen(2) on

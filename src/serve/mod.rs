@@ -63,7 +63,6 @@ pub fn main(
         },
         None => WebConfig::open(),
     };
-    listener::raise_fd_limit();
     let listeners = match bind::bind_all(settings) {
         Ok(l) => l,
         Err(why) => return fail(&why, EXIT_USAGE),

@@ -204,19 +204,6 @@ pub fn descriptor_room(descriptors: usize) -> usize {
         .max(1)
 }
 
-/// The soft limit on open files now.
-pub fn open_files_limit() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return 1024;
-    }
-    usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
-}
-
 /// A connection's byte stream, telling its `Track` when the client sends something and when
 /// a response is being written (so it is not evicted half-written).
 pub struct Tracked<S> {
