@@ -21,15 +21,22 @@ pub fn raise_to_hard() {
     }
 }
 
-/// The soft limit on open files now (1,024 when it cannot be read).
+/// The soft limit on open files now (1,024 when it cannot be read: what sizes itself to it
+/// needs a number).
 pub fn soft() -> usize {
+    read_soft().unwrap_or(1024)
+}
+
+/// The soft limit on open files now, `None` when it cannot be read (the exporter's
+/// `process_max_fds` is then absent, not made up).
+pub fn read_soft() -> Option<usize> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes the struct we pass.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return 1024;
+        return None;
     }
-    usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    Some(usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
 }

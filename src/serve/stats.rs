@@ -193,13 +193,7 @@ fn own_process() -> OwnProcess {
             .find_map(|l| l.strip_prefix("btime "))
             .and_then(|b| b.trim().parse::<f64>().ok())
     });
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we pass.
-    let max_fds = (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0)
-        .then_some(limit.rlim_cur as f64);
+    let max_fds = crate::fd_limit::read_soft().map(|n| n as f64);
     OwnProcess {
         // utime and stime are fields 14 and 15 of stat(5), [11] and [12] here.
         cpu_seconds: field(11).zip(field(12)).map(|(u, s)| (u + s) / ticks),
