@@ -76,8 +76,9 @@ const FIRST_SAMPLE_NAME_WAIT: Duration = Duration::from_millis(300);
 
 /// /proc/PID/stat handles kept open between samples: a quarter of the open-files limit
 /// (raised to the hard one at start, `fd_limit`), never fewer than 256 nor more than 4,096,
-/// so thousands of GPU processes cannot exhaust it. At 256 whatever the limit, 1,000 GPU
-/// processes cost 744 opens, reads and closes a sample: 80 % of gpuwatch's CPU at 64 GPUs
+/// so thousands of GPU processes cannot exhaust it. It was 256 whatever the limit, and
+/// checked against every process known (see `lookup`): at 1,000 GPU processes every
+/// /proc/PID/stat was opened, read and closed each sample, 80 % of gpuwatch's CPU at 64 GPUs
 /// (`GPUS=64 PROCS=1000 scripts/overhead.sh`).
 fn max_kept_stat_files() -> usize {
     (crate::fd_limit::soft() / 4).clamp(256, 4096)
