@@ -52,8 +52,26 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(cli) = parse_monitor(&args) {
+        return cli;
+    }
     let mut matches = command().get_matches_from(args);
     Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.format(&mut command()).exit())
+}
+
+/// The command line when it runs the monitor itself (no subcommand) and parses cleanly,
+/// read with clap's plain command. Building [`command`]'s hidden-global twins of every
+/// subcommand costs ~7 M instructions (a sixth of the monitor's start-up, measured with
+/// callgrind) and only a subcommand's help, usage line or error shows them; so anything
+/// else (a subcommand, `--help`, an error) is `None` and goes through [`command`], and
+/// every message stays the same.
+fn parse_monitor(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let mut matches = Cli::command().try_get_matches_from(args).ok()?;
+    if matches.subcommand().is_some() {
+        return None;
+    }
+    Cli::from_arg_matches_mut(&mut matches).ok()
 }
 
 /// The command line parsers and help use. Global options still parse after a subcommand
@@ -597,4 +615,44 @@ pub struct ServeArgs {
     /// A connection on which nothing moves either way for this long is closed [default: 60s].
     #[arg(long, value_name = "DURATION")]
     pub http_idle_timeout: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<std::ffi::OsString> {
+        line.split(' ').map(Into::into).collect()
+    }
+
+    /// The monitor's quick parse reads a command line exactly as the full command does, and
+    /// leaves everything whose messages differ (subcommands, help, errors) to the full one.
+    #[test]
+    fn the_monitors_quick_parse_reads_what_the_full_command_reads() {
+        let monitor = [
+            "gpuwatch",
+            "gpuwatch --demo -i 2s --history 10m",
+            "gpuwatch --source demo --demo-gpus 16 --seed 7 --theme light --compact",
+            "gpuwatch --only 0,2 --sort vram --no-color --mouse --readonly",
+            "gpuwatch --remote a:19445,b:19445 --interval 500ms",
+            "gpuwatch --once --json",
+        ];
+        for line in monitor {
+            let quick = parse_monitor(&args(line)).unwrap_or_else(|| panic!("{line}: not quick"));
+            let mut matches = command().try_get_matches_from(args(line)).unwrap();
+            let full = Cli::from_arg_matches_mut(&mut matches).unwrap();
+            assert_eq!(format!("{quick:?}"), format!("{full:?}"), "{line}");
+        }
+        let others = [
+            "gpuwatch pick --demo",
+            "gpuwatch --demo serve --listen 127.0.0.1:0",
+            "gpuwatch --help",
+            "gpuwatch --version",
+            "gpuwatch --no-such-flag",
+            "gpuwatch --theme plaid",
+        ];
+        for line in others {
+            assert!(parse_monitor(&args(line)).is_none(), "{line}");
+        }
+    }
 }
