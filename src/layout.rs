@@ -4,16 +4,19 @@
 //! hit-testing and `update` (for paging), so all three agree on what is where. Imports
 //! neither the state nor the drawing code.
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Direction, Rect};
 
 use crate::model::procs::Column;
 
 // Where each GPU goes inside the GPU area (panel grid, compact columns, a panel's rows).
 mod gpus;
+// Splits by arithmetic where ratatui's solver would be asked (the first frame's cost).
+mod split;
 pub use gpus::{
     PanelRows, compact_column_rects, compact_columns, first_gpu_shown, gpu_rects, panel_rows,
     visible_gpus,
 };
+pub use split::{split, split_n};
 
 /// How GPUs are laid out: chosen by size, or forced by the user with `c`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,9 +245,11 @@ pub fn column_width(c: Column, host_width: u16) -> Constraint {
 /// The x-ranges of the visible columns within `area` (the same split the table widget
 /// makes), for matching mouse clicks on the header.
 pub fn column_spans(columns: &[Column], host_width: u16, area: Rect) -> Vec<(Column, Rect)> {
-    let rects = Layout::horizontal(columns.iter().map(|c| column_width(*c, host_width)))
-        .spacing(COLUMN_SPACING)
-        .split(area);
+    let widths: Vec<Constraint> = columns
+        .iter()
+        .map(|c| column_width(*c, host_width))
+        .collect();
+    let rects = split(Direction::Horizontal, &widths, COLUMN_SPACING, area);
     columns.iter().copied().zip(rects.iter().copied()).collect()
 }
 

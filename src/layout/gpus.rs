@@ -3,9 +3,9 @@
 //! used by drawing and by mouse hit-testing (`ui::hit`) alike, so a click lands on the
 //! GPU drawn there.
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Direction, Rect};
 
-use super::{Areas, PANEL_HEIGHT, PANEL_MIN_HEIGHT};
+use super::{Areas, PANEL_HEIGHT, PANEL_MIN_HEIGHT, split, split_n};
 
 /// Narrowest a column of compact lines may be: short lines (util, VRAM and temperature as
 /// numbers, then the owners) that let 16 GPUs fit in two columns at 80x24 rather than
@@ -29,10 +29,12 @@ pub fn compact_columns(width: u16, gpus: usize, room: u16) -> u16 {
 /// The columns of the compact list, left to right, each with its own title line.
 pub fn compact_column_rects(areas: &Areas) -> Vec<Rect> {
     let n = areas.columns.max(1);
-    Layout::horizontal(vec![Constraint::Ratio(1, u32::from(n)); n as usize])
-        .spacing(COMPACT_COLUMN_GAP)
-        .split(areas.gpus)
-        .to_vec()
+    split(
+        Direction::Horizontal,
+        &vec![Constraint::Ratio(1, u32::from(n)); n as usize],
+        COMPACT_COLUMN_GAP,
+        areas.gpus,
+    )
 }
 
 /// How many GPUs the GPU area shows at once (compact lines or panels), for scrolling,
@@ -131,11 +133,20 @@ pub fn gpu_rects(areas: &Areas, lines: &[u16], scroll: usize) -> Vec<(usize, Rec
     let end = (start + visible).min(gpus);
     let columns = areas.columns.max(1) as usize;
     let rows = (end - start).div_ceil(columns);
-    let row_areas = Layout::vertical(vec![Constraint::Length(areas.panel_height); rows]).split(a);
+    let row_areas = split(
+        Direction::Vertical,
+        &vec![Constraint::Length(areas.panel_height); rows],
+        0,
+        a,
+    );
     let mut out = Vec::new();
     for (r, row_area) in row_areas.iter().enumerate() {
-        let cells = Layout::horizontal(vec![Constraint::Ratio(1, columns as u32); columns])
-            .split(*row_area);
+        let cells = split(
+            Direction::Horizontal,
+            &vec![Constraint::Ratio(1, columns as u32); columns],
+            0,
+            *row_area,
+        );
         for (c, cell) in cells.iter().enumerate() {
             let i = start + r * columns + c;
             if i < end {
@@ -170,14 +181,18 @@ pub fn panel_rows(inner: Rect, detail_lines: u16, instance_lines: u16) -> PanelR
         .saturating_sub(PANEL_HEIGHT - 2)
         .saturating_sub(instances);
     let details = detail_lines.min(spare);
-    let [gauges, readings, instances, details, charts] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Length(instances),
-        Constraint::Length(details),
-        Constraint::Fill(1),
-    ])
-    .areas(inner);
+    let [gauges, readings, instances, details, charts] = split_n(
+        Direction::Vertical,
+        [
+            Constraint::Length(1),
+            Constraint::Length(1),
+            Constraint::Length(instances),
+            Constraint::Length(details),
+            Constraint::Fill(1),
+        ],
+        0,
+        inner,
+    );
     PanelRows {
         gauges,
         readings,

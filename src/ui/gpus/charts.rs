@@ -5,11 +5,12 @@
 //! the model has not kept.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Direction, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{RenderDirection, Sparkline, SparklineBar};
 
 use crate::history::GpuHistory;
+use crate::layout::{split, split_n};
 use crate::reading::GpuReading;
 use crate::reading::fields::Key;
 use crate::ui::Theme;
@@ -26,9 +27,12 @@ pub fn draw_panel_charts(
     g: &GpuReading,
     theme: &Theme,
 ) {
-    let cells = Layout::horizontal([Constraint::Ratio(1, 3); 3])
-        .spacing(1)
-        .split(area);
+    let cells = split(
+        Direction::Horizontal,
+        &[Constraint::Ratio(1, 3); 3],
+        1,
+        area,
+    );
     let power_max = g.power_limit.map(|l| l.0).unwrap_or(1000.0);
     let width = |cell: &Rect| cell.width.saturating_sub(LABEL_WIDTH) as usize;
     // Temperatures are drawn from 20 °C so the interesting range fills the height; power
@@ -56,8 +60,12 @@ pub fn draw_panel_charts(
         ),
     ];
     for (cell, (label, columns, max, style)) in cells.iter().zip(series) {
-        let [label_area, spark_area] =
-            Layout::horizontal([Constraint::Length(LABEL_WIDTH), Constraint::Fill(1)]).areas(*cell);
+        let [label_area, spark_area] = split_n(
+            Direction::Horizontal,
+            [Constraint::Length(LABEL_WIDTH), Constraint::Fill(1)],
+            0,
+            *cell,
+        );
         put_lines(
             &[Line::styled(label, theme.dim)],
             label_area,
