@@ -125,10 +125,26 @@ fn range(hosts: usize, points: usize, dcgm: bool) -> String {
     json!({"status": "success", "data": {"resultType": "matrix", "result": result}}).to_string()
 }
 
-/// Serves the canned answers: instant queries get `instant`, range queries `window` the
-/// first 4 times (the whole window), then `step`; the PCIe charts, which only gpuwatch's
-/// exporter has series for (dcgm-exporter's GPUs fill 7 of the 9 charted fields), `native`.
-fn stand_in(instant: String, window: String, step: String, native: String) -> String {
+/// Each charted field's reading in its whole-window answer (`fields::CHARTED`'s order, base
+/// units), with the precision exporters give: how narrow a history's columns can be depends
+/// on it (a whole percent, °C and MHz in 2 bytes; milliwatts, bytes in 4).
+const WINDOW_VALUES: [&str; 9] = [
+    "0.93",
+    "0.41",
+    "73014444032",
+    "71",
+    "612.457",
+    "1980000000",
+    "2619000000",
+    "1264196608",
+    "3400000000",
+];
+
+/// Serves the canned answers: instant queries get `instant`; the first refresh's range
+/// queries (one per charted field, in `fields::CHARTED`'s order) `windows`, later ones one
+/// step each, `step`, or `native` for the PCIe charts, which only gpuwatch's exporter has
+/// series for (dcgm-exporter's GPUs fill 7 of the 9 charted fields).
+fn stand_in(instant: String, windows: Vec<String>, step: String, native: String) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let ranges_served = Arc::new(Mutex::new(0usize));
@@ -145,10 +161,10 @@ fn stand_in(instant: String, window: String, step: String, native: String) -> St
             let body = if first.contains("query_range") {
                 let mut n = ranges_served.lock().unwrap();
                 *n += 1;
-                if first.contains("pcie") {
+                if *n <= windows.len() {
+                    &windows[*n - 1]
+                } else if first.contains("pcie") {
                     &native
-                } else if *n <= 4 {
-                    &window
                 } else {
                     &step
                 }
@@ -189,20 +205,27 @@ fn main() {
         .collect();
     let hosts = args.first().copied().unwrap_or(1000);
     let refreshes = args.get(1).copied().unwrap_or(10);
-    let (i, w, s) = (
+    let (i, s, native) = (
         instant(hosts),
-        range(hosts, 300, true),
         range(hosts, 1, true),
+        range(hosts, 1, false),
     );
-    let native = range(hosts, 1, false);
+    let templates = [range(hosts, 300, true), range(hosts, 300, false)];
+    let windows: Vec<String> = WINDOW_VALUES
+        .iter()
+        .enumerate()
+        .map(|(k, v)| templates[usize::from(k >= 7)].replace("\"42\"", &format!("\"{v}\"")))
+        .collect();
+    drop(templates);
+    let window_bytes: usize = windows.iter().map(String::len).sum();
     println!(
-        "{hosts} hosts × {GPUS} GPUs: instant answer {:.1} MB, first range answers 4 × {:.1} MB, later 4 × {:.1} MB",
+        "{hosts} hosts × {GPUS} GPUs: instant answer {:.1} MB, first range answers {:.1} MB in all, later 9 × {:.1} MB or less",
         i.len() as f64 / 1e6,
-        w.len() as f64 / 1e6,
+        window_bytes as f64 / 1e6,
         s.len() as f64 / 1e6
     );
-    let canned = (i.len() + w.len() + s.len() + native.len()) as f64 / 1_048_576.0;
-    let address = stand_in(i, w, s, native);
+    let canned = (i.len() + window_bytes + s.len() + native.len()) as f64 / 1_048_576.0;
+    let address = stand_in(i, windows, s, native);
     // Building the canned answers left freed memory that glibc keeps; give it back first, as
     // the source does after a large refresh, so the baseline is what the process holds.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -20,8 +20,8 @@ use column::Column;
 use times::Times;
 
 /// The most points one ring may hold: a million samples (27 h at the 100 ms minimum
-/// interval, 11 days at 1 s) is 32–80 MB for one GPU (4 or 8 bytes for the time and for
-/// each charted reading its source fills: `GpuHistory`).
+/// interval, 11 days at 1 s) is 22–80 MB for one GPU (4 or 8 bytes for the time, 2 to 8
+/// for each charted reading its source fills: `GpuHistory`).
 pub const MAX_POINTS: usize = 1_000_000;
 
 /// A ring buffer holding at most `capacity` points; the oldest is dropped on overflow.
@@ -92,9 +92,9 @@ impl<T: Clone> Ring<T> {
 
 /// One GPU's recent readings: a ring of points, each every charted field in base units,
 /// stored column by column (`column`, `times`): a column only for the fields its source
-/// has ever filled (dcgm-exporter fills 7 of 9), 4 bytes a value and a time where that
-/// gives them back bit for bit, 8 where not. At 8,000 GPUs × 300 points that is 32–40 bytes
-/// a point where a whole `HistoryPoint` is 80 (issue 25's `--prometheus` memory budget).
+/// has ever filled (dcgm-exporter fills 7 of 9), 2 or 4 bytes a value and 4 a time where
+/// that gives them back bit for bit, 8 where not. At 8,000 GPUs × 300 points that is 22–30
+/// bytes a point where a whole `HistoryPoint` is 80 (issue 25's `--prometheus` budget).
 #[derive(Debug, Clone)]
 pub struct GpuHistory {
     capacity: usize,
