@@ -189,13 +189,16 @@ impl GpuHistory {
         self.len().checked_sub(1).map(|i| self.point(i))
     }
 
+    /// `key`'s column; `None` when the field has never been known or is not charted.
+    fn column(&self, key: Key) -> Option<&Column> {
+        let i = CHARTED.iter().position(|k| *k == key)?;
+        self.columns[i].as_ref()
+    }
+
     /// `key`'s values from the newest back (NaN where unknown) with their times; nothing when
     /// the field has never been known (every point unknown) or is not charted.
     fn newest_of(&self, key: Key) -> impl Iterator<Item = (i64, f64)> + '_ {
-        let column = CHARTED
-            .iter()
-            .position(|k| *k == key)
-            .and_then(|i| self.columns[i].as_ref());
+        let column = self.column(key);
         let len = if column.is_some() { self.len() } else { 0 };
         (0..len)
             .rev()
@@ -206,11 +209,10 @@ impl GpuHistory {
     /// the chart's scale by `to_u64`; a missing reading stays a gap.
     pub fn columns(&self, key: Key, width: usize, to_u64: impl Fn(f64) -> u64) -> Vec<Option<u64>> {
         let shown = width.min(self.len());
-        let mut out: Vec<Option<u64>> = self
-            .newest_of(key)
-            .take(shown)
-            .map(|(_, v)| (!v.is_nan()).then(|| to_u64(v)))
-            .collect();
+        let mut out: Vec<Option<u64>> = Vec::with_capacity(shown);
+        if let Some(column) = self.column(key) {
+            column.for_newest(shown, |v| out.push((!v.is_nan()).then(|| to_u64(v))));
+        }
         // A field never known is a gap in every column the points cover.
         out.resize(shown, None);
         out

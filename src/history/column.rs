@@ -161,6 +161,16 @@ impl Column {
         }
     }
 
+    /// `f` of the newest `n` values, newest first (NaN unknown): the codec is matched once,
+    /// not once a value (a chart's columns, every GPU on every frame).
+    pub fn for_newest(&self, n: usize, mut f: impl FnMut(f64)) {
+        match self {
+            Column::Small(c, v) => v.iter().rev().take(n).for_each(|&x| f(c.decode_u16(x))),
+            Column::Narrow(c, v) => v.iter().rev().take(n).for_each(|&x| f(c.decode(x))),
+            Column::Wide(v) => v.iter().rev().take(n).for_each(|&x| f(x)),
+        }
+    }
+
     /// Makes room for `more` points (the caller's growth policy: the ring's).
     pub fn reserve_exact(&mut self, more: usize) {
         match self {
