@@ -107,11 +107,12 @@ fn instant(hosts: usize) -> String {
     json!({"status": "success", "data": {"resultType": "vector", "result": result}}).to_string()
 }
 
-/// A range answer with `points` steps per GPU (expressions drop `__name__`, as PromQL does).
-fn range(hosts: usize, points: usize) -> String {
+/// A range answer with `points` steps per GPU (expressions drop `__name__`, as PromQL does);
+/// without `dcgm`, the gpuwatch exporters' GPUs only (a series dcgm-exporter does not have).
+fn range(hosts: usize, points: usize, dcgm: bool) -> String {
     let values: Vec<serde_json::Value> = (0..points).map(|i| json!([i as f64, "42"])).collect();
     let mut result = Vec::new();
-    for h in 0..hosts {
+    for h in (0..hosts).filter(|h| dcgm || h % 2 == 0) {
         for g in 0..GPUS {
             let labels = if h % 2 == 0 {
                 native_labels(h, g)
@@ -124,9 +125,26 @@ fn range(hosts: usize, points: usize) -> String {
     json!({"status": "success", "data": {"resultType": "matrix", "result": result}}).to_string()
 }
 
-/// Serves the canned answers: instant queries get `instant`, range queries `ranges.0` the
-/// first `4` times (the whole window), then `ranges.1`.
-fn stand_in(instant: String, window: String, step: String) -> String {
+/// Each charted field's reading in its whole-window answer (`fields::CHARTED`'s order, base
+/// units), with the precision exporters give: how narrow a history's columns can be depends
+/// on it (a whole percent, °C and MHz in 2 bytes; milliwatts, bytes in 4).
+const WINDOW_VALUES: [&str; 9] = [
+    "0.93",
+    "0.41",
+    "73014444032",
+    "71",
+    "612.457",
+    "1980000000",
+    "2619000000",
+    "1264196608",
+    "3400000000",
+];
+
+/// Serves the canned answers: instant queries get `instant`; the first refresh's range
+/// queries (one per charted field, in `fields::CHARTED`'s order) `windows`, later ones one
+/// step each, `step`, or `native` for the PCIe charts, which only gpuwatch's exporter has
+/// series for (dcgm-exporter's GPUs fill 7 of the 9 charted fields).
+fn stand_in(instant: String, windows: Vec<String>, step: String, native: String) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let ranges_served = Arc::new(Mutex::new(0usize));
@@ -143,7 +161,13 @@ fn stand_in(instant: String, window: String, step: String) -> String {
             let body = if first.contains("query_range") {
                 let mut n = ranges_served.lock().unwrap();
                 *n += 1;
-                if *n <= 4 { &window } else { &step }
+                if *n <= windows.len() {
+                    &windows[*n - 1]
+                } else if first.contains("pcie") {
+                    &native
+                } else {
+                    &step
+                }
             } else {
                 &instant
             };
@@ -181,15 +205,27 @@ fn main() {
         .collect();
     let hosts = args.first().copied().unwrap_or(1000);
     let refreshes = args.get(1).copied().unwrap_or(10);
-    let (i, w, s) = (instant(hosts), range(hosts, 300), range(hosts, 1));
+    let (i, s, native) = (
+        instant(hosts),
+        range(hosts, 1, true),
+        range(hosts, 1, false),
+    );
+    let templates = [range(hosts, 300, true), range(hosts, 300, false)];
+    let windows: Vec<String> = WINDOW_VALUES
+        .iter()
+        .enumerate()
+        .map(|(k, v)| templates[usize::from(k >= 7)].replace("\"42\"", &format!("\"{v}\"")))
+        .collect();
+    drop(templates);
+    let window_bytes: usize = windows.iter().map(String::len).sum();
     println!(
-        "{hosts} hosts × {GPUS} GPUs: instant answer {:.1} MB, first range answers 4 × {:.1} MB, later 4 × {:.1} MB",
+        "{hosts} hosts × {GPUS} GPUs: instant answer {:.1} MB, first range answers {:.1} MB in all, later 9 × {:.1} MB or less",
         i.len() as f64 / 1e6,
-        w.len() as f64 / 1e6,
+        window_bytes as f64 / 1e6,
         s.len() as f64 / 1e6
     );
-    let canned = (i.len() + w.len() + s.len()) as f64 / 1_048_576.0;
-    let address = stand_in(i, w, s);
+    let canned = (i.len() + window_bytes + s.len() + native.len()) as f64 / 1_048_576.0;
+    let address = stand_in(i, windows, s, native);
     // Building the canned answers left freed memory that glibc keeps; give it back first, as
     // the source does after a large refresh, so the baseline is what the process holds.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -222,8 +258,14 @@ fn main() {
         Duration::from_secs(300),
         Box::new(clock),
     );
+    // HISTORY_LEN=1 measures what is not the histories (readings, hosts, the state's maps).
+    let history_len = std::env::var("HISTORY_LEN")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(ViewConfig::default().history_len);
     let mut state = State::new(ViewConfig {
         processes_known: false,
+        history_len,
         ..ViewConfig::default()
     });
     for n in 0..=refreshes {
@@ -242,6 +284,22 @@ fn main() {
             total_cpu.as_secs_f64() * 1e3,
         );
     }
+    let histories = state.model.histories();
+    let points: usize = histories.values().map(|h| h.len()).sum();
+    let bytes: usize = histories.values().map(|h| h.heap_bytes()).sum();
+    println!(
+        "histories: {} GPUs, {points} points, {:.1} MiB of points ({:.1} bytes a point) + {:.1} MiB of structs",
+        histories.len(),
+        bytes as f64 / 1_048_576.0,
+        bytes as f64 / points.max(1) as f64,
+        (histories.len() * size_of::<gpuwatch::history::GpuHistory>()) as f64 / 1_048_576.0,
+    );
+    drop(histories);
+    println!(
+        "readings: {} bytes a GPU's, {:.1} MiB for one copy of the fleet's (strings aside)",
+        size_of::<gpuwatch::reading::GpuReading>(),
+        size_of_val(state.model.gpus()) as f64 / 1_048_576.0
+    );
     println!(
         "memory: RSS {:.0} MiB before the source ({:.0} MiB of canned answers in the stand-in), {:.0} MiB after, peak {:.0} MiB since the source started",
         before,

@@ -76,6 +76,9 @@ pub const SHOWN_POINTS: usize = 500;
 /// were 166 MiB of the 366 MiB the histories held (160 bytes a point, then 88). A NaN is no
 /// reading, so one set is kept as unknown too; values are otherwise bit for bit as given.
 /// The time is nanoseconds from the epoch (8 bytes; a `SystemTime` is 16): 80 bytes a point.
+/// This is the form points travel in (a source's back-fill) and are read back in; the
+/// history stores them column by column in 4 bytes a value where that is exact
+/// (`history::column`).
 #[derive(Debug, Clone)]
 pub struct HistoryPoint {
     nanos: i64,
@@ -127,6 +130,21 @@ impl HistoryPoint {
         let i = fields::CHARTED.iter().position(|k| *k == key)?;
         let v = self.values[i];
         (!v.is_nan()).then_some(v)
+    }
+
+    /// Nanoseconds from the epoch, as kept (`history` stores them column by column).
+    pub(crate) fn nanos(&self) -> i64 {
+        self.nanos
+    }
+
+    /// Every charted value in `fields::CHARTED`'s order, NaN where unknown.
+    pub(crate) fn raw(&self) -> &[f64; fields::CHARTED.len()] {
+        &self.values
+    }
+
+    /// A point from what `nanos` and `raw` gave.
+    pub(crate) fn from_raw(nanos: i64, values: [f64; fields::CHARTED.len()]) -> Self {
+        HistoryPoint { nanos, values }
     }
 
     /// Sets `key` (base units); a key that is not charted is not kept.

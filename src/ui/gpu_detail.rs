@@ -254,12 +254,14 @@ fn draw_charts(
     g: &GpuReading,
     columns: usize,
 ) {
-    let history = state.model.history(&g.id);
+    // Rebuilt whole from the history's columns: one GPU's window, once a frame.
+    let kept = state
+        .model
+        .history(&g.id)
+        .map_or_else(Vec::new, |h| h.points());
     let pts = Points {
         now: state.model.now().unwrap_or(std::time::UNIX_EPOCH),
-        points: history
-            .as_deref()
-            .map_or_else(Vec::new, |h| h.points().iter().collect()),
+        points: kept.iter().collect(),
     };
     let window = (state.config.history_len as f64 * state.config.interval.as_secs_f64()).max(1.0);
     let mut specs = load_specs(g, theme, &pts);

@@ -280,7 +280,7 @@ fn lost_gpu_keeps_its_slot_while_others_update() {
     // Its history is kept (with a gap), so it resumes where it was when it returns.
     let history = state.model.history(&lost_id).unwrap();
     let points = history.points();
-    assert_eq!(points.latest().unwrap().get(Key::Temperature), None);
+    assert_eq!(points.last().unwrap().get(Key::Temperature), None);
     assert_eq!(points.len(), 2);
     // The guard holds the shared histories; the next sample writes them.
     drop(history);
