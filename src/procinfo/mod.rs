@@ -13,6 +13,7 @@ pub mod kubelet;
 pub mod names;
 mod pidns;
 pub mod pods;
+mod stat_read;
 
 pub use names::NameResolver;
 pub use pidns::PidNamespace;
@@ -84,39 +85,6 @@ fn max_kept_stat_files() -> usize {
     (crate::fd_limit::soft() / 4).clamp(256, 4096)
 }
 
-/// A small /proc file read whole in one `pread` from offset 0; `None` when it is empty, does
-/// not fit 1 KiB, is not UTF-8 or cannot be read (the caller reads it the long way or not).
-fn read_whole_small(file: &File) -> Option<String> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; 1024];
-    let n = file.read_at(&mut buf, 0).ok()?;
-    if n == 0 || n >= buf.len() {
-        return None;
-    }
-    buf.truncate(n);
-    String::from_utf8(buf).ok()
-}
-
-/// The text of /proc/PID/stat, through the handle kept from the last sample when it still
-/// reads, else freshly opened; with the handle to keep.
-fn read_stat(kept: Option<&Arc<File>>, dir: &Path) -> io::Result<(String, Arc<File>)> {
-    // The directory check is one cheap syscall; it keeps an exited process from being
-    // read through its old handle wherever /proc entries do not fail once gone.
-    if let Some(file) = kept
-        && dir.exists()
-        && let Some(text) = read_whole_small(file)
-    {
-        return Ok((text, file.clone()));
-    }
-    let file = Arc::new(File::open(dir.join("stat"))?);
-    // One read: `read_to_string` probes and grows, three reads for a 300-byte file.
-    let text = match read_whole_small(&file) {
-        Some(text) => text,
-        None => std::io::read_to_string(&*file)?,
-    };
-    Ok((text, file))
-}
-
 /// What `ProcInfo::presence` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Presence {
@@ -147,6 +115,8 @@ pub struct ProcInfo {
     /// and how many are (counted at each sample; an upper bound in between).
     max_kept_stat_files: usize,
     kept_stat_files: usize,
+    /// The path and text buffers `lookup` reads each process's stat file with.
+    scratch: stat_read::Scratch,
 }
 
 impl ProcInfo {
@@ -194,6 +164,7 @@ impl ProcInfo {
             sampled: false,
             max_kept_stat_files: max_kept_stat_files(),
             kept_stat_files: 0,
+            scratch: stat_read::Scratch::default(),
         }
     }
 
@@ -265,17 +236,28 @@ impl ProcInfo {
         }
         // From here on this /proc is the host's (or we are on the host): /proc/PID is
         // the process NVML means.
-        let dir = self.root.join(pid.to_string());
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.set_dir(&self.root, pid);
+        let found = self.lookup_in(pid, now, &mut scratch);
+        self.scratch = scratch;
+        found
+    }
+
+    /// `lookup` of the process at `scratch.dir`, reading with `scratch`'s buffers.
+    fn lookup_in(&mut self, pid: u32, now: Instant, scratch: &mut stat_read::Scratch) -> HostProc {
         // Taken out and put back once: one hash each way, and the cached facts (command,
         // context) move instead of being cloned for every process every sample. Every
         // return below without the put-back is one where the old entry must go anyway.
         let previous = self.known.remove(&pid);
         let kept_file = previous.as_ref().and_then(|k| k.stat_file.as_ref());
-        let (text, stat_file) = match read_stat(kept_file, &dir) {
-            Ok(read) => read,
-            Err(_) => return self.unreadable(pid, &dir),
+        let Ok(stat_file) = scratch.read_stat(kept_file) else {
+            return self.unreadable(pid, &scratch.dir);
         };
-        let Some(stat) = parse_stat(&text) else {
+        let dir = &scratch.dir;
+        let Ok(text) = std::str::from_utf8(&scratch.text) else {
+            return self.unreadable(pid, dir);
+        };
+        let Some(stat) = parse_stat(text) else {
             // The file is there but not in the kernel's format: we cannot tell anything.
             return HostProc::Hidden;
         };
@@ -300,9 +282,9 @@ impl ProcInfo {
                 // namespace with its own /proc, and never signalled.
                 return HostProc::OtherNamespace;
             }
-            None => match self.read_static(&dir, &stat, now) {
+            None => match self.read_static(dir, &stat, now) {
                 Ok(k) => k,
-                Err(_) => return self.unreadable(pid, &dir),
+                Err(_) => return self.unreadable(pid, dir),
             },
         };
         if !known.named {
