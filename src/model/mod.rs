@@ -127,6 +127,10 @@ pub struct Model {
     proc_histories: Shared<ProcHistories>,
     /// Whether the source lists processes (see `ViewConfig::processes_known`).
     processes_known: bool,
+    /// Whether `apply_sample` orders the table's rows (filter, sort, selection): not in the
+    /// TUI's twin (`split`), whose rows move to the UI's model, which orders them by its
+    /// own sort and filter. Both did: 1,000 rows sorted twice a sample (issue 25).
+    orders_rows: bool,
 }
 
 impl Model {
@@ -149,6 +153,7 @@ impl Model {
             any_job: false,
             proc_histories: Shared::default(),
             processes_known: config.processes_known,
+            orders_rows: true,
         }
     }
 
@@ -310,7 +315,11 @@ impl Model {
         self.holders = holders::by_gpu(&rows);
         holders::add_pods(&mut self.holders, &sample.gpus, &rows);
         self.any_job = rows.iter().any(|r| r.job.is_some());
-        self.procs.set_rows(rows);
+        if self.orders_rows {
+            self.procs.set_rows(rows);
+        } else {
+            self.procs.keep_rows(rows);
+        }
         self.gpus = sample.gpus;
         self.gpu_at = HashMap::with_capacity(self.gpus.len());
         for (i, g) in self.gpus.iter().enumerate() {

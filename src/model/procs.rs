@@ -180,6 +180,17 @@ impl ProcTable {
         self.refilter();
     }
 
+    /// Keeps the rows without filtering, sorting or selecting: the table shows none of
+    /// them, while `all` holds every one (for the holders, the pile-ups, the alerts). For a
+    /// model whose rows move on to one that orders them (the TUI's twin, `split`).
+    pub fn keep_rows(&mut self, rows: Vec<ProcRow>) {
+        self.lowered.clear();
+        self.order.clear();
+        self.selected = None;
+        self.selected_index = 0;
+        self.all = rows;
+    }
+
     pub fn set_view(&mut self, view: RowView) {
         self.view = view;
         self.refilter();
