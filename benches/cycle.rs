@@ -60,9 +60,9 @@ fn synthetic_procs(gpus: &[GpuReading], count: usize, tick: u64) -> Vec<ProcRead
                 gpu_memory: Some(Bytes::from_mib(256 + wobble * 16)),
                 sm_util: Some(Percent((wobble % 101) as u32)),
                 host: HostProc::Visible(ProcDetails {
-                    user: format!("user{user:02}"),
+                    user: format!("user{user:02}").into(),
                     uid: 2000 + user as u32,
-                    command: format!("{} --rank {i}", COMMANDS[i % COMMANDS.len()]),
+                    command: format!("{} --rank {i}", COMMANDS[i % COMMANDS.len()]).into(),
                     cpu_percent: Some(wobble as f32 / 10.0),
                     host_memory: Some(Bytes::from_mib(512 + wobble)),
                     started: epoch() - Duration::from_secs(60 + i as u64 * 13),

@@ -26,6 +26,7 @@ pub mod alerts;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod fast_hash;
 pub mod fd_limit;
 pub mod headless;
 pub mod history;

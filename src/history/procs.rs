@@ -4,7 +4,6 @@
 //! `MAX_PROCESSES` of them, so memory is bounded whatever runs on the box. Owns storage
 //! only: no I/O, no clock (time comes with each sample).
 
-use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use super::Ring;
@@ -135,7 +134,8 @@ impl ProcHistory {
 /// Every GPU process's history, by identity.
 #[derive(Debug, Clone, Default)]
 pub struct ProcHistories {
-    map: HashMap<ProcId, ProcHistory>,
+    /// Keyed by PID and start time, looked up for every process every sample.
+    map: crate::fast_hash::FastMap<ProcId, ProcHistory>,
 }
 
 impl ProcHistories {

@@ -36,8 +36,8 @@ pub(super) fn evaluate(
             let details = p.details();
             out.push(WarningKind::IdleHolder {
                 pid: p.pid,
-                user: details.map(|d| d.user.clone()),
-                command: details.map(|d| d.command.clone()),
+                user: details.map(|d| String::from(&*d.user)),
+                command: details.map(|d| String::from(&*d.command)),
                 vram,
                 idle_for,
             });

@@ -141,10 +141,17 @@ fn add_pod(h: &mut Holders, used: Option<Bytes>, alloc: &PodAllocation) {
 /// panels' instance lines and `pick` ask about an instance the way they ask about a GPU.
 pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
     let mut out: HashMap<GpuId, Holders> = HashMap::new();
-    for row in rows {
-        add_row(&mut out, &row.key.gpu, row);
-        if let Some(instance) = &row.instance {
-            add_row(&mut out, &instance.id, row);
+    // Sources list each GPU's processes together: one lookup of the GPU (a UUID hashed
+    // with SipHash) per run of rows, not per row (issue 25: 1,000 a sample at 64 GPUs).
+    for run in rows.chunk_by(|a, b| a.key.gpu == b.key.gpu) {
+        let h = slot(&mut out, &run[0].key.gpu);
+        for row in run {
+            add_row(h, row);
+        }
+        for row in run {
+            if let Some(instance) = &row.instance {
+                add_row(slot(&mut out, &instance.id), row);
+            }
         }
     }
     for h in out.values_mut() {
@@ -153,11 +160,20 @@ pub fn by_gpu(rows: &[ProcRow]) -> HashMap<GpuId, Holders> {
     out
 }
 
-fn add_row(out: &mut HashMap<GpuId, Holders>, key: &GpuId, row: &ProcRow) {
-    let h = out.entry(key.clone()).or_insert_with(|| Holders {
-        listed: Some(Bytes(0)),
-        ..Holders::default()
-    });
+/// `key`'s holders, made empty the first time; looked up by reference, so the id is cloned
+/// once per GPU, not once per row.
+fn slot<'m>(out: &'m mut HashMap<GpuId, Holders>, key: &GpuId) -> &'m mut Holders {
+    if !out.contains_key(key) {
+        let empty = Holders {
+            listed: Some(Bytes(0)),
+            ..Holders::default()
+        };
+        out.insert(key.clone(), empty);
+    }
+    out.get_mut(key).expect("inserted just above")
+}
+
+fn add_row(h: &mut Holders, row: &ProcRow) {
     h.processes += 1;
     h.listed = match (h.listed, row.vram) {
         (Some(total), Some(v)) => Some(total + v),
@@ -230,6 +246,33 @@ mod tests {
             host: HostProc::OtherNamespace,
         };
         ProcRow::from_reading(&reading, 0, std::time::SystemTime::UNIX_EPOCH)
+    }
+
+    /// `by_gpu` looks a GPU up once per run of its rows: rows that come back to a GPU after
+    /// another's (a source that does not group them) still all count for it.
+    #[test]
+    fn rows_of_two_gpus_interleaved_count_as_when_grouped() {
+        let (a, b) = (GpuId("GPU-a".into()), GpuId("GPU-b".into()));
+        let interleaved = [
+            hidden(1, &a, 1.0),
+            hidden(2, &b, 2.0),
+            hidden(3, &a, 4.0),
+            hidden(4, &b, 8.0),
+            hidden(5, &a, 16.0),
+        ];
+        let holders = by_gpu(&interleaved);
+        assert_eq!(holders.len(), 2);
+        assert_eq!(holders[&a].processes, 3);
+        assert_eq!(holders[&a].listed, Some(Bytes::from_gib(21.0)));
+        assert_eq!(holders[&b].processes, 2);
+        assert_eq!(holders[&b].listed, Some(Bytes::from_gib(10.0)));
+        let mut grouped = interleaved.clone();
+        grouped.sort_by_key(|r| r.key.gpu.clone());
+        let again = by_gpu(&grouped);
+        for gpu in [&a, &b] {
+            assert_eq!(again[gpu].owners, holders[gpu].owners);
+            assert_eq!(again[gpu].listed, holders[gpu].listed);
+        }
     }
 
     /// gpuwatch in its own container without `--pid=host`: the pod's own process on the GPU

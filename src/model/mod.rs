@@ -127,6 +127,10 @@ pub struct Model {
     proc_histories: Shared<ProcHistories>,
     /// Whether the source lists processes (see `ViewConfig::processes_known`).
     processes_known: bool,
+    /// Whether `apply_sample` orders the table's rows (filter, sort, selection): not in the
+    /// TUI's twin (`split`), whose rows move to the UI's model, which orders them by its
+    /// own sort and filter. Both did: 1,000 rows sorted twice a sample (issue 25).
+    orders_rows: bool,
 }
 
 impl Model {
@@ -149,6 +153,7 @@ impl Model {
             any_job: false,
             proc_histories: Shared::default(),
             processes_known: config.processes_known,
+            orders_rows: true,
         }
     }
 
@@ -290,23 +295,31 @@ impl Model {
         self.set_warnings(warnings);
         self.host = sample.host;
         let gpu_of: HashMap<&GpuId, &GpuReading> = sample.gpus.iter().map(|g| (&g.id, g)).collect();
+        // Sources list each GPU's processes together: the GPU is looked up once per run of
+        // them, not for each of 1,000 processes (issue 25).
         let rows: Vec<ProcRow> = sample
             .processes
-            .iter()
-            .filter_map(|p| {
-                // A process on a GPU the sample does not list cannot be placed; sources
-                // never report one, and a row with a made-up index would mislead.
-                let gpu = gpu_of.get(&p.gpu)?;
-                let mut row = ProcRow::from_reading(p, gpu.index, now);
-                row.host = gpu.host.clone();
-                row.instance = mig::instance_of(gpu, p.pid).map(mig::InstanceTag::of);
-                Some(row)
+            .chunk_by(|a, b| a.gpu == b.gpu)
+            // A process on a GPU the sample does not list cannot be placed; sources
+            // never report one, and a row with a made-up index would mislead.
+            .filter_map(|run| Some((*gpu_of.get(&run[0].gpu)?, run)))
+            .flat_map(|(gpu, run)| {
+                run.iter().map(move |p| {
+                    let mut row = ProcRow::from_reading(p, gpu.index, now);
+                    row.host = gpu.host.clone();
+                    row.instance = mig::instance_of(gpu, p.pid).map(mig::InstanceTag::of);
+                    row
+                })
             })
             .collect();
         self.holders = holders::by_gpu(&rows);
         holders::add_pods(&mut self.holders, &sample.gpus, &rows);
         self.any_job = rows.iter().any(|r| r.job.is_some());
-        self.procs.set_rows(rows);
+        if self.orders_rows {
+            self.procs.set_rows(rows);
+        } else {
+            self.procs.keep_rows(rows);
+        }
         self.gpus = sample.gpus;
         self.gpu_at = HashMap::with_capacity(self.gpus.len());
         for (i, g) in self.gpus.iter().enumerate() {
@@ -331,8 +344,8 @@ impl Model {
         self.record_histories(sample, &present, config, now);
         // Processes grouped by GPU once, not filtered again for every GPU.
         let mut by_gpu: HashMap<&GpuId, Vec<&ProcReading>> = HashMap::new();
-        for p in &sample.processes {
-            by_gpu.entry(&p.gpu).or_default().push(p);
+        for run in sample.processes.chunk_by(|a, b| a.gpu == b.gpu) {
+            by_gpu.entry(&run[0].gpu).or_default().extend(run);
         }
         // Read, not written, while every GPU is evaluated: a frame drawn meanwhile (the
         // TUI's model shares the histories) does not wait for the whole fleet's warnings.
@@ -447,5 +460,60 @@ mod gpu_lookup_tests {
         model.apply_sample(sample(vec![on_host("GPU-b", 0, "h3")]), &config);
         assert_eq!(model.gpu(&id("GPU-a")), None);
         assert_eq!(model.gpu(&id("GPU-b")).unwrap().host.as_deref(), Some("h3"));
+    }
+
+    /// The rows look their GPU up once per run of processes on it: processes that come
+    /// back to a GPU after another's each get their own GPU's index and host, and one on a
+    /// GPU the sample does not list gets no row, wherever it stands.
+    #[test]
+    fn processes_of_gpus_interleaved_each_get_their_own_gpu() {
+        use crate::reading::{HostProc, ProcKind};
+        let config = ViewConfig::default();
+        let mut model = Model::new(&config);
+        let on = |pid: u32, gpu: &str| ProcReading {
+            peak_gpu_memory: None,
+            pid,
+            gpu: GpuId(gpu.into()),
+            kind: ProcKind::Compute,
+            gpu_memory: None,
+            sm_util: None,
+            host: HostProc::Hidden,
+        };
+        let processes = vec![
+            on(1, "GPU-a"),
+            on(2, "GPU-b"),
+            on(3, "GPU-z"),
+            on(4, "GPU-a"),
+            on(5, "GPU-b"),
+            on(6, "GPU-b"),
+        ];
+        let sample = Sample {
+            time: SystemTime::UNIX_EPOCH,
+            host: HostInfo::default(),
+            gpus: vec![on_host("GPU-a", 0, "h1"), on_host("GPU-b", 1, "h2")],
+            processes,
+            hosts: Vec::new(),
+            history: None,
+        };
+        model.apply_sample(sample, &config);
+        let mut placed: Vec<(u32, u32, Option<&str>)> = model
+            .procs()
+            .all
+            .iter()
+            .map(|r| (r.key.pid, r.gpu_index, r.host.as_deref()))
+            .collect();
+        placed.sort();
+        assert_eq!(
+            placed,
+            [
+                (1, 0, Some("h1")),
+                (2, 1, Some("h2")),
+                (4, 0, Some("h1")),
+                (5, 1, Some("h2")),
+                (6, 1, Some("h2")),
+            ]
+        );
+        let held = |id: &str| model.holders(&GpuId(id.into())).map(|h| h.processes);
+        assert_eq!((held("GPU-a"), held("GPU-b")), (Some(2), Some(3)));
     }
 }

@@ -32,8 +32,9 @@ pub fn unpinned(row: &ProcRow, gpu: &GpuReading) -> bool {
 /// Prometheus fleet, which the keys waited behind (issue 26 §10).
 pub fn evaluate(model: &Model) -> Vec<Warning> {
     let mut rows_on: HashMap<&GpuId, Vec<&ProcRow>> = HashMap::new();
-    for r in &model.procs().all {
-        rows_on.entry(&r.key.gpu).or_default().push(r);
+    // One lookup per run of a GPU's rows (they come grouped by GPU), not one per row.
+    for run in model.procs().all.chunk_by(|a, b| a.key.gpu == b.key.gpu) {
+        rows_on.entry(&run[0].key.gpu).or_default().extend(run);
     }
     let mut on_host: HashMap<Option<&str>, Vec<&GpuReading>> = HashMap::new();
     for g in model.gpus() {

@@ -3,6 +3,7 @@
 //! start time + GPU), never a row index. Pure: no I/O, no clock.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 pub use crate::reading::Visibility;
@@ -36,11 +37,12 @@ pub struct ProcRow {
     pub cpu: Option<f32>,
     pub host_memory: Option<Bytes>,
     pub elapsed: Option<Duration>,
-    /// User name; `None` when the process is not visible from this host's /proc.
-    pub user: Option<String>,
+    /// User name; `None` when the process is not visible from this host's /proc. Shared
+    /// with the reading, as the command is: a row is built for every process every sample.
+    pub user: Option<Arc<str>>,
     /// The owner's UID, for deciding who may signal the process.
     pub uid: Option<u32>,
-    pub command: String,
+    pub command: Arc<str>,
     pub visibility: Visibility,
     /// The JOB column's label (`model::jobs::label`); `None` for a login-shell process.
     pub job: Option<String>,
@@ -71,7 +73,10 @@ impl ProcRow {
             elapsed: started.and_then(|s| now.duration_since(s).ok()),
             user: details.map(|d| d.user.clone()),
             uid: details.map(|d| d.uid),
-            command: details.map_or_else(|| visibility.placeholder(p.pid), |d| d.command.clone()),
+            command: details.map_or_else(
+                || visibility.placeholder(p.pid).into(),
+                |d| d.command.clone(),
+            ),
             visibility,
             job: details
                 .and_then(|d| d.context.workload.as_deref())
@@ -115,7 +120,7 @@ impl RowView {
             && self
                 .user
                 .as_ref()
-                .is_none_or(|u| row.user.as_ref() == Some(u))
+                .is_none_or(|u| row.user.as_deref() == Some(u.as_str()))
             && self
                 .job
                 .as_ref()
@@ -173,6 +178,17 @@ impl ProcTable {
         self.lowered.clear();
         self.all = rows;
         self.refilter();
+    }
+
+    /// Keeps the rows without filtering, sorting or selecting: the table shows none of
+    /// them, while `all` holds every one (for the holders, the pile-ups, the alerts). For a
+    /// model whose rows move on to one that orders them (the TUI's twin, `split`).
+    pub fn keep_rows(&mut self, rows: Vec<ProcRow>) {
+        self.lowered.clear();
+        self.order.clear();
+        self.selected = None;
+        self.selected_index = 0;
+        self.all = rows;
     }
 
     pub fn set_view(&mut self, view: RowView) {

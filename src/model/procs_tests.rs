@@ -20,7 +20,7 @@ fn row(pid: u32, gpu: u32) -> ProcRow {
         elapsed: None,
         user: None,
         uid: None,
-        command: String::new(),
+        command: "".into(),
         visibility: Visibility::Visible,
         job: None,
         context: Default::default(),
@@ -40,7 +40,7 @@ fn rows_for(key: SortKey) -> Vec<ProcRow> {
                 SortKey::Gpu => r.gpu_index = v.unwrap_or(0) as u32,
                 SortKey::Host => r.host = v.map(|v| format!("gpu{v}")),
                 SortKey::Pid => r.key.pid = v.map(|v| v as u32).unwrap_or(1),
-                SortKey::User => r.user = v.map(|v| format!("user{v}")),
+                SortKey::User => r.user = v.map(|v| format!("user{v}").into()),
                 SortKey::Job => r.job = v.map(|v| format!("slurm {v}")),
                 SortKey::Type => {
                     r.kind = match v {
@@ -54,7 +54,9 @@ fn rows_for(key: SortKey) -> Vec<ProcRow> {
                 SortKey::Cpu => r.cpu = v.map(|v| v as f32),
                 SortKey::HostMemory => r.host_memory = v.map(Bytes),
                 SortKey::Time => r.elapsed = v.map(Duration::from_secs),
-                SortKey::Command => r.command = v.map(|v| format!("cmd{v}")).unwrap_or_default(),
+                SortKey::Command => {
+                    r.command = v.map(|v| format!("cmd{v}")).unwrap_or_default().into()
+                }
             }
             r
         })

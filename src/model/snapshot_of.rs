@@ -54,7 +54,7 @@ fn proc_doc(model: &Model, r: &ProcRow) -> Proc {
         gpu_uuid: r.key.gpu.0.clone(),
         gpu_index: Some(r.gpu_index),
         pid: r.key.pid,
-        user: r.user.clone(),
+        user: r.user.as_deref().map(str::to_owned),
         uid: r.uid,
         kind: r.kind.into(),
         used_gpu_memory: r.vram.map(|b| b.0),
@@ -65,7 +65,7 @@ fn proc_doc(model: &Model, r: &ProcRow) -> Proc {
         started: r.key.started.and_then(epoch_secs),
         elapsed: r.elapsed.map(|d| d.as_secs_f64()),
         // The table's "(other PID namespace)" is a placeholder, not the command.
-        command: visible.then(|| r.command.clone()),
+        command: visible.then(|| String::from(&*r.command)),
         visibility: r.visibility,
         context: ContextDoc::of(visible.then_some(&r.context)),
     }

@@ -40,10 +40,12 @@ impl Applied {
 impl Model {
     /// A model for applying samples elsewhere that shares this one's GPU and process
     /// histories and nothing else: what it applies reaches this one through `install`.
+    /// Its table keeps the rows unordered (`ProcTable::keep_rows`): `install` orders them.
     pub fn twin(&self, config: &ViewConfig) -> Model {
         let mut twin = Model::new(config);
         twin.histories = self.histories.clone();
         twin.proc_histories = self.proc_histories.clone();
+        twin.orders_rows = false;
         twin
     }
 
@@ -97,6 +99,12 @@ mod tests {
             format!("{:?}", model.gpus()),
             format!("{:?}", model.warnings()),
             format!("{:?} {}", model.procs().all, model.any_job()),
+            // The table as shown: its order and selection.
+            format!(
+                "{:?} {:?}",
+                model.procs().rows().map(|r| &r.key).collect::<Vec<_>>(),
+                model.procs().selected
+            ),
         ];
         for g in model.gpus() {
             out.push(format!(
@@ -137,6 +145,8 @@ mod tests {
             }
             one.apply_sample(sample.clone(), &config);
             twin.apply_sample(sample, &config);
+            // Ordering the rows is the UI's model's part (its sort and filter).
+            assert!(twin.procs().is_empty() && !twin.procs().all.is_empty());
             ui.install(twin.take_applied());
             assert_eq!(seen(&ui), seen(&one), "after sample {n}");
         }

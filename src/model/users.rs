@@ -92,7 +92,7 @@ pub fn summarize(rows: &[ProcRow], gpus: &[GpuReading]) -> Vec<UserRow> {
     let mut by_user: BTreeMap<String, UserRow> = BTreeMap::new();
     let mut by_job: BTreeMap<(String, String), UserRow> = BTreeMap::new();
     for row in rows {
-        let name = row.user.clone().unwrap_or_else(|| "(unknown)".into());
+        let name = row.user.as_deref().unwrap_or("(unknown)").to_owned();
         let is_idle = idle(row);
         add(
             by_user

@@ -218,7 +218,7 @@ fn others_on(model: &Model, slot: &Slot, me: Caller) -> Vec<Holder> {
     let mut out: Vec<Holder> = Vec::new();
     for row in rows_on(model, slot) {
         let same_user = match (&row.user, me.user, row.uid, me.uid) {
-            (Some(user), Some(me), _, _) => user == me,
+            (Some(user), Some(me), _, _) => **user == *me,
             (_, _, Some(uid), Some(me)) => uid == me,
             _ => false,
         };
@@ -231,9 +231,9 @@ fn others_on(model: &Model, slot: &Slot, me: Caller) -> Vec<Holder> {
         let (name, known_user) = match (&row.user, workload) {
             (Some(u), Some(w)) if same_user => match short_label(w) {
                 Some(job) => (format!("{job} ({u})"), true),
-                None => (u.clone(), true),
+                None => (String::from(&**u), true),
             },
-            (Some(u), _) => (u.clone(), true),
+            (Some(u), _) => (String::from(&**u), true),
             (None, _) => (format!("pid {}", row.key.pid), false),
         };
         match out.iter_mut().find(|h| h.name == name) {

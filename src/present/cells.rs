@@ -20,7 +20,7 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
             None => r.gpu_index.to_string(),
         },
         Column::Pid => r.key.pid.to_string(),
-        Column::User => r.user.clone().unwrap_or_else(|| "?".into()),
+        Column::User => r.user.as_deref().unwrap_or("?").to_owned(),
         Column::Job => r
             .job
             .as_deref()
@@ -31,7 +31,7 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
         Column::Cpu => or_na(r.cpu, |c| format!("{c:.1}")),
         Column::HostMemory => or_na(r.host_memory, bytes_short),
         Column::Time => or_na(r.elapsed, elapsed),
-        Column::Command => r.command.clone(),
+        Column::Command => String::from(&*r.command),
     }
 }
 

@@ -13,17 +13,18 @@ pub mod kubelet;
 pub mod names;
 mod pidns;
 pub mod pods;
+mod stat_read;
 
 pub use names::NameResolver;
 pub use pidns::PidNamespace;
 
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::fast_hash::{FastMap, FastSet};
 use crate::reading::workload::{ProcContext, Workload};
 use crate::reading::{HostProc, ProcDetails};
 use crate::units::Bytes;
@@ -50,7 +51,7 @@ struct Known {
     uid: u32,
     /// Shown beside the owner when it differs (a setuid program).
     real_uid: u32,
-    command: String,
+    command: Arc<str>,
     /// Its cgroup's workload and its GPU-related environment: fixed for a process's life
     /// (a process cannot move itself out of its container; `environ` is what it was
     /// started with), so read once.
@@ -84,19 +85,6 @@ fn max_kept_stat_files() -> usize {
     (crate::fd_limit::soft() / 4).clamp(256, 4096)
 }
 
-/// A small /proc file read whole in one `pread` from offset 0; `None` when it is empty, does
-/// not fit 1 KiB, is not UTF-8 or cannot be read (the caller reads it the long way or not).
-fn read_whole_small(file: &File) -> Option<String> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; 1024];
-    let n = file.read_at(&mut buf, 0).ok()?;
-    if n == 0 || n >= buf.len() {
-        return None;
-    }
-    buf.truncate(n);
-    String::from_utf8(buf).ok()
-}
-
 /// What `ProcInfo::presence` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Presence {
@@ -116,8 +104,9 @@ pub struct ProcInfo {
     page_size: u64,
     /// When the host booted (`btime`), read on first use; start times are relative to it.
     boot_time: Option<SystemTime>,
-    users: HashMap<u32, String>,
-    known: HashMap<u32, Known>,
+    /// Keyed by numbers the kernel hands out, looked up for every process every sample.
+    users: FastMap<u32, Arc<str>>,
+    known: FastMap<u32, Known>,
     namespace: PidNamespace,
     names: NameResolver,
     /// Whether a sample has been taken: the first one waits briefly for names.
@@ -126,6 +115,8 @@ pub struct ProcInfo {
     /// and how many are (counted at each sample; an upper bound in between).
     max_kept_stat_files: usize,
     kept_stat_files: usize,
+    /// The path and text buffers `lookup` reads each process's stat file with.
+    scratch: stat_read::Scratch,
 }
 
 impl ProcInfo {
@@ -166,13 +157,14 @@ impl ProcInfo {
             ticks_per_second: ticks_per_second.max(1),
             page_size,
             boot_time: None,
-            users: HashMap::new(),
-            known: HashMap::new(),
+            users: FastMap::default(),
+            known: FastMap::default(),
             // Fixtures never ask a real engine; `system` and tests opt in.
             names: NameResolver::disabled(),
             sampled: false,
             max_kept_stat_files: max_kept_stat_files(),
             kept_stat_files: 0,
+            scratch: stat_read::Scratch::default(),
         }
     }
 
@@ -199,14 +191,14 @@ impl ProcInfo {
         &mut self,
         pids: impl IntoIterator<Item = u32>,
         now: Instant,
-    ) -> HashMap<u32, HostProc> {
-        let wanted: HashSet<u32> = pids.into_iter().collect();
+    ) -> FastMap<u32, HostProc> {
+        let wanted: FastSet<u32> = pids.into_iter().collect();
         self.kept_stat_files = self
             .known
             .values()
             .filter(|k| k.stat_file.is_some())
             .count();
-        let mut out: HashMap<u32, HostProc> = wanted
+        let mut out: FastMap<u32, HostProc> = wanted
             .iter()
             .map(|&pid| (pid, self.lookup(pid, now)))
             .collect();
@@ -244,39 +236,55 @@ impl ProcInfo {
         }
         // From here on this /proc is the host's (or we are on the host): /proc/PID is
         // the process NVML means.
-        let dir = self.root.join(pid.to_string());
-        let (text, stat_file) = match self.read_stat(pid, &dir) {
-            Ok(read) => read,
-            Err(_) => return self.unreadable(pid, &dir),
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.set_dir(&self.root, pid);
+        let found = self.lookup_in(pid, now, &mut scratch);
+        self.scratch = scratch;
+        found
+    }
+
+    /// `lookup` of the process at `scratch.dir`, reading with `scratch`'s buffers.
+    fn lookup_in(&mut self, pid: u32, now: Instant, scratch: &mut stat_read::Scratch) -> HostProc {
+        // Taken out and put back once: one hash each way, and the cached facts (command,
+        // context) move instead of being cloned for every process every sample. Every
+        // return below without the put-back is one where the old entry must go anyway.
+        let previous = self.known.remove(&pid);
+        let kept_file = previous.as_ref().and_then(|k| k.stat_file.as_ref());
+        let Ok(stat_file) = scratch.read_stat(kept_file) else {
+            return self.unreadable(pid, &scratch.dir);
         };
-        let stat = parse_stat(&text);
-        let Some(stat) = stat else {
+        let dir = &scratch.dir;
+        let Ok(text) = std::str::from_utf8(&scratch.text) else {
+            return self.unreadable(pid, dir);
+        };
+        let Some(stat) = parse_stat(text) else {
             // The file is there but not in the kernel's format: we cannot tell anything.
-            self.known.remove(&pid);
             return HostProc::Hidden;
         };
-        let cpu_percent = self.cpu_percent(pid, &stat, now);
         // A process that has a kept handle keeps one; a new one only while there is room.
         // (The bound was checked against every process known, kept handle or not: past it,
         // the second sample dropped every handle and each was opened again every second.)
-        let had_handle = self.known.get(&pid).is_some_and(|k| k.stat_file.is_some());
+        let had_handle = kept_file.is_some();
         let keep_handle = had_handle || self.kept_stat_files < self.max_kept_stat_files;
         if keep_handle && !had_handle {
             self.kept_stat_files += 1;
         }
-        let mut known = match self.known.get(&pid) {
-            Some(k) if k.start_ticks == stat.start_ticks => k.clone(),
+        let same = previous.filter(|k| k.start_ticks == stat.start_ticks);
+        let cpu_percent = same
+            .as_ref()
+            .and_then(|prev| self.cpu_percent(prev, &stat, now));
+        let mut known = match same {
+            Some(k) => k,
             // First sighting, or the PID was reused by a new process: read the static parts.
-            _ if self.namespace.pid_here(&self.root, pid).is_none() => {
+            None if self.namespace.pid_here(&self.root, pid).is_none() => {
                 // A host process outside our PID namespace (seen through the host's /proc):
                 // it cannot be reached from here, so it is shown as not visible, as in a
                 // namespace with its own /proc, and never signalled.
-                self.known.remove(&pid);
                 return HostProc::OtherNamespace;
             }
-            _ => match self.read_static(&dir, &stat, now) {
+            None => match self.read_static(dir, &stat, now) {
                 Ok(k) => k,
-                Err(_) => return self.unreadable(pid, &dir),
+                Err(_) => return self.unreadable(pid, dir),
             },
         };
         if !known.named {
@@ -291,37 +299,12 @@ impl ProcInfo {
             started: self.started(stat.start_ticks),
             context: known.context.clone(),
         };
-        self.known.insert(
-            pid,
-            Known {
-                cpu_ticks: stat.cpu_ticks,
-                seen_at: now,
-                // Bounded so thousands of GPU processes cannot exhaust the fd limit.
-                stat_file: keep_handle.then_some(stat_file),
-                ..known
-            },
-        );
+        known.cpu_ticks = stat.cpu_ticks;
+        known.seen_at = now;
+        // Bounded so thousands of GPU processes cannot exhaust the fd limit.
+        known.stat_file = keep_handle.then_some(stat_file);
+        self.known.insert(pid, known);
         HostProc::Visible(details)
-    }
-
-    /// The text of /proc/PID/stat, through the handle kept from the last sample when it
-    /// still reads, else freshly opened; with the handle to keep.
-    fn read_stat(&mut self, pid: u32, dir: &Path) -> io::Result<(String, Arc<File>)> {
-        // The directory check is one cheap syscall; it keeps an exited process from being
-        // read through its old handle wherever /proc entries do not fail once gone.
-        if let Some(file) = self.known.get(&pid).and_then(|k| k.stat_file.clone())
-            && dir.exists()
-            && let Some(text) = read_whole_small(&file)
-        {
-            return Ok((text, file));
-        }
-        let file = Arc::new(File::open(dir.join("stat"))?);
-        // One read: `read_to_string` probes and grows, three reads for a 300-byte file.
-        let text = match read_whole_small(&file) {
-            Some(text) => text,
-            None => std::io::read_to_string(&*file)?,
-        };
-        Ok((text, file))
     }
 
     /// The workload with the names its resolver knows now (a cache read; a miss is looked
@@ -348,7 +331,7 @@ impl ProcInfo {
     fn claim_holds(&mut self, uid: u32, workload: &Workload) -> bool {
         match workload {
             Workload::Slurm { names, .. } => match names.user.as_deref() {
-                Some(user) => user == self.user_name(uid),
+                Some(user) => *user == *self.user_name(uid),
                 None => true,
             },
             _ => true,
@@ -365,15 +348,16 @@ impl ProcInfo {
             return None;
         }
         let dir = self.root.join(pid.to_string());
-        let start = || parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?);
+        let start =
+            || Some(parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?.start_ticks);
         let before = start()?;
         let uids = parse_uids(&std::fs::read_to_string(dir.join("status")).ok()?)?;
         let pid_here = self.namespace.pid_here(&self.root, pid)?;
-        if start()?.start_ticks != before.start_ticks {
+        if start()? != before {
             return None;
         }
         Some(Identity {
-            started: self.started(before.start_ticks),
+            started: self.started(before),
             uid: uids.effective,
             pid_here,
         })
@@ -418,12 +402,9 @@ impl ProcInfo {
         }
     }
 
-    /// CPU use since the previous sample of the same process; `None` on the first sighting.
-    fn cpu_percent(&self, pid: u32, stat: &Stat, now: Instant) -> Option<f32> {
-        let prev = self
-            .known
-            .get(&pid)
-            .filter(|k| k.start_ticks == stat.start_ticks)?;
+    /// CPU use since `prev`, the previous sample of the same process (the caller checked the
+    /// start time); `None` when no time has passed.
+    fn cpu_percent(&self, prev: &Known, stat: &Stat, now: Instant) -> Option<f32> {
         let elapsed = now.checked_duration_since(prev.seen_at)?;
         if elapsed.is_zero() {
             return None;
@@ -443,7 +424,8 @@ impl ProcInfo {
             .ok()
             .map(|raw| join_cmdline(&raw))
             .filter(|c| !c.is_empty())
-            .unwrap_or_else(|| format!("[{}]", stat.comm));
+            .unwrap_or_else(|| format!("[{}]", stat.comm))
+            .into();
         let env = read_env(dir);
         let from_cgroup = std::fs::read_to_string(dir.join("cgroup"))
             .ok()
@@ -478,13 +460,13 @@ impl ProcInfo {
         let mut chain = Vec::new();
         while ppid > 1 && chain.len() < MAX_DEPTH {
             let path = self.root.join(ppid.to_string()).join("stat");
-            let Some(stat) = std::fs::read_to_string(path)
-                .ok()
-                .and_then(|t| parse_stat(&t))
-            else {
+            let Ok(text) = std::fs::read_to_string(path) else {
                 break;
             };
-            chain.push(stat.comm);
+            let Some(stat) = parse_stat(&text) else {
+                break;
+            };
+            chain.push(stat.comm.to_string());
             ppid = stat.ppid;
         }
         chain.reverse();
@@ -493,22 +475,22 @@ impl ProcInfo {
 
     /// The effective user's name, with the real one beside it when they differ (as a
     /// setuid program runs): `root (real nobody)`.
-    fn owner_name(&mut self, effective: u32, real: u32) -> String {
+    fn owner_name(&mut self, effective: u32, real: u32) -> Arc<str> {
         let name = self.user_name(effective);
         if real == effective {
             return name;
         }
-        format!("{name} (real {})", self.user_name(real))
+        format!("{name} (real {})", self.user_name(real)).into()
     }
 
     /// The user name through NSS (cached per UID), or the number when there is none.
-    fn user_name(&mut self, uid: u32) -> String {
+    fn user_name(&mut self, uid: u32) -> Arc<str> {
         self.users
             .entry(uid)
             .or_insert_with(|| {
                 uzers::get_user_by_uid(uid)
-                    .map(|u| u.name().to_string_lossy().into_owned())
-                    .unwrap_or_else(|| uid.to_string())
+                    .map(|u| u.name().to_string_lossy().into())
+                    .unwrap_or_else(|| uid.to_string().into())
             })
             .clone()
     }

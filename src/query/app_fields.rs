@@ -82,7 +82,7 @@ pub const APP_FIELDS: &[AppField] = &[
         name: "gpuwatch.user",
         aliases: &[],
         unit: None,
-        get: |_, r, _| r.user.clone(),
+        get: |_, r, _| r.user.as_deref().map(str::to_owned),
         help: "The process's user.",
     },
     AppField {

@@ -95,7 +95,7 @@ const EXTRAS: &[GpuField] = &[
     other("gpuwatch.host", &[], |_, g| g.host.clone(), "The host the GPU is on (--remote, --prometheus)."),
     other("gpuwatch.vendor", &[], |_, g| g.vendor.map(|v| v.name().into()), "nvidia, amd or intel."),
     other("gpuwatch.owners", &[], |c, g| Some(list(owners(c.model, g).iter().map(|(o, _)| o.clone()))), "Who holds VRAM on it (jobs or users), largest first, ';'-separated."),
-    other("gpuwatch.user", &[], |c, g| Some(list(of_rows(c, g, |r| r.user.clone()))), "Users with a process on it, ';'-separated."),
+    other("gpuwatch.user", &[], |c, g| Some(list(of_rows(c, g, |r| r.user.as_deref().map(str::to_owned)))), "Users with a process on it, ';'-separated."),
     other("gpuwatch.job", &[], |c, g| Some(list(of_rows(c, g, |r| r.job.clone()))), "Jobs (Slurm, container, pod) with a process on it, ';'-separated."),
     other("gpuwatch.free", &[], |c, g| Some(yes_no(is_free(c.model, g)).into()), "yes when nobody uses it (the GPUs --once calls free), else no."),
     other("gpuwatch.warnings", &[], |c, g| Some(list(warnings(c, g))), "Its warning kinds (docs/json.md's names), ';'-separated."),

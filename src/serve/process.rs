@@ -164,7 +164,7 @@ fn labels(state: &State, r: &ProcRow, redact: bool) -> Labels {
         labels.extend(super::mig::tag_labels(tag));
     }
     if let Some(user) = r.user.as_ref().filter(|_| !redact) {
-        labels.push(("user", user.clone()));
+        labels.push(("user", String::from(&**user)));
     }
     // For processes outside our PID namespace the command is a placeholder, not a name.
     if r.visibility == Visibility::Visible && !redact {

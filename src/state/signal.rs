@@ -78,8 +78,11 @@ pub fn request(
             ));
         }
     }
-    let (Some(uid), Some(started), Some(user)) = (row.uid, row.key.started, row.user.clone())
-    else {
+    let (Some(uid), Some(started), Some(user)) = (
+        row.uid,
+        row.key.started,
+        row.user.as_deref().map(str::to_owned),
+    ) else {
         return Err(format!(
             "PID {pid}: owner or start time unknown, refusing to signal it"
         ));
@@ -104,7 +107,7 @@ pub fn request(
             user,
             gpu_index: row.gpu_index,
             vram: row.vram,
-            command: row.command.clone(),
+            command: String::from(&*row.command),
         },
         needs_second_confirmation: uid != me,
         confirmed_once: false,

@@ -418,7 +418,7 @@ mod tests {
             }
             for p in &mut sample.processes {
                 if let HostProc::Visible(d) = &mut p.host
-                    && d.user == "bob"
+                    && &*d.user == "bob"
                 {
                     d.user = "名前が長いユーザー".into();
                 }

@@ -163,7 +163,7 @@ impl Proc {
             gpu_uuid: p.gpu.0.clone(),
             gpu_index,
             pid: p.pid,
-            user: d.map(|d| d.user.clone()),
+            user: d.map(|d| String::from(&*d.user)),
             uid: d.map(|d| d.uid),
             kind: p.kind.into(),
             used_gpu_memory: p.gpu_memory.map(|b| b.0),
@@ -176,7 +176,7 @@ impl Proc {
             elapsed: started
                 .and_then(|s| now.duration_since(s).ok())
                 .map(|e| e.as_secs_f64()),
-            command: d.map(|d| d.command.clone()),
+            command: d.map(|d| String::from(&*d.command)),
             visibility: p.host.visibility(),
             context: ContextDoc::of(d.map(|d| &d.context)),
         }
@@ -189,9 +189,9 @@ impl Proc {
         let missing = |what: &str| format!("process {pid} is visible but has no {what}");
         let host = match self.visibility {
             Visibility::Visible => HostProc::Visible(ProcDetails {
-                user: self.user.ok_or_else(|| missing("user"))?,
+                user: self.user.ok_or_else(|| missing("user"))?.into(),
                 uid: self.uid.ok_or_else(|| missing("uid"))?,
-                command: self.command.unwrap_or_default(),
+                command: self.command.unwrap_or_default().into(),
                 cpu_percent: self.cpu_percent,
                 host_memory: self.host_memory.map(Bytes),
                 started: epoch(self.started.ok_or_else(|| missing("start time"))?)?,

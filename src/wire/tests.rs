@@ -213,10 +213,7 @@ fn a_version_1_snapshot_is_still_read() {
         Some(vec![crate::reading::throttle::ThrottleReason::SwPowerCap])
     );
     let d = s.processes[0].details().expect("visible");
-    assert_eq!(
-        (d.user.as_str(), d.uid, s.processes[0].pid),
-        ("alice", 1001, 42)
-    );
+    assert_eq!((&*d.user, d.uid, s.processes[0].pid), ("alice", 1001, 42));
     assert_eq!(s.processes[0].sm_util.map(|u| u.0), Some(50));
 }
 

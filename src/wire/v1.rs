@@ -179,9 +179,9 @@ pub fn read_recorded_sample(line: &str) -> Result<Sample, String> {
         .map(|p| {
             let host = match p.host {
                 RecordedHostProc::Visible(d) => HostProc::Visible(ProcDetails {
-                    user: d.user,
+                    user: d.user.into(),
                     uid: d.uid,
-                    command: d.command,
+                    command: d.command.into(),
                     cpu_percent: d.cpu_percent,
                     host_memory: d.host_memory.map(Bytes),
                     started: epoch(d.started)?,
@@ -258,9 +258,9 @@ pub fn read_snapshot(text: &str, fallback_time: SystemTime) -> Result<Sample, St
             let missing = |what: &str| format!("process {pid} is visible but has no {what}");
             let host = match p.visibility {
                 Visibility::Visible => HostProc::Visible(ProcDetails {
-                    user: p.user.ok_or_else(|| missing("user"))?,
+                    user: p.user.ok_or_else(|| missing("user"))?.into(),
                     uid: p.uid.ok_or_else(|| missing("uid"))?,
-                    command: p.command,
+                    command: p.command.into(),
                     cpu_percent: p.cpu_percent,
                     host_memory: p.host_memory.map(Bytes),
                     started: epoch(p.started.ok_or_else(|| missing("start time"))?)?,

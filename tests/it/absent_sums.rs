@@ -79,7 +79,7 @@ fn owners_on_the_panels_say_na_and_partial_sums() {
     let mut sample = common::sim(1).sample().unwrap();
     let gpu = sample.gpus[0].id.clone();
     let on_gpu = |p: &gpuwatch::reading::ProcReading| p.gpu == gpu;
-    let user = |p: &gpuwatch::reading::ProcReading| p.details().map(|d| d.user.clone());
+    let user = |p: &gpuwatch::reading::ProcReading| p.details().map(|d| d.user.to_string());
     let mut users: Vec<String> = sample
         .processes
         .iter()

@@ -31,7 +31,7 @@ fn users_of(state: &State) -> Vec<String> {
         .model
         .procs()
         .rows()
-        .map(|r| r.user.clone().unwrap())
+        .map(|r| r.user.as_deref().unwrap().to_owned())
         .collect()
 }
 

@@ -62,6 +62,7 @@ const LAYERS: &[(&str, &[(&str, &str)])] = &[
         ("safe_file", "opens files without following links (config, record, sources)"),
         ("text_safe", "makes outside text safe to print"),
         ("quiet_pipe", "a closed stdout ends quietly"),
+        ("fast_hash", "the hasher for maps keyed by PIDs and other numbers no outsider picks"),
         ("fd_limit", "the open-files limit: raised once in main, read by the exporter and /proc readers"),
         ("resident", "one malloc arena for every thread, set first thing in main; freed pages given back"),
     ]),

@@ -421,7 +421,7 @@ fn processes_come_and_go_with_their_utilization_and_cpu() {
         panic!("sleep is visible: {:?}", p.host)
     };
     assert_eq!(d.cpu_percent, None, "no CPU% on first sighting");
-    assert_eq!(d.command, "sleep 30");
+    assert_eq!(&*d.command, "sleep 30");
     // The T4 cannot sample per-process utilization: unknown, not zero.
     assert_eq!(find(&t0, job.pid(), T4).unwrap().sm_util, None);
 

@@ -61,7 +61,7 @@ fn nvml_reads_processes_from_the_proc_root_and_time_from_its_clock() {
         panic!("the fixture /proc has PID 4300: {:?}", p.host)
     };
     assert_eq!(
-        d.command, "python3 serve.py",
+        &*d.command, "python3 serve.py",
         "read from the fixture, not this host"
     );
     assert_eq!(d.uid, 1000);

@@ -476,7 +476,7 @@ fn churn(sample: &mut Sample, n: u64) {
         p.pid = p.pid.wrapping_add((generation as u32).wrapping_mul(7919)) % 4_000_000;
         if let HostProc::Visible(d) = &mut p.host {
             d.started = sample.time - Duration::from_secs(n % CHURN_EVERY);
-            d.user = format!("{}{}", d.user, generation % 50);
+            d.user = format!("{}{}", d.user, generation % 50).into();
         }
     }
     let board = n * INTERVAL.as_secs() / (6 * 3600);

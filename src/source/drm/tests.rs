@@ -97,8 +97,8 @@ fn processes_get_their_vram_once_per_client_and_their_owners() {
     assert_eq!(p.kind, ProcKind::Compute);
     assert_eq!(p.sm_util, None, "one sample: no delta yet");
     let d = p.details().expect("visible");
-    assert_eq!((d.uid, d.user.as_str()), (0, "root"));
-    assert_eq!(d.command, "python train.py --model llama-70b");
+    assert_eq!((d.uid, &*d.user), (0, "root"));
+    assert_eq!(&*d.command, "python train.py --model llama-70b");
     assert!(
         d.context.workload.is_some(),
         "the Slurm job from its cgroup"

@@ -11,7 +11,7 @@ mod mig;
 mod procs;
 mod read;
 
-use std::collections::HashSet;
+use crate::fast_hash::FastSet;
 use std::path::Path;
 use std::time::{Instant, SystemTime};
 
@@ -120,9 +120,10 @@ struct Slot {
     lost_since_read: bool,
     /// Queries this device answered NotSupported / NoPermission / missing symbol: they will
     /// not start working while the driver stays loaded, so they are not asked again.
-    never: HashSet<Query>,
+    /// (Asked for every query of every GPU every sample: a fast hasher, `fast_hash`.)
+    never: FastSet<Query>,
     /// NVML field ids this device answered NotSupported (or the like) for.
-    never_fields: HashSet<u32>,
+    never_fields: FastSet<u32>,
     /// Driver timestamp (µs) of the newest per-process utilization sample seen.
     last_util_sample: u64,
     /// GPM samples of its MIG instances, for their SM activity (`gpm`).

@@ -213,9 +213,9 @@ impl SimSource {
             gpu_memory: Some(Bytes::from_gib(gib)),
             sm_util: sm,
             host: HostProc::Visible(ProcDetails {
-                user: user.to_string(),
+                user: user.into(),
                 uid,
-                command: p.command.to_string(),
+                command: p.command.into(),
                 cpu_percent: Some(p.cpu),
                 host_memory: Some(Bytes::from_gib(p.host_gib)),
                 started: self.origin - Duration::from_secs(p.started_ago),

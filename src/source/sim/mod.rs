@@ -251,9 +251,9 @@ impl SimSource {
             gpu_memory: Some(Bytes::from_gib(gib)),
             sm_util: Some(Percent(sm_util.round() as u32)),
             host: HostProc::Visible(ProcDetails {
-                user: user.to_string(),
+                user: user.into(),
                 uid,
-                command: job.command.to_string(),
+                command: job.command.into(),
                 cpu_percent: Some(((job.cpu + jitter).max(0.0) * 10.0).round() as f32 / 10.0),
                 host_memory: Some(Bytes::from_gib(job.host_gib)),
                 started,
