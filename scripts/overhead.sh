@@ -30,7 +30,8 @@
 #        scripts/hot-symbols.sh reads),
 #        CALLGRIND_ARGS (more valgrind options, e.g. --demangle=no)
 # Targets (issue 25, as ratios to nvtop at 8 GPUs / 20 processes / 200x50): CPU <= 0.5x,
-# private memory <= 0.8x, peak RSS <= 1x, bytes to the terminal <= 1x; first frame <= 50 ms.
+# private memory <= 0.8x, peak RSS <= 1x, bytes to the terminal <= 1x; first frame <= 50 ms;
+# at 64 GPUs and 1,000 processes CPU <= 1x.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -168,7 +169,7 @@ measure() {
     local first="" now
     for _ in $(seq 5000); do
         now=$(date +%s%N)
-        if grep -q "$marker" "$out" 2>/dev/null; then first=$now; break; fi
+        if grep -qE "$marker" "$out" 2>/dev/null; then first=$now; break; fi
         sleep 0.002
     done
     local start pid
@@ -247,7 +248,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
         [ -n "${CALLGRIND_START:-}" ] && instr_at=yes
         under="valgrind --tool=callgrind --instr-atstart=$instr_at ${CALLGRIND_ARGS:-} --callgrind-out-file='$(realpath -m "$CALLGRIND")'"
     fi
-    measure gpuwatch "H100" "$last" "$under '$(realpath "$BIN")' --nvml-lib '$(realpath "$LIB")' ${GPUWATCH_ARGS:-}"
+    # A data frame: the GPU's name in the panels, or, where the GPUs are rows of a table
+    # without names (64 GPUs), the driver version the header shows once sampled.
+    measure gpuwatch "H100|driver 550" "$last" "$under '$(realpath "$BIN")' --nvml-lib '$(realpath "$LIB")' ${GPUWATCH_ARGS:-}"
     if [ -n "$NVTOP" ]; then
         measure nvtop "Device 0" "$last" "'$NVTOP' -d 10"
     fi
@@ -273,7 +276,7 @@ if [ -n "$NVTOP" ]; then
         }
         END {
             split("CPU|peak RSS|private memory|bytes to the terminal", names, "|")
-            split("0.5|1|0.8|1", targets, "|")
+            split(cpu_target "|1|0.8|1", targets, "|")
             for (c = 2; c <= 5; c++) {
                 lo = 1e18; hi = 0
                 for (i = 1; i <= n; i++) {
@@ -284,5 +287,5 @@ if [ -n "$NVTOP" ]; then
                 med = median(r, n)
                 printf "  gpuwatch / nvtop, %-22s %5.2fx (rounds %.2f-%.2f; target <= %sx: %s)\n", names[c - 1] ":", med, lo, hi, targets[c - 1], (med <= targets[c - 1]) ? "met" : "missed"
             }
-        }' "$WORK/rows"
+        }' cpu_target="$([ "$GPUS" -ge 64 ] && echo 1 || echo 0.5)" "$WORK/rows"
 fi

@@ -153,6 +153,7 @@ impl ProcInfo {
         let root = root.into();
         ProcInfo {
             namespace: PidNamespace::detect(&root),
+            scratch: stat_read::Scratch::for_root(&root),
             root,
             ticks_per_second: ticks_per_second.max(1),
             page_size,
@@ -164,7 +165,6 @@ impl ProcInfo {
             sampled: false,
             max_kept_stat_files: max_kept_stat_files(),
             kept_stat_files: 0,
-            scratch: stat_read::Scratch::default(),
         }
     }
 

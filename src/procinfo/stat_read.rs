@@ -17,9 +17,20 @@ pub(super) struct Scratch {
     pub dir: PathBuf,
     /// The bytes of its stat file (`read_stat`).
     pub text: Vec<u8>,
+    /// Whether the root is the kernel's procfs, where a kept handle fails by itself once
+    /// its process is gone (`for_root`).
+    procfs: bool,
 }
 
 impl Scratch {
+    /// Buffers for reading under `root`, which may be the kernel's procfs or a copied tree.
+    pub fn for_root(root: &Path) -> Self {
+        Scratch {
+            procfs: is_procfs(root),
+            ..Scratch::default()
+        }
+    }
+
     /// Points `dir` at `root`/`pid`, as `root.join(pid.to_string())` would, without
     /// allocating once the buffer has grown to fit.
     pub fn set_dir(&mut self, root: &Path, pid: u32) {
@@ -32,10 +43,14 @@ impl Scratch {
     /// Reads `dir`/stat into `text`, through the handle kept from the last sample when it
     /// still reads, else freshly opened; returns the handle to keep.
     pub fn read_stat(&mut self, kept: Option<&Arc<File>>) -> io::Result<Arc<File>> {
-        // The directory check is one cheap syscall; it keeps an exited process from being
-        // read through its old handle wherever /proc entries do not fail once gone.
+        // On procfs a kept stat handle belongs to its process, not to the number: once the
+        // process is reaped (or the number is reused) reading it fails with ESRCH, and the
+        // fresh open below says whether the number is anyone now. A copied tree's files
+        // read on after their directory is gone, so only there is the directory checked:
+        // a statx per process per sample was a quarter of the CPU at 1,000 processes
+        // (perf, issue 25).
         if let Some(file) = kept
-            && self.dir.exists()
+            && (self.procfs || self.dir.exists())
             && read_small(file, &mut self.text)
         {
             return Ok(file.clone());
@@ -48,6 +63,20 @@ impl Scratch {
         }
         Ok(file)
     }
+}
+
+/// Whether `root` is a mount of the kernel's procfs (`PROC_SUPER_MAGIC`); false when it
+/// cannot be told, so the directory is then checked.
+fn is_procfs(root: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(root.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut fs = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `path` is NUL-terminated and `fs` is a statfs-sized buffer the call fills.
+    let ok = unsafe { libc::statfs(path.as_ptr(), fs.as_mut_ptr()) } == 0;
+    // SAFETY: filled by the successful call (and zeroed before it in any case).
+    ok && unsafe { fs.assume_init() }.f_type == libc::PROC_SUPER_MAGIC
 }
 
 /// A small file read whole into `buf` in one `pread` from offset 0; false when it is empty,
@@ -115,5 +144,35 @@ mod tests {
         // Gone: the old handle is not read.
         std::fs::remove_dir_all(&proc_dir).unwrap();
         assert!(scratch.read_stat(Some(&kept)).is_err());
+    }
+
+    #[test]
+    fn only_the_kernels_procfs_is_trusted_to_fail_once_a_process_is_gone() {
+        assert!(is_procfs(Path::new("/proc")));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!is_procfs(dir.path()));
+        assert!(!is_procfs(&dir.path().join("missing")));
+    }
+
+    /// A real process's kept handle, after the process is reaped: not read (on procfs the
+    /// read fails), and the fresh open fails too, so the process is gone.
+    #[test]
+    fn a_reaped_processs_kept_handle_is_not_read_on_procfs() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let mut scratch = Scratch::for_root(Path::new("/proc"));
+        assert!(scratch.procfs);
+        scratch.set_dir(Path::new("/proc"), child.id());
+        let kept = scratch.read_stat(None).unwrap();
+        assert!(scratch.read_stat(Some(&kept)).is_ok(), "alive: read");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            scratch.read_stat(Some(&kept)).is_err(),
+            "reaped, read as {:?}",
+            String::from_utf8_lossy(&scratch.text)
+        );
     }
 }
