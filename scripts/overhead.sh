@@ -186,7 +186,7 @@ measure() {
             perf_pid=$!
         fi
         if [ "$last" = 1 ] && [ -n "${STRACE:-}" ]; then
-            strace -c -f -o "$STRACE" -p "$pid" &
+            strace ${STRACE_ARGS:--c} -f -o "$STRACE" -p "$pid" &
             strace_pid=$!
         fi
     fi

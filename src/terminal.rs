@@ -12,7 +12,8 @@ mod shown;
 
 pub use draw::draw;
 
-use std::cell::Cell as Once;
+use std::cell::{Cell as Once, OnceCell};
+use std::fs::File;
 use std::io::{self, Write};
 
 use ratatui::backend::{Backend, ClearType, CrosstermBackend, WindowSize};
@@ -29,6 +30,10 @@ pub struct Compact<W: Write> {
     size: Once<Option<Size>>,
     /// A size given instead of the terminal's (a writer that is not a terminal).
     fixed: Option<Size>,
+    /// The controlling terminal, opened once to be asked its size: crossterm's `size()`
+    /// opens /dev/tty, asks and closes it on every call, twice a frame here (issue 25).
+    /// `None` inside when there is none to open: crossterm is asked then.
+    tty: OnceCell<Option<File>>,
     out: Vec<u8>,
 }
 
@@ -39,6 +44,7 @@ impl<W: Write> Compact<W> {
             encoder: Encoder::new(),
             size: Once::new(None),
             fixed: None,
+            tty: OnceCell::new(),
             out: Vec::new(),
         }
     }
@@ -60,11 +66,32 @@ impl<W: Write> Compact<W> {
 
     /// The size of the screen, from the terminal unless one was given.
     fn read_size(&self) -> io::Result<Size> {
-        match self.fixed {
+        if let Some(size) = self.fixed {
+            return Ok(size);
+        }
+        let tty = self.tty.get_or_init(|| File::open("/dev/tty").ok());
+        match tty.as_ref().and_then(window_size) {
             Some(size) => Ok(size),
+            // What crossterm falls back to (stdout, then `tput`) when /dev/tty will not do.
             None => self.inner.size(),
         }
     }
+}
+
+/// The window size the terminal behind `tty` reports (`TIOCGWINSZ`, as crossterm asks it);
+/// `None` when the call fails.
+fn window_size(tty: &File) -> Option<Size> {
+    use std::os::fd::AsRawFd;
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: `tty` is an open descriptor for the call's duration and `size` is the
+    // `winsize` TIOCGWINSZ fills.
+    let asked = unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCGWINSZ, &mut size) };
+    (asked == 0).then(|| Size::new(size.ws_col, size.ws_row))
 }
 
 impl<W: Write> Backend for Compact<W> {
@@ -138,5 +165,57 @@ impl<W: Write> Backend for Compact<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         Backend::flush(&mut self.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::FromRawFd;
+
+    use super::*;
+
+    /// Sets the pty's window size as a terminal emulator does on a resize.
+    fn set_size(pty: &File, cols: u16, rows: u16) {
+        use std::os::fd::AsRawFd;
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: an open descriptor and the `winsize` TIOCSWINSZ reads.
+        assert_eq!(
+            unsafe { libc::ioctl(pty.as_raw_fd(), libc::TIOCSWINSZ, &size) },
+            0
+        );
+    }
+
+    /// The handle is kept open across frames, so a resize must show through it.
+    #[test]
+    fn a_kept_terminal_handle_reports_each_new_size() {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty fills two descriptors, owned by the Files below.
+        let opened = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(opened, 0, "openpty: {}", io::Error::last_os_error());
+        // SAFETY: fresh descriptors nothing else owns.
+        let (master, tty) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
+        set_size(&master, 200, 50);
+        assert_eq!(window_size(&tty), Some(Size::new(200, 50)));
+        set_size(&master, 80, 24);
+        assert_eq!(window_size(&tty), Some(Size::new(80, 24)));
+    }
+
+    #[test]
+    fn a_file_that_is_no_terminal_has_no_window_size() {
+        let file = tempfile::tempfile().unwrap();
+        assert_eq!(window_size(&file), None);
     }
 }
