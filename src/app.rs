@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
+use crate::terminal::Screen;
 use color_eyre::eyre::{Result, WrapErr};
 use futures_util::{Stream, StreamExt};
 use ratatui::Terminal;
-use ratatui::backend::Backend;
 use ratatui::crossterm::event::Event;
 use tokio::sync::mpsc;
 
@@ -101,7 +101,7 @@ pub type OsSignals = Pin<Box<dyn Stream<Item = OsSignal> + Send>>;
 /// There is no wall clock: redraws follow messages, the sampler ticks on tokio's timer
 /// (paused in tests), `state.model.now()` comes from each sample's own stamp, and the
 /// status line's expiry (`status_expiry`) waits on tokio's timer too.
-pub struct Io<B: Backend> {
+pub struct Io<B: Screen> {
     pub terminal: Terminal<B>,
     /// Keys, resizes and mouse events.
     pub events: Events,
@@ -127,7 +127,7 @@ pub async fn event_loop<B>(
     options: Options,
 ) -> Result<Exit>
 where
-    B: Backend,
+    B: Screen,
     B::Error: Send + Sync + 'static,
 {
     Session::start(io, source, config, options)?.run(io).await
@@ -186,7 +186,7 @@ impl Session {
         mut options: Options,
     ) -> Result<Session>
     where
-        B: Backend,
+        B: Screen,
         B::Error: Send + Sync + 'static,
     {
         let theme = Theme::named(options.theme);
@@ -241,7 +241,7 @@ impl Session {
 
     async fn run<B>(mut self, io: &mut Io<B>) -> Result<Exit>
     where
-        B: Backend,
+        B: Screen,
         B::Error: Send + Sync + 'static,
     {
         loop {
@@ -291,7 +291,7 @@ impl Session {
     /// that never stops still lets a frame out.
     async fn settle_resizes<B>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>>
     where
-        B: Backend,
+        B: Screen,
         B::Error: Send + Sync + 'static,
     {
         let deadline = tokio::time::Instant::now() + RESIZE_SETTLE_MAX;
@@ -312,7 +312,7 @@ impl Session {
     /// unread while the loop goes idle. Bounded, so a flood still lets a frame out.
     async fn drain_input<B>(&mut self, io: &mut Io<B>) -> Result<Option<Exit>>
     where
-        B: Backend,
+        B: Screen,
         B::Error: Send + Sync + 'static,
     {
         for _ in 0..MAX_DRAINED {
@@ -339,7 +339,7 @@ impl Session {
 
     /// Rings the bell for a new critical alert of the sample just handled; those there at
     /// start are said on the status line instead (the tracker stepped the alerts).
-    fn alerted<B: Backend>(&mut self, io: &mut Io<B>) {
+    fn alerted<B: Screen>(&mut self, io: &mut Io<B>) {
         let news = std::mem::take(&mut self.alert_news);
         if news.bell {
             (io.bell)();
@@ -359,7 +359,7 @@ impl Session {
     /// a sample last: a key waiting while the last frame was drawn is answered before a
     /// sample is applied (a large fleet's takes a while), never after it, as an unbiased
     /// pick did half the time (issue 26 §10).
-    async fn next<B: Backend>(&mut self, io: &mut Io<B>) -> Result<Next> {
+    async fn next<B: Screen>(&mut self, io: &mut Io<B>) -> Result<Next> {
         Ok(tokio::select! {
             biased;
             event = io.events.next() => terminal_input(event, &self.state)?,
@@ -442,7 +442,7 @@ impl Session {
     /// Ctrl-Z: hand the terminal back, stop, and on `fg` take it again and redraw.
     fn stop_and_resume<B>(&mut self, io: &mut Io<B>) -> Result<()>
     where
-        B: Backend,
+        B: Screen,
         B::Error: Send + Sync + 'static,
     {
         io.modes.suspend().wrap_err("handing the terminal back")?;
@@ -455,7 +455,7 @@ impl Session {
     /// the cursor position, and the input reader would swallow the answer.)
     fn redraw_all<B>(&mut self, io: &mut Io<B>) -> Result<()>
     where
-        B: Backend,
+        B: Screen,
         B::Error: Send + Sync + 'static,
     {
         let size = io.terminal.size().wrap_err("reading the terminal size")?;
@@ -472,7 +472,7 @@ impl Session {
     /// Resize events can trail the terminal during a burst: the frame is drawn at the size
     /// the terminal has now (ratatui resizes to it), so the state's layout must be too, or
     /// it would place cells outside the buffer.
-    fn sync_size<B: Backend>(&mut self, io: &mut Io<B>) -> Result<()>
+    fn sync_size<B: Screen>(&mut self, io: &mut Io<B>) -> Result<()>
     where
         B::Error: Send + Sync + 'static,
     {
@@ -489,7 +489,7 @@ impl Session {
 
     fn draw<B>(&self, io: &mut Io<B>) -> Result<()>
     where
-        B: Backend,
+        B: Screen,
         B::Error: Send + Sync + 'static,
     {
         // Not `Terminal::draw`: its diff would compare every cell a second time (see

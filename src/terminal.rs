@@ -11,13 +11,14 @@ mod shadow;
 mod shown;
 
 pub use draw::draw;
+pub use encode::frame_cells;
 
 use std::cell::{Cell as Once, OnceCell};
 use std::fs::File;
 use std::io::{self, Write};
 
 use ratatui::backend::{Backend, ClearType, CrosstermBackend, WindowSize};
-use ratatui::buffer::Cell;
+use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::{Position, Rect, Size};
 
 use encode::Encoder;
@@ -94,6 +95,38 @@ fn window_size(tty: &File) -> Option<Size> {
     (asked == 0).then(|| Size::new(size.ws_col, size.ws_row))
 }
 
+/// A backend [`draw`] hands each frame whole. [`Compact`] compares it with its shadow of
+/// the screen run by run ([`Encoder::encode_frame`]); any other backend (ratatui's
+/// `TestBackend` in tests) is given its cells one by one, as `Backend::draw` takes them.
+pub trait Screen: Backend {
+    fn draw_frame(&mut self, frame: &Buffer) -> Result<(), Self::Error> {
+        self.draw(encode::frame_cells(frame))
+    }
+}
+
+impl Screen for ratatui::backend::TestBackend {}
+
+impl<W: Write> Screen for Compact<W> {
+    fn draw_frame(&mut self, frame: &Buffer) -> io::Result<()> {
+        self.fit_to_screen()?;
+        self.out.clear();
+        self.encoder.encode_frame(frame, &mut self.out);
+        self.inner.write_all(&self.out)
+    }
+}
+
+impl<W: Write> Compact<W> {
+    /// Fits the encoder to the size ratatui read just before the frame (or reads it).
+    fn fit_to_screen(&mut self) -> io::Result<()> {
+        let size = match self.size.take() {
+            Some(size) => size,
+            None => self.read_size()?,
+        };
+        self.encoder.fit(Rect::new(0, 0, size.width, size.height));
+        Ok(())
+    }
+}
+
 impl<W: Write> Backend for Compact<W> {
     type Error = io::Error;
 
@@ -101,11 +134,7 @@ impl<W: Write> Backend for Compact<W> {
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
-        let size = match self.size.take() {
-            Some(size) => size,
-            None => self.read_size()?,
-        };
-        self.encoder.fit(Rect::new(0, 0, size.width, size.height));
+        self.fit_to_screen()?;
         self.out.clear();
         self.encoder.encode(content, &mut self.out);
         self.inner.write_all(&self.out)

@@ -9,11 +9,13 @@
 use ratatui::backend::Backend;
 use ratatui::{Frame, Terminal};
 
+use super::Screen;
+
 /// Draws one frame with `render`, as `Terminal::draw` would, and hides the cursor.
 ///
 /// The cursor is always hidden: the TUI never places it, and a `Frame::set_cursor_position`
 /// would be lost here (ratatui keeps the frame's cursor to itself).
-pub fn draw<B: Backend>(
+pub fn draw<B: Screen>(
     terminal: &mut Terminal<B>,
     render: impl FnOnce(&mut Frame),
 ) -> Result<(), B::Error> {
@@ -23,12 +25,7 @@ pub fn draw<B: Backend>(
     render(&mut terminal.get_frame());
     // Taken out (an empty buffer allocates nothing) so the backend can be borrowed too.
     let frame = std::mem::take(terminal.current_buffer_mut());
-    let area = frame.area;
-    let rows =
-        (area.top()..area.bottom()).flat_map(|y| (area.left()..area.right()).map(move |x| (x, y)));
-    let drawn = terminal
-        .backend_mut()
-        .draw(rows.zip(&frame.content).map(|((x, y), cell)| (x, y, cell)));
+    let drawn = terminal.backend_mut().draw_frame(&frame);
     *terminal.current_buffer_mut() = frame;
     drawn?;
     terminal.hide_cursor()?;

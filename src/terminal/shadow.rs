@@ -145,6 +145,34 @@ impl Shadow {
         self.verdict_apart(walk, i, cell)
     }
 
+    /// The index of the first of `cells` from `from` on that [`Shadow::verdict`]'s first
+    /// test does not find shown already (or `cells.len()`), with the walk moved over the
+    /// ones before it as `verdict` would have moved it: `cells` are a whole frame of the
+    /// shadow's size, index for index. The loop holds a few values in registers where the
+    /// general path carries the encoder's whole state from cell to cell.
+    #[inline(always)]
+    #[allow(deprecated)] // `Cell::skip`, as in `verdict`
+    pub fn skip_shown(&self, walk: &mut Walk, cells: &[Cell], from: usize) -> usize {
+        if !self.known || walk.trailing.is_some() {
+            return from;
+        }
+        let mut covered_until = walk.covered_until;
+        let mut i = from;
+        while let Some(cell) = cells.get(i) {
+            if i < covered_until || cell.diff_option != CellDiffOption::None || cell.skip {
+                break;
+            }
+            let Some(width) = self.screen.plain_width_if_same(i, cell) else {
+                break;
+            };
+            covered_until = i + usize::from(width);
+            i += 1;
+        }
+        walk.covered_until = covered_until;
+        walk.seen += i - from;
+        i
+    }
+
     /// [`Shadow::verdict`] for a cell that changed, or in or after a wide character.
     #[allow(deprecated)]
     fn verdict_apart(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {

@@ -40,6 +40,9 @@ struct Screen {
     frames: UnboundedSender<Frame>,
 }
 
+/// Given its frames cell by cell, as any backend but the terminal's own.
+impl gpuwatch::terminal::Screen for Screen {}
+
 impl Backend for Screen {
     type Error = std::convert::Infallible;
 

@@ -289,3 +289,38 @@ fn ratatuis_second_buffer_is_let_go_after_every_frame() {
     assert!(second_buffer_is_empty(&mut terminal));
     assert_eq!(difference(parser.screen(), &scene), None);
 }
+
+/// The whole-frame path steps over runs of unchanged cells in a loop of its own
+/// (`Encoder::encode_frame`): frame after frame it must send byte for byte what the
+/// cell-by-cell path (`Backend::draw`, as ratatui hands cells) sends for the same frames.
+#[test]
+fn a_whole_frame_sends_what_its_cells_given_one_by_one_send() {
+    use ratatui::backend::Backend;
+    let mut rng = fastrand::Rng::with_seed(7);
+    let mut sent = 0;
+    for round in 0..20 {
+        let size = Size::new(rng.u16(4..40), rng.u16(1..10));
+        let (mut whole, whole_wire, mut parser) = screen(size);
+        let by_cell_wire = Wire::default();
+        let mut by_cell = Compact::with_size(by_cell_wire.clone(), size);
+        let mut scene = Buffer::empty(Rect::new(0, 0, size.width, size.height));
+        for frame in 0..40 {
+            let runs = rng.usize(0..6);
+            scribble(&mut scene, &mut rng, runs);
+            let bytes = show(&mut whole, &whole_wire, &mut parser, &scene);
+            by_cell.draw(crate::terminal::frame_cells(&scene)).unwrap();
+            by_cell.hide_cursor().unwrap();
+            let by_cell_bytes = by_cell_wire.take();
+            assert_eq!(
+                String::from_utf8_lossy(&bytes),
+                String::from_utf8_lossy(&by_cell_bytes),
+                "round {round}, frame {frame}"
+            );
+            sent += bytes.len();
+        }
+    }
+    assert!(
+        sent > 10_000,
+        "the frames changed too little to compare: {sent} bytes"
+    );
+}
