@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
-use crate::terminal::Screen;
 use color_eyre::eyre::{Result, WrapErr};
 use futures_util::{Stream, StreamExt};
 use ratatui::Terminal;
@@ -28,6 +27,7 @@ use crate::source::replay::{ReplayHandle, SPEEDS};
 use crate::state::{
     Effect, LayoutPref, Msg, ReplayCommand, ReplayStatus, State, ViewConfig, update,
 };
+use crate::terminal::Screen;
 use crate::ui::{self, Theme};
 
 // `run` and what only it needs (the real terminal, its panic hooks, the OS signal

@@ -65,6 +65,19 @@ impl<W: Write> Compact<W> {
         self.fixed = Some(size);
     }
 
+    /// Fits the encoder to the size ratatui read just before the frame (or reads it), lets
+    /// `encode` write the frame's bytes and sends them.
+    fn write_encoded(&mut self, encode: impl FnOnce(&mut Encoder, &mut Vec<u8>)) -> io::Result<()> {
+        let size = match self.size.take() {
+            Some(size) => size,
+            None => self.read_size()?,
+        };
+        self.encoder.fit(Rect::new(0, 0, size.width, size.height));
+        self.out.clear();
+        encode(&mut self.encoder, &mut self.out);
+        self.inner.write_all(&self.out)
+    }
+
     /// The size of the screen, from the terminal unless one was given.
     fn read_size(&self) -> io::Result<Size> {
         if let Some(size) = self.fixed {
@@ -108,22 +121,7 @@ impl Screen for ratatui::backend::TestBackend {}
 
 impl<W: Write> Screen for Compact<W> {
     fn draw_frame(&mut self, frame: &Buffer) -> io::Result<()> {
-        self.fit_to_screen()?;
-        self.out.clear();
-        self.encoder.encode_frame(frame, &mut self.out);
-        self.inner.write_all(&self.out)
-    }
-}
-
-impl<W: Write> Compact<W> {
-    /// Fits the encoder to the size ratatui read just before the frame (or reads it).
-    fn fit_to_screen(&mut self) -> io::Result<()> {
-        let size = match self.size.take() {
-            Some(size) => size,
-            None => self.read_size()?,
-        };
-        self.encoder.fit(Rect::new(0, 0, size.width, size.height));
-        Ok(())
+        self.write_encoded(|encoder, out| encoder.encode_frame(frame, out))
     }
 }
 
@@ -134,10 +132,7 @@ impl<W: Write> Backend for Compact<W> {
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
-        self.fit_to_screen()?;
-        self.out.clear();
-        self.encoder.encode(content, &mut self.out);
-        self.inner.write_all(&self.out)
+        self.write_encoded(|encoder, out| encoder.encode(content, out))
     }
 
     fn append_lines(&mut self, n: u16) -> io::Result<()> {
