@@ -128,16 +128,13 @@ impl Shadow {
     /// What becomes of `cell`, the next frame's cell at `i`. Cells must come in order,
     /// each at most once, through one `walk` per frame.
     #[inline(always)]
-    #[allow(deprecated)] // `Cell::skip`, which ratatui's diff still honours
     pub fn verdict(&self, walk: &mut Walk, i: usize, cell: &Cell) -> Verdict {
         walk.seen += 1;
         // Most cells of a frame: unchanged, outside any wide character's columns.
         if self.known
             && walk.trailing.is_none()
             && i >= walk.covered_until
-            && cell.diff_option == CellDiffOption::None
-            && !cell.skip
-            && let Some(width) = self.screen.plain_width_if_same(i, cell)
+            && let Some(width) = self.plain_shown_width(i, cell)
         {
             walk.covered_until = i + usize::from(width);
             return Verdict::Shown;
@@ -151,26 +148,33 @@ impl Shadow {
     /// shadow's size, index for index. The loop holds a few values in registers where the
     /// general path carries the encoder's whole state from cell to cell.
     #[inline(always)]
-    #[allow(deprecated)] // `Cell::skip`, as in `verdict`
     pub fn skip_shown(&self, walk: &mut Walk, cells: &[Cell], from: usize) -> usize {
         if !self.known || walk.trailing.is_some() {
             return from;
         }
         let mut covered_until = walk.covered_until;
         let mut i = from;
-        while let Some(cell) = cells.get(i) {
-            if i < covered_until || cell.diff_option != CellDiffOption::None || cell.skip {
-                break;
-            }
-            let Some(width) = self.screen.plain_width_if_same(i, cell) else {
-                break;
-            };
+        while let Some(cell) = cells.get(i)
+            && i >= covered_until
+            && let Some(width) = self.plain_shown_width(i, cell)
+        {
             covered_until = i + usize::from(width);
             i += 1;
         }
         walk.covered_until = covered_until;
         walk.seen += i - from;
         i
+    }
+
+    /// The width of `cell` when it is a plain cell (no diff option, not skipped) that the
+    /// shadow shows as it is at `i`: the test `verdict` and `skip_shown` both make first.
+    #[inline(always)]
+    #[allow(deprecated)] // `Cell::skip`, which ratatui's diff still honours
+    fn plain_shown_width(&self, i: usize, cell: &Cell) -> Option<u16> {
+        if cell.diff_option != CellDiffOption::None || cell.skip {
+            return None;
+        }
+        self.screen.plain_width_if_same(i, cell)
     }
 
     /// [`Shadow::verdict`] for a cell that changed, or in or after a wide character.
