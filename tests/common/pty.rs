@@ -82,11 +82,16 @@ impl Pty {
         self.child.id()
     }
 
-    /// Types `bytes`; returns when they were written.
+    /// Types `bytes`; returns the moment just before they were written, the earliest an
+    /// answer can come. Read after the write, the clock missed answers: under load the test
+    /// thread was descheduled between `write` and `Instant::now()` for longer than gpuwatch
+    /// took to answer (3 ms), so the answer was stamped "before the key" and the key counted
+    /// as never drawn (strace of both sides, three busy loops on two cores).
     pub fn write(&self, bytes: &[u8]) -> Instant {
         let mut master: &File = self.master.as_ref().expect("the pty is open");
+        let sent = Instant::now();
         master.write_all(bytes).expect("write to the pty");
-        Instant::now()
+        sent
     }
 
     /// Everything written so far, lossily as text (escape sequences included).
