@@ -28,7 +28,9 @@
 #        the counts so far to FILE.1 at the two-second mark, so start-up and the keys are
 #        told apart from the steady state and quit, which go to FILE: what
 #        scripts/hot-symbols.sh reads),
-#        CALLGRIND_ARGS (more valgrind options, e.g. --demangle=no)
+#        CALLGRIND_ARGS (more valgrind options, e.g. --demangle=no),
+#        THREADS=FILE (each program's threads at the end of its last round into FILE.NAME:
+#        CPU, timeslices and context switches per thread: who wakes how often)
 # Targets (issue 25, as ratios to nvtop at 8 GPUs / 20 processes / 200x50): CPU <= 0.5x,
 # private memory <= 0.8x, peak RSS <= 1x, bytes to the terminal <= 1x; first frame <= 50 ms;
 # at 64 GPUs and 1,000 processes CPU <= 1x.
@@ -199,7 +201,11 @@ measure() {
             callgrind_control --instr=on "$pid" >/dev/null
         fi
     fi
-    local bytes_warm t_warm bytes_end t_end
+    local bytes_warm t_warm bytes_end t_end warm_ns=0 ns
+    for f in /proc/"$pid"/task/*/schedstat; do
+        read -r ns _ <"$f"
+        warm_ns=$((warm_ns + ns))
+    done
     bytes_warm=$(stat -c %s "$out")
     t_warm=$(date +%s%N)
     sleep $((DURATION - 2))
@@ -207,7 +213,7 @@ measure() {
     t_end=$(date +%s%N)
     # CPU from the scheduler, in ns, over the live threads: at ~1 ms of work a second the
     # tick-based utime+stime moves in 10 ms steps; this is what compares two programs.
-    local sched_ns=0 ns
+    local sched_ns=0
     for f in /proc/"$pid"/task/*/schedstat; do
         read -r ns _ <"$f"
         sched_ns=$((sched_ns + ns))
@@ -222,6 +228,15 @@ measure() {
         m && $1 == "Rss:" { s += $2 }
         END { print s + 0 }' "/proc/$pid/smaps")
     if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${SMAPS:-}" ]; then cp "/proc/$pid/smaps" "$SMAPS"; fi
+    if [ "$last" = 1 ] && [ -n "${THREADS:-}" ]; then
+        for t in /proc/"$pid"/task/*; do
+            read -r ns _ slices <"$t/schedstat"
+            printf '%-16s cpu_ms %8.2f  slices %6d  voluntary %6d  involuntary %6d\n' \
+                "$(cat "$t/comm")" "$(echo "$ns / 1000000" | bc -l)" "$slices" \
+                "$(awk '$1 == "voluntary_ctxt_switches:" {print $2}' "$t/status")" \
+                "$(awk '$1 == "nonvoluntary_ctxt_switches:" {print $2}' "$t/status")"
+        done >"$THREADS.$name"
+    fi
     tmux -L "$SOCKET" send-keys -t 0 q
     sleep 0.5
     # valgrind writes its counts as the program exits, which takes it a few seconds.
@@ -234,7 +249,7 @@ measure() {
     if [ "$name" = gpuwatch ] && [ "$last" = 1 ] && [ -n "${KEEP_OUTPUT:-}" ]; then cp "$out" "$KEEP_OUTPUT"; fi
     local first_ms="-"
     [ -n "$first" ] && first_ms=$(((first - start) / 1000000))
-    echo "$name $sched_ns $hwm $anon $(((bytes_end - bytes_warm) * 1000000000 / (t_end - t_warm))) $first_ms $own" >>"$WORK/rows"
+    echo "$name $sched_ns $hwm $anon $(((bytes_end - bytes_warm) * 1000000000 / (t_end - t_warm))) $first_ms $own $((sched_ns - warm_ns))" >>"$WORK/rows"
 }
 
 : >"$WORK/rows"
@@ -262,8 +277,8 @@ done
 echo "overhead: ${DURATION}s per run at 1 Hz, ${GPUS} fake GPUs, ${PROCS} processes, ${WIDTH}x${HEIGHT} tmux pane, $ROUNDS rounds ${GPUWATCH_ARGS:-}"
 echo "  machine: $(nproc) CPUs, $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}'); load now $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "$NVTOP" ] && echo "  anchor:  $("$NVTOP" --version 2>&1 | head -1)"
-printf '  %-9s %10s %10s %12s %12s %12s %12s\n' run "CPU s" "peak RSS" "private MiB" "term B/s" "first data" "binary KiB"
-awk '{printf "  %-9s %10.4f %7.2f MiB %12.2f %12d %9s ms %12d\n", $1, $2 / 1e9, $3 / 1024, $4 / 1024, $5, $6, $7}' "$WORK/rows"
+printf '  %-9s %10s %10s %12s %12s %12s %12s %12s\n' run "CPU s" "peak RSS" "private MiB" "term B/s" "first data" "binary KiB" "steady CPU"
+awk '{printf "  %-9s %10.4f %7.2f MiB %12.2f %12d %9s ms %12d %7.3f ms/s\n", $1, $2 / 1e9, $3 / 1024, $4 / 1024, $5, $6, $7, $8 / 1e6 / (duration - 2)}' duration="$DURATION" "$WORK/rows"
 if [ -n "$NVTOP" ]; then
     # Ratios per round (gpuwatch's run over the nvtop run right after it), then the median
     # and the spread of those ratios: one slow moment of the machine moves one round only.
@@ -287,5 +302,8 @@ if [ -n "$NVTOP" ]; then
                 med = median(r, n)
                 printf "  gpuwatch / nvtop, %-22s %5.2fx (rounds %.2f-%.2f; target <= %sx: %s)\n", names[c - 1] ":", med, lo, hi, targets[c - 1], (med <= targets[c - 1]) ? "met" : "missed"
             }
+            # Not a target, a reading aid: the CPU ratio with the start-up of neither program.
+            for (i = 1; i <= n; i++) { split(g[i], a, " "); split(v[i], b, " "); r[i] = (b[8] > 0) ? a[8] / b[8] : 0 }
+            printf "  gpuwatch / nvtop, %-22s %5.2fx (start-up left out: from 2 s after the first data frame)\n", "steady CPU:", median(r, n)
         }' cpu_target="$([ "$GPUS" -ge 64 ] && echo 1 || echo 0.5)" "$WORK/rows"
 fi
