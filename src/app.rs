@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::alert_settings::AlertSettings;
 use crate::alerts::Alerting;
-use crate::alerts::queue::{Delivery, DeliveryLog};
+use crate::alerts::queue::{self, Backlog, Delivery, DeliveryLog, STOP_DRAIN};
 use crate::sampler::{self, SamplerEvent};
 use crate::signals::Signaller;
 use crate::source::GpuSource;
@@ -116,6 +116,8 @@ pub struct Io<B: Screen> {
     /// command, the settings, the first sample and frame) are freed, and the real one gives
     /// their pages back to the system (`resident::give_back_freed`; a test counts).
     pub settled: Box<dyn FnMut() + Send>,
+    /// Lines for stderr once the terminal is restored (the loop cannot print them itself).
+    pub farewell: Vec<String>,
 }
 
 /// Runs the TUI against `io` until the user quits, a signal arrives or input ends.
@@ -130,7 +132,10 @@ where
     B: Screen,
     B::Error: Send + Sync + 'static,
 {
-    Session::start(io, source, config, options)?.run(io).await
+    let mut session = Session::start(io, source, config, options)?;
+    let exit = session.run(io).await?;
+    session.deliver_queued_alerts(io).await;
+    Ok(exit)
 }
 
 /// The loop's own state between messages.
@@ -141,14 +146,16 @@ struct Session {
     /// Each sample as the tracker applied it; `None` once the sampler has gone (the last
     /// frame and the keys stay alive).
     samples: Option<mpsc::Receiver<SamplerEvent<Tracked>>>,
-    /// Stops the sampler (a poll in the driver is abandoned) when the session ends.
-    _sampler: sampler::Task,
+    /// Stops the sampler (a poll in the driver is abandoned) when taken or the session ends.
+    sampler: Option<sampler::Task>,
     /// Tells the tracker the view is paused.
     paused: Arc<AtomicBool>,
     samples_seen: u64,
     /// The alert sinks' delivery results (the alerts themselves are stepped by the tracker).
     delivery_log: DeliveryLog,
     deliveries: mpsc::UnboundedReceiver<Delivery>,
+    /// What the sinks still have to deliver (waited for at exit, for a bounded time).
+    alert_backlog: Backlog,
     /// What the tracker said about the alerts with the sample just handled.
     alert_news: AlertNews,
     /// A resize was handled since the last frame (see `settle_resizes`).
@@ -193,6 +200,7 @@ impl Session {
         let mut state = State::new(config);
         let (mut alerting, deliveries) = Alerting::start(&options.alerts, options.alerts.bell);
         let delivery_log = std::mem::take(&mut alerting.log);
+        let alert_backlog = alerting.backlog();
         let paused = Arc::new(AtomicBool::new(false));
         let mut tracker = Tracker::new(
             &state.model,
@@ -226,11 +234,12 @@ impl Session {
             theme,
             options,
             samples: Some(events),
-            _sampler: task,
+            sampler: Some(task),
             paused,
             samples_seen: 0,
             delivery_log,
             deliveries,
+            alert_backlog,
             alert_news: AlertNews::default(),
             resized: false,
             status: StatusExpiry::default(),
@@ -239,7 +248,7 @@ impl Session {
         Ok(session)
     }
 
-    async fn run<B>(mut self, io: &mut Io<B>) -> Result<Exit>
+    async fn run<B>(&mut self, io: &mut Io<B>) -> Result<Exit>
     where
         B: Screen,
         B::Error: Send + Sync + 'static,
@@ -282,6 +291,35 @@ impl Session {
                 (io.settled)();
             }
         }
+    }
+
+    /// At exit, alert messages still queued (a "resolved" among them keeps a receiver's
+    /// alert from firing forever) are delivered first, for up to `STOP_DRAIN`, with the
+    /// screen saying so; what the drain says is printed once the terminal is restored.
+    /// Nothing is sampled or alerted meanwhile. No wait when nothing is queued.
+    async fn deliver_queued_alerts<B>(&mut self, io: &mut Io<B>)
+    where
+        B: Screen,
+        B::Error: Send + Sync + 'static,
+    {
+        let waiting: usize = self.alert_backlog.waiting().iter().map(|w| w.1).sum();
+        if waiting == 0 {
+            return;
+        }
+        self.sampler = None;
+        let s = if waiting == 1 { "" } else { "s" };
+        self.state.view.status = Some(format!(
+            "delivering {waiting} queued alert message{s} before exiting (up to {STOP_DRAIN:?})"
+        ));
+        // Best effort: the terminal may be gone (the exit may be its hang-up).
+        let _ = self.draw(io);
+        let mut said = Vec::new();
+        let (backlog, log) = (&self.alert_backlog, &mut self.delivery_log);
+        queue::drain(backlog, &mut self.deliveries, log, STOP_DRAIN, |line| {
+            said.push(line)
+        })
+        .await;
+        io.farewell.extend(said);
     }
 
     /// After a resize, waits a moment for the next one before drawing: a window being

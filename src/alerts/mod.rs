@@ -76,6 +76,11 @@ impl Alerting {
     pub fn on_delivery(&mut self, d: &Delivery) -> Option<String> {
         self.log.record(d)
     }
+
+    /// What the sinks' threads still have to deliver (`queue::drain` waits for it).
+    pub fn backlog(&self) -> queue::Backlog {
+        self.dispatcher.backlog()
+    }
 }
 
 /// The GPU's readings now, for a resolved alert's numbers.

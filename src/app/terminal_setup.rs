@@ -52,6 +52,7 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
             let _ = out.write_all(b"\x07").and_then(|()| out.flush());
         }),
         settled: Box::new(crate::resident::give_back_freed),
+        farewell: Vec::new(),
     };
     let mut result = event_loop(&mut io, source, config, options).await;
     if super::tty_input::hung_up() {
@@ -68,6 +69,9 @@ pub async fn run(source: Box<dyn GpuSource>, config: ViewConfig, options: Option
     }
     let _ = ratatui::crossterm::execute!(std::io::stdout(), DisableBracketedPaste);
     let _ = ratatui::try_restore();
+    for line in &io.farewell {
+        eprintln!("gpuwatch: {}", crate::text_safe::escape(line));
+    }
     result
 }
 

@@ -2,12 +2,14 @@
 //! counts as `gpuwatch_alerts_sent_total{sink,result}`. Only when a sink is configured do
 //! the counters appear (a zero for each sink's `ok` and `failed` from the start).
 
+use std::time::Duration;
+
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::text::{Exposition, Family, Kind, Texts};
 use crate::alert_settings::AlertSettings;
 use crate::alerts::Alerting;
-use crate::alerts::queue::Delivery;
+use crate::alerts::queue::{self, Delivery};
 use crate::state::State;
 
 const SENT: Family = Family {
@@ -46,6 +48,22 @@ impl Alerts {
                 return Some(line);
             }
         }
+    }
+
+    /// At stop: waits up to `limit` for the messages still queued to be delivered, saying
+    /// on stderr what failed and what was left undelivered.
+    pub async fn finish(&mut self, limit: Duration) {
+        let backlog = self.alerting.backlog();
+        if !backlog.waiting().is_empty() {
+            eprintln!(
+                "gpuwatch: stopping: delivering the alert messages still queued (up to {limit:?})"
+            );
+        }
+        let log = &mut self.alerting.log;
+        queue::drain(&backlog, &mut self.results, log, limit, |line| {
+            eprintln!("gpuwatch: {line}")
+        })
+        .await;
     }
 
     /// The counter family, empty when no sink is configured.

@@ -159,7 +159,7 @@ async fn serve(
         wait_for(stop).await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
-    let follow = Follow {
+    let mut follow = Follow {
         options,
         hostname: settings.hostname.clone(),
         stats,
@@ -172,6 +172,7 @@ async fn serve(
         why = follow.run(events, state) => Err(why),
     };
     drop(task);
+    follow.alerts.finish(crate::alerts::queue::STOP_DRAIN).await;
     result
 }
 
@@ -179,7 +180,7 @@ impl Follow {
     /// Applies every sampler event to the state, steps the alerts, and publishes the
     /// freshly rendered documents; records alert deliveries as they come back (saying a
     /// sink's failure on stderr once). Returns only when the sampler is gone, with why.
-    async fn run(mut self, mut rx: mpsc::Receiver<SamplerEvent>, mut state: State) -> String {
+    async fn run(&mut self, mut rx: mpsc::Receiver<SamplerEvent>, mut state: State) -> String {
         loop {
             let event = tokio::select! {
                 event = rx.recv() => event,

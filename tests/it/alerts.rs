@@ -134,6 +134,69 @@ fn one_firing_and_one_resolved_for_the_hot_gpu_to_the_webhook_and_the_command() 
     );
 }
 
+/// A stop (SIGTERM, what systemd and `docker stop` send) delivers the messages still queued
+/// before the exporter exits. Before, the exit ended the sinks' threads and a message
+/// queued behind a running one was never sent: a "resolved" lost at a restart leaves the
+/// receiver's alert firing, since the next run never knew it was. Here every run of the
+/// command waits for a gate file; the exporter is stopped once the webhook has the demo's
+/// second alert, so the command is still on the first (well inside its 5 s timeout) with
+/// the second queued, and the gate opens only after the SIGTERM.
+#[test]
+fn a_stop_delivers_the_alert_messages_still_queued() {
+    let receiver = Receiver::start(Answer::Ok);
+    let dir = tempfile::tempdir().unwrap();
+    let (gate, log) = (dir.path().join("gate"), dir.path().join("log"));
+    let command = format!(
+        "while [ ! -e {gate} ]; do sleep 0.02; done; echo \"$GPUWATCH_ALERT_KIND\" >> {log}",
+        gate = gate.display(),
+        log = log.display()
+    );
+    let url = format!("http://{}/hook", receiver.addr);
+    let mut exporter = Exporter::demo(&[
+        "--interval",
+        "100ms",
+        "--demo-speed",
+        "20",
+        "--alert-webhook",
+        &url,
+        "--alert-command",
+        &command,
+    ]);
+    let mut kinds = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while kinds.len() < 2 && Instant::now() < deadline {
+        if let Some((_, body)) = receiver.next(Duration::from_secs(1)) {
+            kinds.push(body["kind"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(kinds.len(), 2, "the webhook got {kinds:?}");
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(&gate, "").unwrap();
+    });
+    let status = exporter.signal(libc::SIGTERM);
+    opener.join().unwrap();
+    assert!(status.success(), "{}", exporter.stderr());
+    let ran: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        ran,
+        kinds,
+        "the command ran for; stderr:\n{}",
+        exporter.stderr()
+    );
+    assert!(
+        exporter
+            .stderr()
+            .contains("gpuwatch: stopping: delivering the alert messages still queued"),
+        "{}",
+        exporter.stderr()
+    );
+}
+
 /// Issue 20: the demo's OOM job fills GPU 2, dies and restarts every 78 scenario seconds
 /// (3.9 s at 20x). With a resolve hold longer than that, the crash loop is one alert: one
 /// firing, no resolved, and the repeat (after 12 s) counts the flaps.

@@ -132,6 +132,7 @@ fn scripted(width: u16, height: u16) -> (Script, Io<Screen>) {
         modes: Box::new(gpuwatch::app::KeepModes),
         bell: Box::new(|| {}),
         settled: Box::new(|| {}),
+        farewell: Vec::new(),
     };
     let script = Script {
         events,

@@ -56,6 +56,46 @@ fn every_key_is_drawn_at_once_at_a_long_interval() {
     );
 }
 
+/// Quitting with an alert message still being delivered waits for it (bounded), saying so
+/// on screen, and exits once it is delivered: before, q ended the process and the sinks'
+/// threads with it, and whatever was queued was lost (a "resolved" among it keeps the
+/// receiver's alert firing). The command waits for a gate file the test opens after q.
+#[test]
+fn quitting_delivers_the_alert_message_still_being_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gate, started, done) = (
+        dir.path().join("gate"),
+        dir.path().join("started"),
+        dir.path().join("done"),
+    );
+    let command = format!(
+        "echo \"$GPUWATCH_ALERT_KIND\" >> {started}; while [ ! -e {gate} ]; do sleep 0.02; done; echo \"$GPUWATCH_ALERT_KIND\" >> {done}",
+        started = started.display(),
+        gate = gate.display(),
+        done = done.display()
+    );
+    let args = ["--demo", "--interval", "100ms", "--alert-command", &command];
+    let mut pty = Pty::spawn(&args, 120, 40);
+    pty.wait_for("alice", Duration::from_secs(20));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "no alert was sent within 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.write(b"q");
+    pty.wait_for("queued alert message", Duration::from_secs(2));
+    assert_eq!(
+        pty.wait_exit(Duration::from_millis(300)),
+        None,
+        "exited without delivering"
+    );
+    std::fs::write(&gate, "").unwrap();
+    let status = pty.wait_exit(Duration::from_secs(2));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    let sent = std::fs::read_to_string(&started).unwrap();
+    assert_eq!(std::fs::read_to_string(&done).unwrap(), sent);
+}
+
 /// Hardening round 3 §5: a closed pane (its pty's master closed right after a key) ends
 /// gpuwatch within a second, with exit status 129 as a hang-up, whether the kernel's SIGHUP reaches it (the pty is its
 /// controlling terminal) or only the end of input does (it is not). Before, crossterm's
