@@ -3,6 +3,7 @@
 //! ratatui). Which columns show is the state's (`State::visible_columns`); the TUI draws the
 //! same words in `ui::table`.
 
+use super::fixed::Fixed;
 use super::format::{bytes_short, elapsed, or_na, truncate};
 use crate::model::columns::{Align, MAX_HOST_WIDTH};
 use crate::model::procs::{Column, ProcRow};
@@ -28,7 +29,7 @@ pub fn cell_text(c: Column, r: &ProcRow) -> String {
         Column::Type => r.kind.label().to_string(),
         Column::Vram => or_na(r.vram, bytes_short),
         Column::GpuUtil => or_na(r.gpu_util, |u| format!("{u}%")),
-        Column::Cpu => or_na(r.cpu, |c| format!("{c:.1}")),
+        Column::Cpu => or_na(r.cpu, |c| Fixed(f64::from(c), 1).to_string()),
         Column::HostMemory => or_na(r.host_memory, bytes_short),
         Column::Time => or_na(r.elapsed, elapsed),
         Column::Command => String::from(&*r.command),

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use super::fixed::Fixed;
 use crate::reading::throttle::ThrottleReason;
 use crate::reading::{GpuReading, Vendor};
 use crate::units::Bytes;
@@ -44,7 +45,7 @@ pub fn vendor_tag(g: &GpuReading) -> Option<&'static str> {
 
 /// GiB with one decimal, no unit: `41.2`.
 pub fn gib(b: Bytes) -> String {
-    format!("{:.1}", b.as_gib())
+    Fixed(b.as_gib(), 1).to_string()
 }
 
 /// A compact size for columns: `41.2G`, `612M`, `0`.
@@ -52,7 +53,7 @@ pub fn bytes_short(b: Bytes) -> String {
     if b.0 == 0 {
         "0".into()
     } else if b.0 >= Bytes::GIB {
-        format!("{:.1}G", b.as_gib())
+        format!("{}G", Fixed(b.as_gib(), 1))
     } else if b.0 >= Bytes::MIB {
         format!("{}M", b.0 / Bytes::MIB)
     } else {
@@ -140,11 +141,11 @@ pub fn rate(bytes_per_second: Bytes) -> String {
     let b = bytes_per_second.0 as f64;
     // From 1000 MiB on, GiB keeps the text short.
     if b >= 1000.0 * Bytes::MIB as f64 {
-        format!("{:.1}G/s", b / Bytes::GIB as f64)
+        format!("{}G/s", Fixed(b / Bytes::GIB as f64, 1))
     } else if b >= Bytes::MIB as f64 {
-        format!("{:.1}M/s", b / Bytes::MIB as f64)
+        format!("{}M/s", Fixed(b / Bytes::MIB as f64, 1))
     } else {
-        format!("{:.0}K/s", b / Bytes::KIB as f64)
+        format!("{}K/s", Fixed(b / Bytes::KIB as f64, 0))
     }
 }
 
@@ -204,6 +205,14 @@ pub fn truncate(s: &str, width: usize) -> String {
     out.truncate(whole);
     out.push('…');
     out
+}
+
+/// `truncate` of a string already owned: handed back as it is when it fits, not copied.
+pub fn truncate_owned(s: String, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s;
+    }
+    truncate(&s, width)
 }
 
 /// Word-wraps `text` to lines of at most `width` characters; a word longer than a line

@@ -2,6 +2,7 @@
 //! sample carries them, each word tagged with its role so the TUI can style it (the
 //! header) and `--once` can print it plain. A number the source could not give is `N/A`.
 
+use super::fixed::Fixed;
 use super::format::{NA, gib, or_na};
 use crate::reading::HostLoad;
 use crate::units::Bytes;
@@ -44,7 +45,7 @@ pub fn words(load: &HostLoad) -> Vec<Word> {
     let mut words = vec![
         word("CPU ", Role::Label),
         word(
-            or_na(cpu, |p| format!("{p:.0}%")),
+            or_na(cpu, |p| format!("{}%", Fixed(p, 0))),
             busy(cpu.map(|p| p / 100.0)),
         ),
         sep(),

@@ -4,6 +4,7 @@
 //! nothing here imports ratatui (a test greps for it).
 
 pub mod cells;
+pub mod fixed;
 pub mod format;
 pub mod health;
 pub mod host;

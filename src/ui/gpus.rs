@@ -15,6 +15,7 @@ use super::cells::put_lines;
 use super::spans::fit_spans;
 use crate::layout::{Areas, gpu_rects, panel_rows};
 use crate::model::owners::{Unheld, owners, unattributed, unheld};
+use crate::present::fixed::Fixed;
 use crate::present::format::{NA, bar, bytes_short, gib, gpu_name, or_na, unheld_words};
 use crate::reading::{GpuReading, GpuStatus};
 use crate::state::State;
@@ -260,8 +261,8 @@ fn readings_line<'a>(state: &State, g: &GpuReading, width: usize, theme: &Theme)
 fn reading_fields(g: &GpuReading) -> Vec<(String, u8)> {
     let known = |present: bool, worth: u8| if present { worth } else { 0 };
     let power = match (g.power, g.power_limit) {
-        (Some(p), Some(l)) => format!("{:.0}/{:.0} W", p.0, l.0),
-        (Some(p), None) => format!("{:.0} W", p.0),
+        (Some(p), Some(l)) => format!("{}/{} W", Fixed(p.0, 0), Fixed(l.0, 0)),
+        (Some(p), None) => format!("{} W", Fixed(p.0, 0)),
         // `N/A/300 W` read as a garbled fraction: an unknown draw beside a known limit.
         (None, Some(l)) => format!("{NA} (limit {:.0} W)", l.0),
         (None, None) => format!("power {NA}"),

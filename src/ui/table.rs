@@ -12,13 +12,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::Theme;
-use super::cells::{put_line, restyle};
+use super::cells::{put_line, put_text, restyle};
 use crate::layout::first_row;
 use crate::model::pileup::unpinned;
 use crate::model::procs::{Column, ProcRow, SortDir, Visibility};
 use crate::model::warnings::WarningKind;
 use crate::present::cells::cell_text;
-use crate::present::format::truncate;
+use crate::present::format::truncate_owned;
 use crate::reading::GpuId;
 use crate::state::State;
 
@@ -92,10 +92,16 @@ struct Grid {
 }
 
 /// One process row: its style over the whole width (the gaps between columns too), then
-/// each column's words.
+/// each column's words, plain (the row's style is theirs).
 struct GridRow {
     style: Style,
-    cells: Vec<Line<'static>>,
+    cells: Vec<Words>,
+}
+
+/// A row's words in one column, already cut to its width.
+struct Words {
+    text: String,
+    right: bool,
 }
 
 impl Grid {
@@ -117,7 +123,14 @@ impl Grid {
         let mut selected_line = None;
         for (i, (row, line)) in self.rows.iter().zip(lines).enumerate() {
             restyle(buf, line, row.style);
-            put_cells(&row.cells, &self.spans, line, buf);
+            for (words, span) in row.cells.iter().zip(&self.spans) {
+                let cell = Rect {
+                    x: span.x,
+                    width: span.width,
+                    ..line
+                };
+                put_text(&words.text, words.right, cell, buf);
+            }
             if selected == Some(i) {
                 selected_line = Some(line);
             }
@@ -128,7 +141,7 @@ impl Grid {
     }
 }
 
-/// Each of a line's cells into its column span (the header's and every row's alike).
+/// Each of the header's cells into its column span.
 fn put_cells(cells: &[Line], spans: &[Rect], line: Rect, buf: &mut Buffer) {
     for (words, span) in cells.iter().zip(spans) {
         let cell = Rect {
@@ -232,9 +245,10 @@ fn row(
     let cells = columns
         .iter()
         .zip(spans)
-        .map(|(c, span)| {
+        .map(|(c, span)| Words {
             // Enter opens the process detail view, where the whole command line is shown.
-            aligned(*c, Line::from(truncate(&cell(*c), span.width as usize)))
+            text: truncate_owned(cell(*c), span.width as usize),
+            right: c.right_aligned(),
         })
         .collect();
     GridRow { style, cells }
@@ -264,7 +278,7 @@ mod tests {
         let rows = grid
             .rows
             .iter()
-            .map(|r| Row::new(r.cells.iter().cloned().map(Cell::from)).style(r.style));
+            .map(|r| Row::new(r.cells.iter().map(Words::line).map(Cell::from)).style(r.style));
         let table = Table::new(rows, widths.iter().copied())
             .header(header)
             .block(grid.block.clone())
@@ -273,6 +287,22 @@ mod tests {
         let mut state = TableState::default().with_selected(grid.selected);
         StatefulWidget::render(table, area, &mut buf, &mut state);
         buf
+    }
+
+    impl Words {
+        /// The line the table drew for these words.
+        fn line(&self) -> Line<'static> {
+            let line = Line::from(self.text.clone());
+            if self.right {
+                line.right_aligned()
+            } else {
+                line
+            }
+        }
+    }
+
+    fn words(text: String, right: bool) -> Words {
+        Words { text, right }
     }
 
     fn by_grid(grid: &Grid, area: Rect) -> Buffer {
@@ -306,14 +336,14 @@ mod tests {
                     style: styles[i % styles.len()],
                     cells: vec![
                         // Wider than its column from 1000 on: its left end is cut.
-                        Line::from(format!("{}", 10_u64.pow(i as u32))).right_aligned(),
+                        words(format!("{}", 10_u64.pow(i as u32)), true),
                         // Wider than its column: cut where the table cut it.
-                        Line::from(format!("user-with-a-long-name-{i}")),
+                        words(format!("user-with-a-long-name-{i}"), false),
                         if i % 2 == 0 {
-                            Line::from(format!("python train.py --rank {i} ⚠ 漢字"))
+                            // Not all narrow: drawn by ratatui's own line.
+                            words(format!("python train.py --rank {i} ⚠ 漢字"), false)
                         } else {
-                            Line::styled(format!("python3 -m torch.run {i}"), Style::new().red())
-                                .centered()
+                            words(format!("python3 -m torch.run {i}"), i % 3 == 0)
                         },
                     ],
                 })

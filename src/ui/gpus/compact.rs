@@ -11,6 +11,7 @@ use ratatui::text::{Line, Span};
 use super::charts::spark_text;
 use super::{fit_spans, memory_text, owner_spans, short_name, temp_style, temp_text};
 use crate::layout::{Areas, compact_column_rects};
+use crate::present::fixed::Fixed;
 use crate::present::format::{bar, gpu_name, or_na, truncate, vendor_tag};
 use crate::reading::fields::Key;
 use crate::reading::{GpuReading, GpuStatus};
@@ -283,7 +284,7 @@ fn reading_spans(
     if cols.power {
         spans.push(Span::raw(format!(
             "{:>5} ",
-            or_na(g.power, |w| format!("{:.0}W", w.0))
+            or_na(g.power, |w| format!("{}W", Fixed(w.0, 0)))
         )));
     }
     if cols.extras {
