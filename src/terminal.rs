@@ -9,6 +9,7 @@ mod draw;
 pub mod encode;
 mod shadow;
 mod shown;
+mod width;
 
 pub use draw::draw;
 pub use encode::frame_cells;

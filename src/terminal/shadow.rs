@@ -7,11 +7,12 @@
 //! and an unchanged cell's width comes from the copy, kept when the cell was stored. The
 //! copy is [`Shown`]'s 8 bytes a cell, not ratatui's 48-byte cells.
 
-use ratatui::buffer::{Cell, CellDiffOption, CellWidth};
+use ratatui::buffer::{Cell, CellDiffOption};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 
 use super::shown::{Look, Shown};
+use super::width::cell_width;
 
 /// Modifiers that show on a blank cell: a wide character in one of these styles, replaced
 /// by a narrow one, leaves its look on its trailing cells (ratatui's `VISIBLE_ON_BLANK`).
@@ -186,7 +187,7 @@ impl Shadow {
                 if i < t.next {
                     return Verdict::Hidden;
                 }
-                t.next = i + usize::from(cell.cell_width().max(1));
+                t.next = i + usize::from(cell_width(cell).max(1));
                 t.end = t.end.max(t.next).min(len);
                 let changed = t.force || !self.known || !self.screen.symbol_is(i, cell.symbol());
                 return if changed && !is_skip(cell) {
@@ -211,7 +212,7 @@ impl Shadow {
                 Verdict::Shown
             }
             _ => {
-                let width = usize::from(cell.cell_width());
+                let width = usize::from(cell_width(cell));
                 let shown_width = usize::from(self.screen.width(i));
                 let shown = self.screen.look(i);
                 if width > 1 && cell.symbol().contains('\u{fe0f}') {
@@ -242,7 +243,7 @@ impl Shadow {
     /// in the old style, the new one or neither): those columns become unknown, so they are
     /// sent again rather than taken for blank.
     pub fn written(&mut self, i: usize, cell: &Cell) {
-        let end = i + usize::from(cell.cell_width().max(1));
+        let end = i + usize::from(cell_width(cell).max(1));
         let row_end = (i / self.row_len() + 1) * self.row_len();
         for k in i..end.min(row_end) {
             let covered = (k + usize::from(self.screen.width(k))).min(row_end);
@@ -250,7 +251,8 @@ impl Shadow {
                 self.screen.set_blank(unknown, UNKNOWN);
             }
         }
-        self.store(i, cell);
+        // Sent because it differs (or is not known): stored without comparing again.
+        self.screen.set(i, cell);
     }
 
     fn row_len(&self) -> usize {

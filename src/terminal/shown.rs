@@ -12,8 +12,10 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use ratatui::buffer::{Cell, CellDiffOption, CellWidth};
+use ratatui::buffer::{Cell, CellDiffOption};
 use ratatui::style::{Color, Modifier};
+
+use super::width::symbol_width;
 
 /// Everything of a cell but its symbol. Equal looks and equal symbols are equal cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -350,7 +352,7 @@ impl Shown {
     fn symbol_word(&mut self, symbol: &str) -> u32 {
         let mut chars = symbol.chars();
         if let (Some(c), None) = (chars.next(), chars.next()) {
-            let width = symbol.cell_width();
+            let width = symbol_width(symbol);
             if width < 4 {
                 return u32::from(c) | (u32::from(width) << CHAR_BITS);
             }
@@ -359,7 +361,7 @@ impl Shown {
             Some(i) => i,
             None => self.longs.add(Long {
                 text: symbol.into(),
-                width: symbol.cell_width(),
+                width: symbol_width(symbol),
             }),
         };
         LONG | i

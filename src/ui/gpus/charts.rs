@@ -94,7 +94,10 @@ fn put_sparkline(buf: &mut Buffer, area: Rect, columns: &[Option<u64>], max: u64
         let mut left = value.map(|v| {
             (u128::from(v) * u128::from(eighths) / u128::from(max)).min(u128::from(eighths)) as u64
         });
-        for y in (area.top()..area.bottom()).rev() {
+        // From the bottom cell up, a row's width of cells apart.
+        let bottom = buf.index_of(x, area.bottom() - 1);
+        let row = usize::from(buf.area.width);
+        for up in 0..usize::from(area.height) {
             let symbol = match left {
                 Some(n) => {
                     left = Some(n.saturating_sub(8));
@@ -102,8 +105,9 @@ fn put_sparkline(buf: &mut Buffer, area: Rect, columns: &[Option<u64>], max: u64
                 }
                 None => " ",
             };
-            let i = buf.index_of(x, y);
-            buf.content[i].set_symbol(symbol).set_style(style);
+            buf.content[bottom - up * row]
+                .set_symbol(symbol)
+                .set_style(style);
         }
     }
 }
