@@ -34,6 +34,15 @@ pub(super) fn read_env(dir: &Path) -> Option<ProcEnv> {
     // longer than the longest kept one (so `ProcEnv` sees it was cut).
     let keep = ProcEnv::MAX_NAME + 1 + ProcEnv::MAX_VALUE + 4;
     each_entry(reader, keep, |entry| {
+        // Most of a process's variables (PATH, HOME, …) start with no kept prefix: passed
+        // over on their bytes, not decoded and split (at a first sample of 1,000 processes
+        // that was 22 k instructions a process, issue 25).
+        if !ProcEnv::PREFIXES
+            .iter()
+            .any(|p| entry.starts_with(p.as_bytes()))
+        {
+            return;
+        }
         let entry = String::from_utf8_lossy(entry);
         if let Some((k, v)) = entry.split_once('=')
             && ProcEnv::PREFIXES.iter().any(|p| k.starts_with(p))

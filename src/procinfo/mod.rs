@@ -6,6 +6,7 @@
 //! come through a `names::NameResolver`, which answers from its cache and looks misses up
 //! on its own thread: this code never waits on a socket or a command.
 
+mod ancestors;
 pub mod cgroup;
 mod files;
 pub mod host;
@@ -117,6 +118,8 @@ pub struct ProcInfo {
     kept_stat_files: usize,
     /// The path and text buffers `lookup` reads each process's stat file with.
     scratch: stat_read::Scratch,
+    /// The ancestors read this sample, shared by the processes that have them.
+    ancestors: ancestors::Ancestors,
 }
 
 impl ProcInfo {
@@ -165,6 +168,7 @@ impl ProcInfo {
             sampled: false,
             max_kept_stat_files: max_kept_stat_files(),
             kept_stat_files: 0,
+            ancestors: ancestors::Ancestors::default(),
         }
     }
 
@@ -414,7 +418,7 @@ impl ProcInfo {
         Some((busy / elapsed.as_secs_f64() * 100.0) as f32)
     }
 
-    fn read_static(&self, dir: &Path, stat: &Stat, now: Instant) -> io::Result<Known> {
+    fn read_static(&mut self, dir: &Path, stat: &Stat, now: Instant) -> io::Result<Known> {
         let status = std::fs::read_to_string(dir.join("status"))?;
         let uids = parse_uids(&status)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Uid line in status"))?;
@@ -434,7 +438,7 @@ impl ProcInfo {
         let context = ProcContext {
             workload: workload.map(Arc::new),
             env: env.map(Arc::new),
-            parents: Some(Arc::new(self.parents(stat.ppid))),
+            parents: Some(Arc::new(self.ancestors.chain(&self.root, stat.ppid, now))),
         };
         Ok(Known {
             start_ticks: stat.start_ticks,
@@ -448,29 +452,6 @@ impl ProcInfo {
             seen_at: now,
             stat_file: None,
         })
-    }
-
-    /// The names of a GPU process's ancestors, outermost first, starting from its parent
-    /// `ppid` and stopping below init (PID 1) or at the first one that cannot be read.
-    /// Read once per process (with its other static facts), and only for GPU processes.
-    fn parents(&self, mut ppid: u32) -> Vec<String> {
-        // Deep enough for sshd → bash → tmux → bash → srun → python; a bound, since a
-        // /proc fixture (or a race with PID reuse) could make the chain loop.
-        const MAX_DEPTH: usize = 16;
-        let mut chain = Vec::new();
-        while ppid > 1 && chain.len() < MAX_DEPTH {
-            let path = self.root.join(ppid.to_string()).join("stat");
-            let Ok(text) = std::fs::read_to_string(path) else {
-                break;
-            };
-            let Some(stat) = parse_stat(&text) else {
-                break;
-            };
-            chain.push(stat.comm.to_string());
-            ppid = stat.ppid;
-        }
-        chain.reverse();
-        chain
     }
 
     /// The effective user's name, with the real one beside it when they differ (as a
