@@ -441,6 +441,31 @@ fn the_parent_chain_is_read_up_to_init_outermost_first() {
     assert_eq!(d.context.parents.expect("read").len(), 16);
 }
 
+/// Processes seen in one sample share the ancestors read for the first of them (the
+/// workers of a job share their launcher); the next sample reads them afresh.
+#[test]
+fn ancestors_are_read_once_per_sample_for_every_process_that_shares_them() {
+    let f = Fixture::new();
+    ancestor(&f, 10, "sshd", 1);
+    ancestor(&f, 20, "torchrun", 10);
+    for (pid, start) in [(40, 500), (41, 501), (42, 502)] {
+        f.process(pid, "python", 1000, b"python\0train.py\0", 0, start);
+        let path = f.dir.path().join(format!("{pid}/stat"));
+        let stat = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, stat.replacen(" S 1 ", " S 20 ", 1)).unwrap();
+    }
+    let mut p = f.proc_info();
+    let now = Instant::now();
+    let parents = |h: HostProc| (*visible(h).context.parents.expect("read")).clone();
+    assert_eq!(parents(p.lookup(40, now)), ["sshd", "torchrun"]);
+    // Gone from /proc, yet named for the other worker of the same sample: not read again.
+    std::fs::remove_dir_all(f.dir.path().join("20")).unwrap();
+    assert_eq!(parents(p.lookup(41, now)), ["sshd", "torchrun"]);
+    // A later sample reads the chain again, and it now stops where the parent is gone.
+    let later = now + Duration::from_secs(1);
+    assert_eq!(parents(p.lookup(42, later)), Vec::<String>::new());
+}
+
 /// Slurm without cgroups (`proctrack/linuxproc`): the job's tasks sit in the root cgroup
 /// or slurmd's service; the job comes from the task's environment (with its step and array
 /// task). A cgroup that names a workload is never overridden by a variable.
