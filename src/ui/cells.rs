@@ -119,11 +119,12 @@ pub fn put_text(text: &str, right: bool, area: Rect, buf: &mut Buffer) {
         return;
     }
     let room = usize::from(area.width);
-    let (indent, skip) = match right {
-        true if width <= room => (room - width, 0),
-        true => (0, width - room),
-        false => (0, 0),
+    let alignment = if right {
+        Alignment::Right
+    } else {
+        Alignment::Left
     };
+    let (indent, skip) = placed(width, room, Some(alignment));
     let shown = (width - skip).min(room - indent);
     let at = (area.x + indent as u16, area.y);
     put_narrow(buf, at, text, skip, shown, Style::default());
@@ -155,13 +156,7 @@ pub fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
     let area = Rect { height: 1, ..area };
     restyle(buf, area, line.style);
     let room = usize::from(area.width);
-    let (indent, mut skip) = match line.alignment {
-        Some(Alignment::Right) if width <= room => (room - width, 0),
-        Some(Alignment::Right) => (0, width - room),
-        Some(Alignment::Center) if width <= room => ((room - width) / 2, 0),
-        Some(Alignment::Center) => (0, (width - room) / 2),
-        Some(Alignment::Left) | None => (0, 0),
-    };
+    let (indent, mut skip) = placed(width, room, line.alignment);
     let mut x = area.x + indent as u16;
     let mut left = room - indent;
     for span in &line.spans {
@@ -181,6 +176,19 @@ pub fn put_line(line: &Line, area: Rect, buf: &mut Buffer) {
         if left == 0 {
             break;
         }
+    }
+}
+
+/// Where a line `width` cells wide goes in `room` cells as `Line` places it: the cells left
+/// blank before it, and the cells of it cut off at its start (a line too long loses its
+/// right end, a right-aligned one its left, a centred one both).
+fn placed(width: usize, room: usize, alignment: Option<Alignment>) -> (usize, usize) {
+    match alignment {
+        Some(Alignment::Right) if width <= room => (room - width, 0),
+        Some(Alignment::Right) => (0, width - room),
+        Some(Alignment::Center) if width <= room => ((room - width) / 2, 0),
+        Some(Alignment::Center) => (0, (width - room) / 2),
+        Some(Alignment::Left) | None => (0, 0),
     }
 }
 
